@@ -1,0 +1,157 @@
+"""The public API, a thin façade over the pipeline stages: what the CLI and notebooks call.
+
+    compile_model(spec)        capture -> parse -> report, returns a ReportResult
+    report_folder(folder)      parse an existing debug folder (or re-render a report) -> ReportResult
+    load_run(path)             read a lens.json back into a CompileRun
+    render(run, out_dir)       write the HTML report and lens.json for a CompileRun
+"""
+
+from __future__ import annotations
+
+import shutil
+import webbrowser
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from .capture import CAPTURE_DIR, capture
+from .capture.runner import ProgressCallback
+from .errors import InputFolderError, LensError, UsageError
+from .options import CompileSpec
+from .parse import parse_debug_folder
+from .records import CompileRun
+from .report import LENS_JSON, render_report, write_report
+
+REPORTS_ROOT = Path("inductor-lens-reports")
+# What a report folder holds that this tool wrote and may replace.
+_REPORT_PAGES = ("index.html", "log.html", LENS_JSON, "graphs", "kernels")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    run: CompileRun
+    index: Path
+    error: LensError | None = None
+
+
+def default_out_dir(spec: CompileSpec) -> Path:
+    return REPORTS_ROOT / f"{spec.model_name}-{spec.mode}"
+
+
+def compile_model(
+    spec: CompileSpec,
+    out_dir: Path | None = None,
+    *,
+    strict: bool = False,
+    draw: bool = True,
+    progress: ProgressCallback | None = None,
+    echo: TextIO | None = None,
+) -> ReportResult:
+    """Compile the model in a child process and write its report; a failed run still gets one."""
+    if not spec.model_path.is_file():
+        raise UsageError(f"{spec.model_path}: no such model file")
+    out_dir = out_dir or default_out_dir(spec)
+    _prepare_out_dir(out_dir, replace_capture=True)
+    captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo)
+    run = parse_debug_folder(
+        out_dir,
+        strict=strict,
+        allow_empty=True,
+        title=spec.model_name,
+        settings=captured.settings,
+        environment=captured.environment,
+        capture=captured.outcome,
+    )
+    index = render(run, out_dir, draw=draw)
+    return ReportResult(run=run, index=index, error=captured.error())
+
+
+def report_folder(
+    folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
+) -> ReportResult:
+    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json."""
+    previous = _previous_run(folder)
+    if out_dir is None:
+        out_dir = folder if previous is not None else REPORTS_ROOT / (folder.resolve().name or "report")
+    try:
+        if previous is not None:
+            run = parse_debug_folder(
+                folder,
+                strict=strict,
+                title=previous.title,
+                settings=previous.settings,
+                environment=previous.environment,
+                capture=previous.capture,
+            )
+        else:
+            run = parse_debug_folder(folder, strict=strict)
+    except InputFolderError:
+        if previous is None:
+            raise
+        run = previous  # a report copied without its capture/ folder: re-render what lens.json holds
+    _prepare_out_dir(out_dir, replace_capture=False)
+    return ReportResult(run=run, index=render(run, out_dir, draw=draw))
+
+
+def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:
+    return write_report(render_report(run, draw=draw), out_dir)
+
+
+def load_run(path: Path) -> CompileRun:
+    """A CompileRun from ``lens.json`` (or a report folder holding one)."""
+    file = path / LENS_JSON if path.is_dir() else path
+    try:
+        return CompileRun.from_json(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFolderError(f"{path}: no {LENS_JSON} found") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputFolderError(f"{file}: not a readable {LENS_JSON} ({exc})") from exc
+
+
+def open_report(path: Path | None = None) -> str:
+    """Open a report in the browser; returns its file URL (printed for machines without one)."""
+    index = _find_index(path)
+    url = index.resolve().as_uri()
+    try:
+        webbrowser.open(url)
+    except webbrowser.Error:
+        pass
+    return url
+
+
+def _find_index(path: Path | None) -> Path:
+    if path is None:
+        candidates = sorted(REPORTS_ROOT.glob("*/index.html"), key=lambda p: p.stat().st_mtime)
+        if not candidates:
+            raise InputFolderError(f"no reports under {REPORTS_ROOT}/; give the report folder to open")
+        return candidates[-1]
+    index = path / "index.html" if path.is_dir() else path
+    if not index.is_file():
+        raise InputFolderError(f"{path}: no index.html (not an inductor-lens report)")
+    return index
+
+
+def _previous_run(folder: Path) -> CompileRun | None:
+    if (folder / LENS_JSON).is_file():
+        return load_run(folder)
+    return None
+
+
+def _prepare_out_dir(out_dir: Path, *, replace_capture: bool) -> None:
+    """Refuse to write into a folder that holds anything but an earlier report of this tool."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir} is a file, not a folder")
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return
+    ours = (out_dir / LENS_JSON).is_file() or (out_dir / CAPTURE_DIR / "spec.json").is_file()
+    if not ours:
+        raise UsageError(
+            f"--out {out_dir} is not empty and holds no inductor-lens report; choose a new or empty folder"
+        )
+    for name in (*_REPORT_PAGES, CAPTURE_DIR) if replace_capture else _REPORT_PAGES:
+        target = out_dir / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()

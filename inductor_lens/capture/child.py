@@ -1,0 +1,335 @@
+"""Stage 1 of the pipeline (capture), the part that runs inside the child process.
+
+``python child.py SPEC.json RESULT.json`` (run as a script) loads the user's model file, runs
+it eagerly, then under ``torch.compile`` (the first call is the cold compile; the parent set up
+TORCH_COMPILE_DEBUG, TORCH_TRACE and private caches in the environment), and compares the two.
+Progress goes to stderr as ``[inductor-lens] phase: <name>`` lines; the outcome, success or not,
+goes to RESULT.json. Only the standard library and torch are used here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+PHASE_MARKER = "[inductor-lens] phase: "
+
+# Tolerances for "compiled agrees with eager" (rtol, atol) by dtype: looser than torch.testing's
+# defaults because fused kernels legitimately reorder floating-point reductions.
+TOLERANCES = {
+    "torch.float64": (1e-7, 1e-7),
+    "torch.float32": (1e-4, 1e-5),
+    "torch.float16": (1e-2, 1e-3),
+    "torch.bfloat16": (2e-2, 1e-2),
+}
+
+
+class Failure(Exception):
+    """Ends the run with an error kind the parent maps to an exit code (see errors.py)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Run:
+    def __init__(self, spec: dict[str, Any], result_path: Path) -> None:
+        self.spec = spec
+        self.result_path = result_path
+        self.started = time.perf_counter()
+        self.result: dict[str, Any] = {"status": "failed", "phase": "start", "environment": {}, "settings": {}}
+
+    def phase(self, name: str) -> None:
+        self.result["phase"] = name
+        print(f"{PHASE_MARKER}{name}", file=sys.stderr, flush=True)
+
+    def write(self) -> None:
+        self.result["wall_s"] = time.perf_counter() - self.started
+        tmp = self.result_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.result, indent=1, default=str))
+        os.replace(tmp, self.result_path)
+
+
+def main(argv: list[str]) -> int:
+    # Run as a script, this file's folder heads sys.path; it must not shadow the model's imports.
+    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        sys.path.pop(0)
+    spec = json.loads(Path(argv[1]).read_text())
+    run = Run(spec, Path(argv[2]))
+    try:
+        execute(run)
+        run.result["status"] = "ok"
+        run.phase("done")
+        return 0
+    except Failure as failure:
+        run.result.update(error=failure.message, error_kind=failure.kind)
+        print(f"[inductor-lens] error ({failure.kind}): {failure.message}", file=sys.stderr, flush=True)
+        return 1
+    except BaseException as exc:  # anything unforeseen still leaves a result behind
+        run.result.update(error=f"{type(exc).__name__}: {_first_line(exc)}", error_kind="CompileError")
+        traceback.print_exc()
+        return 1
+    finally:
+        run.write()
+
+
+def execute(run: Run) -> None:
+    spec = run.spec
+    run.phase("import torch")
+    import torch
+
+    run.result["environment"] = environment(torch)
+    module = load_model_file(run, Path(spec["model_path"]))
+
+    run.phase("build model")
+    torch.manual_seed(0)
+    model = call_contract(module, "get_model", spec["model_path"])
+    inputs = call_contract(module, "get_inputs", spec["model_path"])
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if not isinstance(inputs, (tuple, list)):
+        raise Failure("ModelFileError", f"get_inputs() must return a tuple of tensors, got {type(inputs).__name__}")
+    if not callable(model):
+        raise Failure("ModelFileError", f"get_model() must return an nn.Module or a callable, got {type(model).__name__}")
+
+    device = resolve_device(torch, spec["device"])
+    dtype = getattr(torch, spec["dtype"]) if spec.get("dtype") else None
+    model, inputs = place(torch, model, tuple(inputs), device, dtype)
+    run.result["environment"].update(device_info(torch, device))
+    run.result["inputs"] = [describe(torch, x) for x in inputs]
+    if isinstance(model, torch.nn.Module):
+        run.result["parameters"] = sum(p.numel() for p in model.parameters())
+
+    train = bool(spec["train"])
+    mode_options = dict(torch._inductor.list_mode_options(spec["mode"], spec.get("dynamic")))
+    options = {**mode_options, **spec["options"]}
+    run.result["settings"] = {"mode_options": mode_options, "device": str(device), "dtype": spec.get("dtype")}
+
+    run.phase("eager run")
+    eager_outputs, eager_grads, eager_s = step(torch, model, inputs, train, device, "eager")
+    run.result["eager_first_call_s"] = eager_s
+    run.result["outputs"] = [describe(torch, t) for t in tensors_in(torch, eager_outputs)]
+
+    run.phase("compile")
+    compiled = torch.compile(
+        model, options=options or None, fullgraph=bool(spec["fullgraph"]), dynamic=spec.get("dynamic")
+    )
+    outputs, grads, cold_s = step(torch, compiled, inputs, train, device, "compile")
+    run.result["cold_compile_s"] = cold_s
+
+    run.phase("second call")
+    _, _, second_s = step(torch, compiled, inputs, train, device, "compile")
+    run.result["second_call_s"] = second_s
+
+    run.phase("compare")
+    run.result["accuracy"] = accuracy(torch, outputs, eager_outputs, grads, eager_grads)
+
+
+def load_model_file(run: Run, path: Path) -> Any:
+    run.phase("load model file")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"inductor_lens_model_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise Failure("ModelFileError", f"{path.name} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise Failure("ModelFileError", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        raise Failure(
+            "ModelFileError", f"{path.name} raised {type(exc).__name__} while importing: {_first_line(exc)}"
+        ) from exc
+    return module
+
+
+def call_contract(module: Any, name: str, path: str) -> Any:
+    function = getattr(module, name, None)
+    if function is None:
+        raise Failure("ModelFileError", f"{Path(path).name} defines no {name}() (a model file needs get_model and get_inputs)")
+    if not callable(function):
+        raise Failure("ModelFileError", f"{Path(path).name}: {name} is not a function")
+    try:
+        return function()
+    except Exception as exc:
+        raise Failure("ModelRunError", f"{name}() raised {type(exc).__name__}: {_first_line(exc)}") from exc
+
+
+def resolve_device(torch: Any, requested: str) -> Any:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise Failure("UsageError", "--device cuda, but this torch sees no CUDA device")
+    return torch.device(requested)
+
+
+def place(torch: Any, model: Any, inputs: tuple[Any, ...], device: Any, dtype: Any) -> tuple[Any, tuple[Any, ...]]:
+    try:
+        if isinstance(model, torch.nn.Module):
+            model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+        placed = []
+        for x in inputs:
+            if isinstance(x, torch.Tensor):
+                x = x.to(device)
+                if dtype is not None and x.is_floating_point():
+                    x = x.to(dtype)
+            placed.append(x)
+    except Exception as exc:
+        raise Failure("ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+    return model, tuple(placed)
+
+
+def step(torch: Any, fn: Any, inputs: tuple[Any, ...], train: bool, device: Any, phase: str) -> tuple[Any, list[Any], float]:
+    """One call (and backward of the outputs' sum with --train); returns outputs, grads, seconds."""
+    params = [p for p in fn.parameters() if p.requires_grad] if train and hasattr(fn, "parameters") else []
+    for p in params:
+        p.grad = None
+    torch.manual_seed(0)
+    synchronize(torch, device)
+    start = time.perf_counter()
+    try:
+        if train:
+            outputs = fn(*inputs)
+            floats = [t for t in tensors_in(torch, outputs) if t.is_floating_point() and t.requires_grad]
+            if not floats:
+                raise Failure("ModelRunError", "--train: the model's outputs carry no gradient")
+            sum(t.float().sum() for t in floats).backward()
+        else:
+            with torch.no_grad():
+                outputs = fn(*inputs)
+        synchronize(torch, device)
+    except Failure:
+        raise
+    except Exception as exc:
+        kind = "ModelRunError" if phase == "eager" else "CompileError"
+        where = "eager forward" if phase == "eager" else "torch.compile"
+        raise Failure(kind, f"{where} raised {type(exc).__name__}: {_first_line(exc)}") from exc
+    seconds = time.perf_counter() - start
+    grads = [p.grad.detach().clone() if p.grad is not None else None for p in params]
+    detached = [t.detach().clone() for t in tensors_in(torch, outputs)]
+    return detached, grads, seconds
+
+
+def synchronize(torch: Any, device: Any) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def tensors_in(torch: Any, value: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(torch, v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(torch, v)]
+    if hasattr(value, "__dataclass_fields__"):
+        return [t for name in value.__dataclass_fields__ for t in tensors_in(torch, getattr(value, name))]
+    return []
+
+
+def accuracy(torch: Any, outputs: list[Any], reference: list[Any], grads: list[Any], ref_grads: list[Any]) -> dict[str, Any]:
+    max_abs, max_ref, ok = 0.0, 0.0, True
+    rtol, atol = 0.0, 0.0
+    for got, want in zip(outputs, reference):
+        if not want.is_floating_point() and not want.is_complex():
+            ok = ok and bool(torch.equal(got, want))
+            continue
+        rtol_t, atol_t = TOLERANCES.get(str(want.dtype), (1e-4, 1e-5))
+        rtol, atol = max(rtol, rtol_t), max(atol, atol_t)
+        diff = (got.double() - want.double()).abs()
+        max_abs = max(max_abs, _finite_max(diff))
+        max_ref = max(max_ref, _finite_max(want.double().abs()))
+        ok = ok and bool(torch.allclose(got.double(), want.double(), rtol=rtol_t, atol=atol_t, equal_nan=True))
+    result: dict[str, Any] = {
+        "compared": "outputs and parameter gradients" if ref_grads else "outputs",
+        "tensors": len(reference),
+        "max_abs_error": max_abs,
+        "max_rel_error": max_abs / max_ref if max_ref > 0 else max_abs,
+        "within_tolerance": ok and len(outputs) == len(reference),
+        "rtol": rtol or 1e-4,
+        "atol": atol or 1e-5,
+    }
+    if ref_grads:
+        g_abs, g_ref = 0.0, 0.0
+        for got, want in zip(grads, ref_grads):
+            if got is None or want is None:
+                continue
+            g_abs = max(g_abs, _finite_max((got.double() - want.double()).abs()))
+            g_ref = max(g_ref, _finite_max(want.double().abs()))
+        result["grad_max_abs_error"] = g_abs
+        result["grad_max_rel_error"] = g_abs / g_ref if g_ref > 0 else g_abs
+    return result
+
+
+def _finite_max(tensor: Any) -> float:
+    if tensor.numel() == 0:
+        return 0.0
+    value = float(tensor.max())
+    return value if math.isfinite(value) else float("inf")
+
+
+def describe(torch: Any, value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        short = str(value.dtype).removeprefix("torch.")
+        return f"{short}[{', '.join(str(s) for s in value.shape)}] on {value.device}"
+    return type(value).__name__
+
+
+def environment(torch: Any) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "cuda_version": torch.version.cuda,
+        "platform": platform.platform(terse=True),
+    }
+    try:
+        import triton
+
+        env["triton_version"] = triton.__version__
+    except Exception:
+        env["triton_version"] = None
+    return env
+
+
+def device_info(torch: Any, device: Any) -> dict[str, Any]:
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return {
+            "device_type": "cuda",
+            "device_name": props.name,
+            "device_capability": f"{props.major}.{props.minor}",
+            "multiprocessor_count": props.multi_processor_count,
+        }
+    return {"device_type": "cpu", "device_name": cpu_name(), "multiprocessor_count": os.cpu_count()}
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first informative line of an exception message (torch's can run to pages)."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if line and not line.startswith("Set TORCHDYNAMO_VERBOSE") and not line.startswith("You can suppress"):
+            return line[:400]
+    return type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,165 @@
+"""The command line: a thin click layer over ``api.py``; no pipeline logic lives here.
+
+Every failure ends as one line ``error: <cause>`` on stderr and a non-zero exit code (see
+errors.py for the codes); ``--verbose`` adds the traceback and streams the model process's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import api
+from .errors import LensError
+from .options import DEFAULT_TIMEOUT_S, DTYPES, MODES, CompileSpec, normalize_dtype, parse_inductor_options
+from .version import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERNAL_ERROR_EXIT = 70
+
+
+def lens_command(function: F) -> F:
+    """Adds --verbose and turns errors into one line plus an exit code."""
+
+    @click.option("-v", "--verbose", is_flag=True, help="Stream the model process's output; show tracebacks.")
+    @functools.wraps(function)
+    def wrapper(*args: Any, verbose: bool, **kwargs: Any) -> Any:
+        try:
+            return function(*args, verbose=verbose, **kwargs)
+        except LensError as exc:
+            if verbose:
+                traceback.print_exc()
+            _fail(exc.one_line(), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted; whatever was captured so far is kept", 130)
+        except click.exceptions.Exit:
+            raise
+        except Exception as exc:
+            if verbose:
+                traceback.print_exc()
+            _fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)", INTERNAL_ERROR_EXIT)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="inductor-lens")
+def cli() -> None:
+    """Inspect what torch.compile / TorchInductor made of a model: graphs, fused kernels, their source."""
+
+
+@cli.command("compile")
+@click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--mode", type=click.Choice(MODES), default="default", show_default=True, help="torch.compile mode.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).")  # fmt: skip
+@click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum.")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
+              help="auto: cuda when available.")  # fmt: skip
+@click.option("--dtype", type=click.Choice(sorted(set(DTYPES)), case_sensitive=False), default=None,
+              help="Cast the model and floating inputs to this dtype.")  # fmt: skip
+@click.option("--fullgraph", is_flag=True, help="Passed to torch.compile: fail on any graph break.")
+@click.option("--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Report folder [default: inductor-lens-reports/<model>-<mode>/].")  # fmt: skip
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds before the model process is killed.")  # fmt: skip
+@click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
+@lens_command
+def compile_command(
+    model: Path,
+    mode: str,
+    options: tuple[str, ...],
+    train: bool,
+    device: str,
+    dtype: str | None,
+    fullgraph: bool,
+    dynamic: bool | None,
+    out_dir: Path | None,
+    timeout_s: float,
+    strict: bool,
+    open_browser: bool,
+    verbose: bool,
+) -> None:
+    """Compile MODEL (a .py file with get_model() and get_inputs()) and write an HTML report."""
+    spec = CompileSpec(
+        model_path=model,
+        mode=mode,
+        options=parse_inductor_options(options),
+        train=train,
+        device=device,
+        dtype=normalize_dtype(dtype),
+        fullgraph=fullgraph,
+        dynamic=dynamic,
+        timeout_s=timeout_s,
+    )
+    target = out_dir or api.default_out_dir(spec)
+    click.echo(f"inductor-lens: compiling {model} (mode {mode}, device {device}) into {target}/", err=True)
+
+    def progress(phase: str, elapsed: float) -> None:
+        click.echo(f"  [{elapsed:6.1f}s] {phase}", err=True)
+
+    result = api.compile_model(
+        spec, target, strict=strict, progress=None if verbose else progress, echo=sys.stderr if verbose else None
+    )
+    _finish(result, open_browser)
+
+
+@cli.command("report")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Report folder [default: the folder itself for an inductor-lens report, "
+                   "else inductor-lens-reports/<name>/].")  # fmt: skip
+@click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
+@lens_command
+def report_command(folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool) -> None:
+    """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine) or a report."""
+    _finish(api.report_folder(folder, out_dir, strict=strict), open_browser)
+
+
+@cli.command("open")
+@click.argument("folder", type=click.Path(path_type=Path), required=False)
+@lens_command
+def open_command(folder: Path | None, verbose: bool) -> None:
+    """Open a report (default: the newest under inductor-lens-reports/) and print its file URL."""
+    click.echo(api.open_report(folder))
+
+
+def _finish(result: api.ReportResult, open_browser: bool) -> None:
+    run = result.run
+    warnings = len(run.stats.warnings)
+    kernels = sum(len(g.kernels) for g in run.graphs)
+    summary = f"{len(run.graphs)} graph(s), {kernels} kernel(s)"
+    if warnings:
+        summary += f", {warnings} parse warning(s) (listed in the report)"
+    click.echo(f"inductor-lens: {summary}", err=True)
+    click.echo(f"report: {result.index}")
+    if open_browser:
+        click.echo(api.open_report(result.index))
+    if result.error is not None:
+        raise result.error
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: click's own usage errors are shortened to one line too."""
+    try:
+        cli.main(args=argv, prog_name="inductor-lens", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)

@@ -1,0 +1,70 @@
+"""Errors of every pipeline stage, each with the exit code the CLI returns for it.
+
+A LensError carries a one-line message that names the cause; the CLI prints it as
+``error: <message>`` and exits with ``exit_code``, without a traceback unless ``--verbose``.
+"""
+
+from __future__ import annotations
+
+
+class LensError(Exception):
+    """Base class: something the user can act on, reported as one line."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = " ".join(self.message.split())
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class UsageError(LensError):
+    """A bad option value: unknown Inductor option, malformed KEY=VALUE, bad shape."""
+
+    exit_code = 2
+
+
+class ModelFileError(LensError):
+    """The model file is missing, does not import, or breaks the get_model/get_inputs contract."""
+
+    exit_code = 3
+
+
+class ModelRunError(LensError):
+    """The model raised while running eagerly (before torch.compile was involved)."""
+
+    exit_code = 4
+
+
+class CompileError(LensError):
+    """torch.compile (Dynamo, AOTAutograd or Inductor) failed, or the compiled model raised."""
+
+    exit_code = 5
+
+
+class CaptureTimeout(LensError):
+    """The child process ran past --timeout and was killed."""
+
+    exit_code = 6
+
+
+class InputFolderError(LensError):
+    """A folder given to `report` holds no debug output this tool can read."""
+
+    exit_code = 7
+
+
+class ParseError(LensError):
+    """Strict parsing met content it does not recognise (tests run strict)."""
+
+    exit_code = 8
+
+
+class RenderError(LensError):
+    """The report could not be written (templates missing, output folder not writable)."""
+
+    exit_code = 9

@@ -1,0 +1,153 @@
+"""Stage 2 of the pipeline (capture -> parse -> records -> bench -> report): debug folder -> CompileRun.
+
+``parse_debug_folder(path)`` reads a TORCH_COMPILE_DEBUG tree (plus the TORCH_TRACE log and the
+process log when they are there) into the data model of ``records.py``. One module per artifact:
+``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace``, ``logs``; ``layout`` finds the files,
+``graph`` joins them per graph, ``compat`` holds every torch-version difference. Unknown content
+is counted in ``CompileRun.stats``; ``strict=True`` raises ParseError instead.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphRecord
+from ..version import __version__
+from .diagnostics import Diagnostics
+from .graph import GraphContext, parse_graph_folder
+from .layout import DebugLayout, locate
+from .logs import debug_trace_compile_ids, parse_runnable_header
+from .trace import TraceSummary, read_traces
+
+__all__ = ["parse_debug_folder"]
+
+LOG_TEXT_LIMIT = 2 * 1024 * 1024
+
+
+def parse_debug_folder(
+    folder: Path,
+    *,
+    strict: bool = False,
+    allow_empty: bool = False,
+    title: str | None = None,
+    settings: CompileSettings | None = None,
+    environment: Environment | None = None,
+    capture: CaptureOutcome | None = None,
+    now: Callable[[], _dt.datetime] | None = None,
+) -> CompileRun:
+    """Read everything under ``folder``; what the capture stage measured can be passed in.
+
+    ``allow_empty`` accepts a folder without any debug output (a capture that failed early).
+    """
+    layout = locate(folder, allow_empty=allow_empty)
+    diagnostics = Diagnostics(strict=strict)
+    traces = read_traces(list(layout.trace_files), layout.root, diagnostics)
+    log_text = _read_logs(layout, diagnostics)
+    context = GraphContext(
+        layout=layout,
+        traces=traces,
+        logged_compile_ids=debug_trace_compile_ids(log_text),
+        diagnostics=diagnostics,
+        multiple_runs=len(layout.run_dirs) > 1,
+    )
+    graphs = tuple(parse_graph_folder(f, context) for f in layout.graph_folders)
+    if not graphs and (capture is None or capture.status == "ok"):
+        diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
+    runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
+    inferred = _infer_environment(traces, runnable_facts, graphs)
+    clock = now or (lambda: _dt.datetime.now(_dt.timezone.utc))
+    return CompileRun(
+        title=title or _default_title(layout, capture),
+        created=clock().replace(microsecond=0).isoformat(),
+        tool_version=__version__,
+        source_dir=str(layout.root),
+        environment=_merge_environment(environment, inferred),
+        settings=settings or CompileSettings(mode="unknown", options=runnable_config),
+        capture=capture,
+        frames=tuple(traces.frames[k] for k in sorted(traces.frames, key=_compile_id_order)),
+        graphs=graphs,
+        log_text=log_text,
+        stats=diagnostics.stats(),
+    )
+
+
+def _read_logs(layout: DebugLayout, diagnostics: Diagnostics) -> str:
+    parts = []
+    for path in layout.log_files:
+        diagnostics.files_seen += 1
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            diagnostics.warn(layout.relative(path), f"cannot read: {exc.strerror}")
+            continue
+        diagnostics.files_parsed += 1
+        if len(layout.log_files) > 1:
+            text = f"==> {layout.relative(path)} <==\n{text}"
+        parts.append(text)
+    text = "\n".join(parts)
+    if len(text) > LOG_TEXT_LIMIT:
+        text = text[:LOG_TEXT_LIMIT] + f"\n[... {len(text) - LOG_TEXT_LIMIT} more characters not shown]\n"
+    return text
+
+
+def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dict[str, str], dict[str, Any]]:
+    for folder in layout.graph_folders:
+        path = folder.path / "fx_graph_runnable.py"
+        if path.is_file():
+            try:
+                return parse_runnable_header(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError as exc:
+                diagnostics.warn(layout.relative(path), f"cannot read: {exc.strerror}")
+    return {}, {}
+
+
+def _infer_environment(traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...]) -> Environment:
+    device: dict[str, Any] = {}
+    backends = set()
+    for graph in graphs:
+        for kernel in graph.kernels:
+            backends.add(kernel.backend)
+            if isinstance(kernel.launch_config.get("device"), dict):
+                device = kernel.launch_config["device"]
+    capability = None
+    if isinstance(device.get("major"), int) and isinstance(device.get("cc"), int):
+        capability = f"{device['major']}.{device['cc'] % 10}"
+    device_type = device.get("type") or ("cpu" if backends == {"cpp"} else None)
+    return Environment(
+        torch_version=traces.versions.get("torch") or facts.get("version"),
+        triton_version=traces.versions.get("triton"),
+        python_version=traces.versions.get("python"),
+        cuda_version=traces.versions.get("cuda") or facts.get("cuda version"),
+        device_type=device_type if isinstance(device_type, str) else None,
+        device_name=facts.get("gpu"),
+        device_capability=capability,
+        multiprocessor_count=device.get("multi_processor_count") if isinstance(device.get("multi_processor_count"), int) else None,
+        source="debug folder",
+    )
+
+
+def _merge_environment(measured: Environment | None, inferred: Environment) -> Environment:
+    """Measured facts win; the debug folder fills the gaps."""
+    if measured is None:
+        return inferred
+    filled = {
+        name: getattr(inferred, name)
+        for name in Environment.__dataclass_fields__
+        if getattr(measured, name) is None and name != "source"
+    }
+    return replace(measured, **filled)
+
+
+def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:
+    if capture is not None:
+        return capture.model_name
+    return layout.root.name
+
+
+def _compile_id_order(compile_id: str) -> tuple[int, ...]:
+    numbers = [int(p) for p in compile_id.replace("!", "").replace("_", "/").split("/") if p.isdigit()]
+    return tuple(numbers)

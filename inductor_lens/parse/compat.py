@@ -1,0 +1,190 @@
+"""Parse stage: every difference between torch versions that the parsers know about, in one place.
+
+Each entry says which torch versions it was seen in. "seen" means checked against real captures
+(torch 2.11.0+cu130 on an H200 and torch 2.13.0+cpu, see tests/fixtures/PROVENANCE.md); "older"
+entries come from earlier releases' output and are kept so old debug folders still parse.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# --- debug folder layout ---------------------------------------------------------------------
+
+# Graph folders: f"{model}__{aot_id}_{kind}_{nth}.{counter}" (torch/_functorch/_aot_autograd/
+# logging_utils.py:get_aot_graph_name + torch/_inductor/debug.py:DebugContext.create_debug_dir).
+# Seen in 2.11 and 2.13. The ".counter" suffix is a process-global DebugContext counter.
+GRAPH_FOLDER = re.compile(
+    r"^(?P<model>.+?)__(?P<aot_id>\d+)_(?P<kind>forward|backward|inference)_(?P<nth>\d+)(?:\.(?P<counter>\d+))?$"
+)
+
+# Files Inductor writes into a graph folder, by the name it gives them. Seen in 2.11 and 2.13.
+GRAPH_FILES = {
+    "output_code.py": "generated wrapper and kernels",
+    "fx_graph_readable.py": "ATen FX graph as Inductor received it",
+    "fx_graph_transformed.py": "FX graph after Inductor's post-grad passes",
+    "fx_graph_runnable.py": "standalone repro script",
+    "ir_pre_fusion.txt": "scheduler nodes before fusion",
+    "ir_post_fusion.txt": "scheduler nodes after fusion",
+    "inductor_provenance_tracking_node_mappings.json": "provenance: nodes to kernels",
+    "graph_diagram.svg": "Inductor's drawing of the post-fusion graph (trace.graph_diagram)",
+    "orig_fx_graph_diagram.svg": "Inductor's drawing of the FX graph (trace.draw_orig_fx_graph)",
+    "graph_diagram.dot": "Inductor's post-fusion graph as DOT text",
+    "orig_fx_graph_diagram.dot": "Inductor's FX graph as DOT text",
+    "debug.log": "Inductor debug log (trace.debug_log)",
+    "info.log": "Inductor info log (trace.info_log)",
+    # Not written by Inductor: `python output_code.py -k` output saved beside the graph by
+    # capture scripts (the shared GPU fixtures have it).
+    "bench_k.txt": "output of `python output_code.py -k`",
+}
+
+# Files directly under run_*/torchinductor/ and run_*/torchdynamo/. Seen in 2.11 and 2.13.
+RUN_LEVEL_FILE = re.compile(r"^(aot_.*_debug\.log|debug\.log)$")
+
+TRACE_FILE = re.compile(r"^dedicated_log_torch_trace.*\.log$")
+
+# Logged by torch/_inductor/debug.py for every graph folder (a WARNING on stderr):
+#   W1121 21:49:57.841000 994 torch/_inductor/debug.py:520] [0/0] model__0_forward_1 debug trace: /x/model__0_forward_1.0
+# The compile id in brackets is the only direct link from a folder to its Dynamo frame in the logs.
+DEBUG_TRACE_LINE = re.compile(r"\[(?P<compile_id>[^\]]+)\]\s+(?P<name>\S+) debug trace: (?P<path>\S.*?)\s*$")
+
+# --- output_code.py ---------------------------------------------------------------------------
+
+# `name = async_compile.<definer>(...)` at module level defines a kernel.
+#   triton: ('name', '''source''', device_str='cuda')                       seen 2.11, 2.13
+#   cpp_pybinding: (['float*', ...], r'''source''')                         seen 2.13
+#   cpp: ('''source''')                                                      older (< 2.3)
+KERNEL_DEFINERS = {
+    "async_compile.triton": "triton",
+    "async_compile.cpp_pybinding": "cpp",
+    "async_compile.cpp": "cpp",
+}
+# Other async_compile helpers that define something we do not treat as a kernel of its own.
+OTHER_DEFINERS = {"async_compile.multi_kernel", "async_compile.cuda", "async_compile.rocm", "async_compile.halide"}
+
+# Comment headers above a kernel definition and above launches in call().
+# "Topologically Sorted Source Nodes" seen in 2.11 and 2.13; plain "Source Nodes" is older.
+SOURCE_NODES_COMMENT = re.compile(
+    r"#\s*(?:Topologically Sorted )?Source Nodes: \[(?P<nodes>.*?)\],\s*Original ATen: \[(?P<aten>.*?)\]\s*$"
+)
+PROVENANCE_HANDLE_COMMENT = re.compile(r"#\s*\[Provenance debug handles\]\s*(?P<handle>\S+)\s*$")
+KERNEL_PATH_COMMENT = re.compile(r"#\s*kernel path:\s*(?P<path>\S.*?)\s*$")
+
+# Triton heuristics decorator -> kernel category. Seen in 2.11 (pointwise, persistent_reduction,
+# reduction, template); the rest are Inductor's other heuristics of the same family.
+TRITON_HEURISTIC_CATEGORIES = {
+    "pointwise": "pointwise",
+    "reduction": "reduction",
+    "persistent_reduction": "persistent reduction",
+    "cooperative_reduction": "reduction",
+    "split_scan": "reduction",
+    "template": "template",
+    "foreach": "foreach",
+    "user_autotune": "user",
+}
+# Kernel name prefixes Inductor uses, for kernels whose decorator we could not read.
+TRITON_NAME_CATEGORIES = {
+    "triton_poi_": "pointwise",
+    "triton_red_": "reduction",
+    "triton_per_": "persistent reduction",
+    "triton_tem_": "template",
+    "triton_for_": "foreach",
+}
+TRITON_CATEGORIES = ("pointwise", "reduction", "persistent reduction", "template", "foreach", "user", "other")
+
+# Where the wrapper's call() lives:
+#   class Runner: def call(self, args)   seen 2.11, 2.13 (graph partitions)
+#   def call(args) at module level       older (<= 2.8)
+CALL_CONTAINERS = ("Runner",)
+
+# Calls in call() that allocate, check or move buffers rather than run a kernel. Seen in 2.11/2.13.
+WRAPPER_HELPERS = {
+    "assert_size_stride",
+    "assert_alignment",
+    "reinterpret_tensor",
+    "alloc_from_pool",
+    "get_raw_stream",
+    "args.clear",
+    "torch.cuda.set_device",
+    "torch.cuda._DeviceGuard",
+    "torch.xpu.set_device",
+    "run_intermediate_hooks",
+    "start_graph",
+    "end_graph",
+    "torch._dynamo.testing.rand_strided",
+    "copy_misaligned_inputs",
+    "align",
+    "torch.empty_strided",
+    "empty_strided",
+}
+WRAPPER_HELPER_PREFIXES = ("empty_strided_", "torch._C._dynamo.guards.")
+
+# Calls in call() that run an op outside Inductor's generated kernels ("extern kernels").
+#   extern_kernels.mm(...) / addmm / bmm / convolution       seen 2.11, 2.13
+#   torch.ops.aten._scaled_dot_product_efficient_attention.default(...)   seen 2.11 (fallback kernels)
+#   torch.ops.mkl._mkl_linear.default(...)                    seen 2.13 (CPU, freezing)
+EXTERN_PREFIXES = ("extern_kernels.", "torch.ops.", "aten.", "inductor_ops.", "torch._C._nn.", "torch._ops.")
+
+# Old-style Triton launches passed `grid=grid(...)` to .run (torch < 2.7); newer ones compute the
+# grid inside the launcher from inductor_meta['grid_type']. Both are `<kernel>.run(...)` calls.
+TRITON_LAUNCH_METHOD = "run"
+
+
+def extern_aten_op(target: str) -> str:
+    """The ATen op an extern call runs: extern_kernels.addmm -> aten.addmm."""
+    if target.startswith("extern_kernels."):
+        return "aten." + target.removeprefix("extern_kernels.")
+    if target.startswith("torch.ops."):
+        return target.removeprefix("torch.ops.")
+    return target
+
+
+def is_wrapper_helper(target: str) -> bool:
+    return target in WRAPPER_HELPERS or target.startswith(WRAPPER_HELPER_PREFIXES)
+
+
+def normalize_size_hints(value: Any) -> dict[str, int]:
+    """size_hints is a dict such as {'x': 2048, 'r0_': 512} (2.6 and later, seen 2.11);
+    older releases wrote a plain list [2048, 512], kept here by position."""
+    if isinstance(value, dict):
+        return {str(k): int(v) for k, v in value.items() if isinstance(v, int)}
+    if isinstance(value, list):
+        return {f"dim{i}": int(v) for i, v in enumerate(value) if isinstance(v, int)}
+    return {}
+
+
+def normalize_signature(value: Any, arg_names: list[str]) -> dict[str, str]:
+    """triton_meta['signature'] maps argument names to types (seen 2.11); before triton 3.0 /
+    torch 2.5 it mapped argument *indices* to types."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, str] = {}
+    for key, kind in value.items():
+        name = str(key)
+        if name.isdigit() and int(name) < len(arg_names):
+            name = arg_names[int(name)]
+        out[name] = str(kind)
+    return out
+
+
+# --- provenance tracking json ------------------------------------------------------------------
+# inductor_provenance_tracking_node_mappings.json: "preToPost"/"postToPre" plus kernel maps, whose
+# keys are "cppCodeToPost"/"postToCppCode" in 2.11 and 2.13 for Triton and C++ kernels alike;
+# tlparse also reads "pyCodeToPost"/"postToPyCode", the names for Python wrapper code.
+PROVENANCE_KERNEL_TO_POST_KEYS = ("cppCodeToPost", "pyCodeToPost")
+PROVENANCE_KNOWN_KEYS = {
+    "preToPost",
+    "postToPre",
+    "cppCodeToPost",
+    "postToCppCode",
+    "pyCodeToPost",
+    "postToPyCode",
+    "version",
+}
+
+# --- TORCH_TRACE structured log --------------------------------------------------------------
+# One glog-prefixed line with a JSON envelope, then payload lines each starting with a TAB
+# (torch/_logging/structured.py; format documented by tlparse's types.rs). Seen in 2.11 and 2.13.
+TRACE_LINE = re.compile(r"^[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]]*\] (?P<json>\{.*\})\s*$")
+TRACE_ENVELOPE_FIELDS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_autograd_id", "rank"}

@@ -1,0 +1,217 @@
+"""Parse stage: one graph folder -> GraphRecord, joining what each file says about its kernels.
+
+Kernels come from ``output_code.py``. Provenance (the folder's json, or the TORCH_TRACE copy for
+backward graphs, which get no json file) adds the post-grad FX nodes of each kernel; through the
+FX graph those give C++ kernels the ATen ops that Triton kernels carry in their header comments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+from ..records import FxGraph, GraphKind, GraphRecord, InductorBenchmark, KernelRecord, Launch, Provenance
+from . import compat
+from .diagnostics import Diagnostics
+from .fx_graph import parse_fx_graph
+from .ir import parse_ir
+from .layout import DebugLayout, GraphFolder
+from .logs import parse_bench_k
+from .output_code import parse_output_code
+from .provenance import build_provenance, load_json_object
+from .trace import TraceSummary
+
+_MAX_FILE_BYTES = 32 * 1024 * 1024
+_SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class GraphContext:
+    layout: DebugLayout
+    traces: TraceSummary
+    logged_compile_ids: dict[str, str]
+    diagnostics: Diagnostics
+    multiple_runs: bool
+
+
+def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecord:
+    diagnostics = context.diagnostics
+    where_folder = context.layout.relative(folder.path)
+    texts: dict[str, str] = {}
+    files: list[str] = []
+    for path in sorted(folder.path.iterdir()):
+        if not path.is_file() or path.is_symlink():
+            continue
+        files.append(path.name)
+        diagnostics.files_seen += 1
+        if path.name not in compat.GRAPH_FILES:
+            diagnostics.warn(f"{where_folder}/{path.name}", "file not known to this version; skipped")
+            continue
+        if path.suffix in (".py", ".txt", ".json"):
+            text = _read_text(path, f"{where_folder}/{path.name}", diagnostics)
+            if text is not None:
+                texts[path.name] = text
+                diagnostics.files_parsed += 1
+        else:
+            diagnostics.files_parsed += 1
+
+    def where(name: str) -> str:
+        return f"{where_folder}/{name}"
+
+    kernels: tuple[KernelRecord, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    output_code = texts.get("output_code.py", "")
+    if output_code:
+        parsed = parse_output_code(output_code, where("output_code.py"), diagnostics)
+        kernels, launches = parsed.kernels, parsed.launches
+    else:
+        diagnostics.warn(where_folder, "no output_code.py (the compile of this graph may have failed)")
+
+    fx_graphs = tuple(
+        parse_fx_graph(texts[name], stage, where(name), diagnostics)
+        for name, stage in (("fx_graph_readable.py", "readable"), ("fx_graph_transformed.py", "transformed"))
+        if name in texts
+    )
+    ir = tuple(
+        parse_ir(texts[name], stage, where(name), diagnostics)
+        for name, stage in (("ir_pre_fusion.txt", "pre_fusion"), ("ir_post_fusion.txt", "post_fusion"))
+        if name in texts
+    )
+
+    md5 = hashlib.md5(output_code.encode("utf-8")).hexdigest() if output_code else None
+    traced = context.traces.graphs.get(md5) if md5 else None
+    provenance = _provenance(texts, traced, where, diagnostics)
+    name = folder.path.name
+    compile_id = traced.compile_id if traced else context.logged_compile_ids.get(name)
+
+    if provenance is not None:
+        transformed = next((g for g in fx_graphs if g.stage == "transformed"), None) or (
+            fx_graphs[0] if fx_graphs else None
+        )
+        kernels, launches = _join_provenance(kernels, launches, provenance, transformed, where_folder, diagnostics)
+    if "bench_k.txt" in texts:
+        kernels = _join_benchmarks(kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics))
+
+    match = compat.GRAPH_FOLDER.match(name)
+    if match is None:
+        diagnostics.note(where_folder, "folder name does not follow <model>__<aot>_<kind>_<n>.<k>")
+    kind: GraphKind = match["kind"] if match else "unknown"  # type: ignore[assignment]
+    return GraphRecord(
+        id=_graph_id(folder, context),
+        name=match.group(0).rsplit(".", 1)[0] if match and match["counter"] else name,
+        folder=where_folder,
+        kind=kind,
+        aot_id=int(match["aot_id"]) if match else None,
+        nth=int(match["nth"]) if match else None,
+        compile_id=compile_id,
+        files=tuple(files),
+        output_code=output_code,
+        kernels=kernels,
+        launches=launches,
+        fx_graphs=fx_graphs,
+        ir=ir,
+        provenance=provenance,
+    )
+
+
+def _read_text(path, where: str, diagnostics: Diagnostics) -> str | None:
+    try:
+        size = path.stat().st_size
+        if size > _MAX_FILE_BYTES:
+            diagnostics.warn(where, f"{size / 1e6:.0f} MB is over the {_MAX_FILE_BYTES // 2**20} MiB limit; skipped")
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        diagnostics.warn(where, f"cannot read: {exc.strerror}")
+        return None
+
+
+def _graph_id(folder: GraphFolder, context: GraphContext) -> str:
+    """A file-name-safe id, prefixed with the run folder when several runs share one tree."""
+    name = _SLUG_UNSAFE.sub("_", folder.path.name).strip("._") or "graph"
+    if context.multiple_runs and folder.run_dir is not None:
+        run = _SLUG_UNSAFE.sub("_", folder.run_dir.name).strip("._")
+        return f"{run}--{name}"
+    return name
+
+
+def _provenance(texts, traced, where, diagnostics: Diagnostics) -> Provenance | None:
+    name = "inductor_provenance_tracking_node_mappings.json"
+    if name in texts:
+        mappings = load_json_object(texts[name], where(name), diagnostics)
+        stack = traced.stack_traces if traced else None
+        return build_provenance(mappings, stack, "debug folder", where(name), diagnostics)
+    if traced and (traced.mappings or traced.stack_traces):
+        return build_provenance(traced.mappings, traced.stack_traces, "TORCH_TRACE log", "TORCH_TRACE", diagnostics)
+    return None
+
+
+def _join_provenance(
+    kernels: tuple[KernelRecord, ...],
+    launches: tuple[Launch, ...],
+    provenance: Provenance,
+    fx_graph: FxGraph | None,
+    where: str,
+    diagnostics: Diagnostics,
+) -> tuple[tuple[KernelRecord, ...], tuple[Launch, ...]]:
+    targets = {n.name: _op_name(n.target) for n in fx_graph.nodes if n.op == "call_function"} if fx_graph else {}
+    handles = {launch.handle for launch in launches if launch.handle}
+    stray = [h for h in provenance.kernel_to_post if h not in handles]
+    if stray and handles:
+        diagnostics.note(where, f"provenance names {len(stray)} kernel handle(s) this graph does not launch; ignored")
+
+    def nodes_for(handle: str | None) -> tuple[str, ...]:
+        return provenance.kernel_to_post.get(handle, ()) if handle in handles else ()
+
+    def aten_for(nodes: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(targets[n] for n in nodes if n in targets))
+
+    def pre_grad_for(nodes: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for n in nodes for p in provenance.post_to_pre.get(n, ())))
+
+    new_launches = []
+    for launch in launches:
+        nodes = nodes_for(launch.handle)
+        new_launches.append(
+            replace(
+                launch,
+                aten_ops=launch.aten_ops or aten_for(nodes),
+                source_nodes=launch.source_nodes or pre_grad_for(nodes),
+            )
+        )
+    new_kernels = []
+    for kernel in kernels:
+        kernel_handles = [launch.handle for launch in launches if launch.target == kernel.name and launch.handle]
+        nodes = tuple(dict.fromkeys(n for h in kernel_handles for n in nodes_for(h)))
+        stacks = tuple(
+            dict.fromkeys(s for h in kernel_handles if h in handles for s in provenance.kernel_stack_traces.get(h, ()))
+        )
+        new_kernels.append(
+            replace(
+                kernel,
+                post_grad_nodes=nodes,
+                aten_ops=kernel.aten_ops or aten_for(nodes),
+                source_nodes=kernel.source_nodes or pre_grad_for(nodes),
+                user_stack=stacks,
+            )
+        )
+    return tuple(new_kernels), tuple(new_launches)
+
+
+def _op_name(target: str) -> str:
+    """``aten.addmm.default`` -> ``aten.addmm`` (the form Inductor's ``Original ATen`` comments use)."""
+    parts = target.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 3 and parts[0] in ("aten", "prims") else target
+
+
+def _join_benchmarks(
+    kernels: tuple[KernelRecord, ...], results: dict[str, InductorBenchmark]
+) -> tuple[KernelRecord, ...]:
+    joined = []
+    for kernel in kernels:
+        stem = PurePath(kernel.kernel_path).stem if kernel.kernel_path else ""
+        result = next((r for prefix, r in results.items() if stem.startswith(prefix)), None)
+        joined.append(replace(kernel, inductor_benchmark=result) if result else kernel)
+    return tuple(joined)

@@ -1,0 +1,405 @@
+"""Stage 3 of the pipeline (capture -> parse -> records -> bench -> report): the one data model.
+
+Parsers build these frozen dataclasses; the report, ``lens.json`` and later stages read them and
+never look at Inductor's files again. ``CompileRun.to_json()`` / ``CompileRun.from_json()``
+round-trip the whole model, so a report can be re-rendered or compared without recompiling.
+
+Schema history (bump SCHEMA_VERSION on any change that an older reader would misread):
+  1: first version: run settings, environment, capture outcome, Dynamo frames, graphs with
+     kernels, launches, FX graphs, IR dumps, provenance, and parse diagnostics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+GraphKind = Literal["forward", "backward", "inference", "unknown"]
+KernelBackend = Literal["triton", "cpp"]
+LaunchKind = Literal["triton", "cpp", "extern"]
+CaptureStatus = Literal["ok", "failed", "timeout"]
+DiagnosticLevel = Literal["warning", "note"]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Versions and device of the machine that compiled the model."""
+
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    cuda_version: str | None = None
+    device_type: str | None = None
+    device_name: str | None = None
+    device_capability: str | None = None
+    multiprocessor_count: int | None = None
+    platform: str | None = None
+    # "capture": measured in the child process; "debug folder": inferred from the files.
+    source: str = "debug folder"
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """How torch.compile was called."""
+
+    mode: str = "default"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    mode_options: Mapping[str, Any] = field(default_factory=dict)
+    train: bool = False
+    device: str | None = None
+    dtype: str | None = None
+    fullgraph: bool = False
+    dynamic: bool | None = None
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Agreement of the compiled model with eager on the same inputs."""
+
+    compared: str
+    tensors: int
+    max_abs_error: float
+    max_rel_error: float  # max |compiled - eager| / max |eager|
+    within_tolerance: bool
+    rtol: float
+    atol: float
+    grad_max_abs_error: float | None = None
+    grad_max_rel_error: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    """What happened in the child process that ran the model."""
+
+    model_path: str
+    model_name: str
+    status: CaptureStatus
+    phase: str
+    error: str | None = None
+    error_kind: str | None = None
+    exit_code: int | None = None
+    wall_s: float | None = None
+    cold_compile_s: float | None = None
+    eager_first_call_s: float | None = None
+    second_call_s: float | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    parameters: int | None = None
+    accuracy: Accuracy | None = None
+    log_file: str | None = None
+
+
+@dataclass(frozen=True)
+class DynamoFrame:
+    """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
+
+    compile_id: str
+    function: str | None = None
+    filename: str | None = None
+    line: int | None = None
+    compile_time_s: float | None = None
+    graph_breaks: int | None = None
+    fail_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class NodeMapping:
+    """One line of Inductor's ``# Source node to ATen node mapping`` comment."""
+
+    source_node: str
+    aten_nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InductorBenchmark:
+    """One line of ``python output_code.py -k`` output found beside the graph (``bench_k.txt``)."""
+
+    ms: float
+    gb: float | None = None
+    gb_per_s: float | None = None
+    registers: int | None = None
+    spills: int | None = None
+    shared_mem: int | None = None
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """A kernel Inductor generated: Triton (GPU) or C++ (CPU)."""
+
+    name: str
+    backend: KernelBackend
+    category: str
+    source: str
+    definition_line: int
+    args: tuple[KernelArg, ...] = ()
+    size_hints: Mapping[str, int] = field(default_factory=dict)
+    num_load: int | None = None
+    num_store: int | None = None
+    num_reduction: int | None = None
+    bytes_accessed: int | None = None
+    flops: int | None = None
+    launch_config: Mapping[str, Any] = field(default_factory=dict)
+    inductor_meta: Mapping[str, Any] = field(default_factory=dict)
+    source_nodes: tuple[str, ...] = ()
+    aten_ops: tuple[str, ...] = ()
+    node_mappings: tuple[NodeMapping, ...] = ()
+    graph_fragment: str = ""
+    kernel_path: str | None = None
+    post_grad_nodes: tuple[str, ...] = ()
+    user_stack: tuple[str, ...] = ()
+    launches: tuple[int, ...] = ()
+    inductor_benchmark: InductorBenchmark | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch or extern call in the compiled graph's ``call()``, in order."""
+
+    position: int
+    kind: LaunchKind
+    target: str
+    line: int
+    code: str
+    aten_op: str | None = None
+    source_nodes: tuple[str, ...] = ()
+    aten_ops: tuple[str, ...] = ()
+    handle: str | None = None
+    # Index of the graph partition (CUDA-graph-able region) the launch runs in, if any.
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class FxNode:
+    name: str
+    op: str
+    target: str
+    type: str | None = None
+    inputs: tuple[str, ...] = ()
+    source: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class FxGraph:
+    """``fx_graph_readable.py`` (before Inductor's post-grad passes) or ``fx_graph_transformed.py`` (after)."""
+
+    stage: Literal["readable", "transformed"]
+    nodes: tuple[FxNode, ...]
+    code: str
+
+
+@dataclass(frozen=True)
+class IRNode:
+    """A scheduler node of ``ir_pre_fusion.txt`` / ``ir_post_fusion.txt``; fused nodes list their members."""
+
+    name: str
+    node_type: str
+    detail: str = ""
+    members: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    extern_kernel: str | None = None
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class IRDump:
+    stage: Literal["pre_fusion", "post_fusion"]
+    nodes: tuple[IRNode, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Inductor's provenance tracking: pre-grad <-> post-grad nodes <-> kernels (by debug handle)."""
+
+    source: str
+    pre_to_post: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    post_to_pre: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    kernel_to_post: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    kernel_stack_traces: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    """One graph Inductor compiled (one ``model__<aot>_<kind>_<n>.<k>`` debug folder)."""
+
+    id: str
+    name: str
+    folder: str
+    kind: GraphKind
+    aot_id: int | None = None
+    nth: int | None = None
+    compile_id: str | None = None
+    files: tuple[str, ...] = ()
+    output_code: str = ""
+    kernels: tuple[KernelRecord, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    fx_graphs: tuple[FxGraph, ...] = ()
+    ir: tuple[IRDump, ...] = ()
+    provenance: Provenance | None = None
+
+    def kernel(self, name: str) -> KernelRecord | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+    def fx_graph(self, stage: str) -> FxGraph | None:
+        return next((g for g in self.fx_graphs if g.stage == stage), None)
+
+    def ir_dump(self, stage: str) -> IRDump | None:
+        return next((d for d in self.ir if d.stage == stage), None)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """Something a parser met and did not understand (``warning``) or wants to point out (``note``)."""
+
+    level: DiagnosticLevel
+    where: str
+    message: str
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class ParseStats:
+    files_seen: int = 0
+    files_parsed: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.level == "warning")
+
+
+@dataclass(frozen=True)
+class CompileRun:
+    """Everything one report shows: one model compiled once under one configuration."""
+
+    title: str
+    created: str
+    tool_version: str
+    source_dir: str
+    environment: Environment = field(default_factory=Environment)
+    settings: CompileSettings | None = None
+    capture: CaptureOutcome | None = None
+    frames: tuple[DynamoFrame, ...] = ()
+    graphs: tuple[GraphRecord, ...] = ()
+    log_text: str = ""
+    stats: ParseStats = field(default_factory=ParseStats)
+
+    def all_kernels(self) -> Iterator[tuple[GraphRecord, KernelRecord]]:
+        for graph in self.graphs:
+            for kernel in graph.kernels:
+                yield graph, kernel
+
+    def graph(self, graph_id: str) -> GraphRecord | None:
+        return next((g for g in self.graphs if g.id == graph_id), None)
+
+    def to_json(self) -> str:
+        document = {"schema_version": SCHEMA_VERSION, "run": to_jsonable(self)}
+        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> CompileRun:
+        document = json.loads(text)
+        if not isinstance(document, dict) or "run" not in document:
+            raise ValueError("not a lens.json document (no 'run' key)")
+        version = document.get("schema_version")
+        if not isinstance(version, int):
+            raise ValueError("lens.json has no schema_version")
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"lens.json has schema version {version}, newer than this inductor-lens reads "
+                f"({SCHEMA_VERSION}); upgrade inductor-lens"
+            )
+        return from_jsonable(cls, document["run"])
+
+
+# --- JSON codec --------------------------------------------------------------------------
+# Generic over the dataclasses above, driven by their type hints, so adding a field needs no
+# codec change. Non-finite floats become the strings "nan"/"inf"/"-inf" (JSON has no NaN).
+
+
+def to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def from_jsonable(tp: Any, data: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return data
+    if origin is Literal:
+        if data not in typing.get_args(tp):
+            raise ValueError(f"{data!r} is not one of {typing.get_args(tp)}")
+        return data
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if data is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return from_jsonable(option, data)
+            except (TypeError, ValueError, KeyError):
+                continue
+        raise ValueError(f"{data!r} matches none of {options}")
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+        return tp(**kwargs)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        item_type = args[0] if args else Any
+        return tuple(from_jsonable(item_type, v) for v in data)
+    if origin in (dict, Mapping, typing.Mapping) or tp in (dict, Mapping):
+        args = typing.get_args(tp)
+        value_type = args[1] if len(args) == 2 else Any
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object, got {type(data).__name__}")
+        return {k: from_jsonable(value_type, v) for k, v in data.items()}
+    if tp is float:
+        if isinstance(data, str):
+            return float(data)
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise TypeError(f"expected a number, got {data!r}")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise TypeError(f"expected an integer, got {data!r}")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise TypeError(f"expected true/false, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise TypeError(f"expected a string, got {data!r}")
+        return data
+    return data

@@ -1,0 +1,80 @@
+"""Report stage: the one Jinja2 environment every page is rendered with.
+
+Autoescape is on for everything and undefined names fail loudly. Static CSS/JS are inlined with
+``include_static`` (read raw, never parsed as a template), so every page works offline on its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from .resources import templates_dir
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    folder = templates_dir()
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(folder)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":")}
+    env.globals["include_static"] = functools.partial(_include_static, folder / "static")
+    env.filters.update(
+        bytes=format_bytes,
+        seconds=format_seconds,
+        number=format_number,
+        error=format_error,
+    )
+    return env
+
+
+def _include_static(folder: Path, name: str) -> Markup:
+    return Markup((folder / name).read_text(encoding="utf-8"))
+
+
+def format_bytes(value: int | float | None) -> str:
+    if value is None:
+        return "—"
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(size) < 1000 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} TB"
+
+
+def format_seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} µs"
+
+
+def format_number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_error(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if not math.isfinite(value):
+        return str(value)
+    return "0" if value == 0 else f"{value:.2e}"

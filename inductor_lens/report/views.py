@@ -1,0 +1,350 @@
+"""Report stage: view models, built completely from a CompileRun before any template runs.
+
+Templates only loop and print; every derived value (links, labels, counts, which FX node ended up
+in which kernel) is computed here, once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from ..records import CompileRun, GraphRecord, KernelRecord, Launch
+from .drawing import CATEGORY_COLOURS, Drawing, KernelGroup, draw_fx_graph
+from .highlight import highlight
+
+KIND_LABELS = {"triton": "Triton", "cpp": "C++", "extern": "extern"}
+_NAME_OPS = re.compile(r"^(?:triton_[a-z]+_|cpp_)?fused_(?P<ops>.+?)_\d+$")
+
+
+def graph_url(graph: GraphRecord) -> str:
+    return f"graphs/{graph.id}.html"
+
+
+def kernel_url(graph: GraphRecord, kernel_name: str) -> str:
+    return f"kernels/{graph.id}/{kernel_name}.html"
+
+
+def launch_url(graph: GraphRecord, launch: Launch) -> str:
+    if launch.kind == "extern":
+        return f"{graph_url(graph)}#launch-{launch.position}"
+    return kernel_url(graph, launch.target)
+
+
+def ops_from_name(name: str) -> str | None:
+    """``cpp_fused_tanh_backward_0`` -> ``tanh_backward``: Inductor names fused kernels after their ops."""
+    match = _NAME_OPS.match(name)
+    return match["ops"] if match else None
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    graph: GraphRecord
+    position: int
+    kind: str
+    category: str
+    name: str
+    url: str
+    aten_ops: tuple[str, ...]
+    bytes_accessed: int | None
+    launches: int
+
+    @property
+    def graph_url(self) -> str:
+        return graph_url(self.graph)
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    label: str
+    value: str
+    detail: str = ""
+    tone: str = ""
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    run: CompileRun
+    summary: tuple[SummaryItem, ...]
+    kernel_rows: tuple[KernelRow, ...]
+    kernel_counts: dict[str, int]
+    graph_rows: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class GraphPage:
+    run: CompileRun
+    graph: GraphRecord
+    launches: tuple[dict[str, Any], ...]
+    drawing: Drawing | None
+    legend: tuple[tuple[str, str], ...]
+    fx_code: Markup | None
+    fx_readable_code: Markup | None
+    ir_text: Markup | None
+    output_code: Markup
+    provenance_rows: tuple[dict[str, Any], ...]
+    frame: Any
+    unlaunched: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class KernelPage:
+    run: CompileRun
+    graph: GraphRecord
+    kernel: KernelRecord
+    source: Markup
+    fragment: Markup | None
+    facts: tuple[SummaryItem, ...]
+    launches: tuple[Launch, ...]
+    previous: tuple[str, str] | None
+    next: tuple[str, str] | None
+    name_ops: str | None
+
+
+# --- index ---------------------------------------------------------------------------------------
+
+
+def index_page(run: CompileRun) -> IndexPage:
+    rows: list[KernelRow] = []
+    counts: Counter[str] = Counter()
+    for graph in run.graphs:
+        for launch in graph.launches:
+            if launch.kind == "extern":
+                counts["extern"] += 1
+                rows.append(
+                    KernelRow(graph, launch.position, "extern", "extern", launch.aten_op or launch.target,
+                              launch_url(graph, launch), launch.aten_ops, None, 1)  # fmt: skip
+                )
+        for kernel in graph.kernels:
+            counts[kernel.backend] += 1
+            counts[f"{kernel.backend}:{kernel.category}"] += 1
+            rows.append(
+                KernelRow(graph, kernel.launches[0] if kernel.launches else 0, kernel.backend, kernel.category,
+                          kernel.name, kernel_url(graph, kernel.name), kernel.aten_ops, kernel.bytes_accessed,
+                          len(kernel.launches))  # fmt: skip
+            )
+    rows.sort(key=lambda r: (run.graphs.index(r.graph), r.position or 1 << 30, r.name))
+    graph_rows = tuple(
+        {
+            "graph": g,
+            "url": graph_url(g),
+            "kernels": len(g.kernels),
+            "externs": sum(1 for launch in g.launches if launch.kind == "extern"),
+            "launches": len(g.launches),
+            "frame": _frame(run, g),
+        }
+        for g in run.graphs
+    )
+    return IndexPage(run, _summary(run, counts), tuple(rows), dict(counts), graph_rows)
+
+
+def _frame(run: CompileRun, graph: GraphRecord) -> Any:
+    if graph.compile_id is None:
+        return None
+    return next((f for f in run.frames if f.compile_id == graph.compile_id), None)
+
+
+def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
+    items: list[SummaryItem] = []
+    capture, settings, env = run.capture, run.settings, run.environment
+    if settings is not None:
+        mode = settings.mode if settings.mode != "unknown" else "not recorded"
+        options = ", ".join(f"{k}={v}" for k, v in settings.options.items())
+        extra = " · ".join(
+            x for x in (
+                "forward + backward" if settings.train else "",
+                settings.dtype or "",
+                "fullgraph" if settings.fullgraph else "",
+                {True: "dynamic=True", False: "dynamic=False"}.get(settings.dynamic, ""),  # type: ignore[arg-type]
+            ) if x
+        )  # fmt: skip
+        items.append(SummaryItem("Mode", mode, "; ".join(x for x in (options, extra) if x)))
+    device = env.device_name or env.device_type or "unknown"
+    device_detail = " · ".join(
+        x for x in (
+            env.device_type or "",
+            f"compute capability {env.device_capability}" if env.device_capability else "",
+            f"{env.multiprocessor_count} SMs" if env.multiprocessor_count and env.device_type == "cuda" else "",
+        ) if x
+    )  # fmt: skip
+    items.append(SummaryItem("Device", device, device_detail))
+    versions = f"torch {env.torch_version or '?'}"
+    if env.triton_version:
+        versions += f" · triton {env.triton_version}"
+    detail = " · ".join(x for x in (f"Python {env.python_version}" if env.python_version else "",
+                                    f"CUDA {env.cuda_version}" if env.cuda_version else "") if x)  # fmt: skip
+    items.append(SummaryItem("Versions", versions, detail))
+    if capture is not None:
+        if capture.cold_compile_s is not None:
+            items.append(
+                SummaryItem("Cold compile", f"{capture.cold_compile_s:.2f} s",
+                            "first compiled call, fresh caches (includes running it once)")  # fmt: skip
+            )
+        if capture.accuracy is not None:
+            acc = capture.accuracy
+            tone = "good" if acc.within_tolerance else "bad"
+            value = "agrees with eager" if acc.within_tolerance else "differs from eager"
+            detail = f"max abs error {acc.max_abs_error:.2e}, max rel error {acc.max_rel_error:.2e} " \
+                     f"(rtol {acc.rtol:g}, atol {acc.atol:g}; {acc.compared})"  # fmt: skip
+            if acc.grad_max_abs_error is not None:
+                detail += f"; gradients: max abs {acc.grad_max_abs_error:.2e}"
+            items.append(SummaryItem("Accuracy", value, detail, tone))
+    kinds = Counter(g.kind for g in run.graphs)
+    items.append(
+        SummaryItem("Graphs", str(len(run.graphs)), ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none",
+                    "" if run.graphs else "bad")  # fmt: skip
+    )
+    by_category = ", ".join(
+        f"{n} {key.split(':', 1)[1]}" for key, n in sorted(counts.items()) if key.startswith(("triton:", "cpp:"))
+    )
+    kernel_value = " · ".join(
+        f"{counts[k]} {KIND_LABELS[k]}" for k in ("triton", "cpp", "extern") if counts.get(k)
+    ) or "none"  # fmt: skip
+    items.append(SummaryItem("Kernels", kernel_value, by_category))
+    return tuple(items)
+
+
+# --- graph page ----------------------------------------------------------------------------------
+
+
+def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, KernelGroup]:
+    """Post-grad FX node name -> the kernel (or extern call) it was computed in."""
+    groups: dict[str, KernelGroup] = {}
+    kernels = {k.name: k for k in graph.kernels}
+    provenance = graph.provenance.kernel_to_post if graph.provenance else {}
+    for launch in graph.launches:
+        if launch.kind == "extern":
+            nodes = provenance.get(launch.handle or "", ())
+            group = KernelGroup(f"launch{launch.position}", f"#{launch.position} {launch.aten_op or launch.target}",
+                                "extern", url_prefix + launch_url(graph, launch))  # fmt: skip
+        else:
+            kernel = kernels.get(launch.target)
+            if kernel is None:
+                continue
+            nodes = tuple(n for m in kernel.node_mappings for n in m.aten_nodes) + kernel.post_grad_nodes
+            group = KernelGroup(kernel.name, kernel.name, kernel.category, url_prefix + kernel_url(graph, kernel.name))
+        for node in nodes:
+            groups.setdefault(node, group)
+    return groups
+
+
+def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphPage:
+    kernels = {k.name: k for k in graph.kernels}
+    launches = tuple(
+        {
+            "launch": launch,
+            "url": "../" + launch_url(graph, launch),
+            "label": launch.aten_op if launch.kind == "extern" else launch.target,
+            "category": "extern" if launch.kind == "extern" else kernels[launch.target].category
+            if launch.target in kernels else "other",
+        }
+        for launch in graph.launches
+    )
+    fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
+    drawing = None
+    legend: tuple[tuple[str, str], ...] = ()
+    if draw and fx is not None:
+        groups = node_groups(graph)
+        drawing = draw_fx_graph(fx, groups)
+        categories = dict.fromkeys(g.category for g in groups.values())
+        legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
+    readable = graph.fx_graph("readable")
+    post_fusion = graph.ir_dump("post_fusion")
+    provenance_rows: list[dict[str, Any]] = []
+    if graph.provenance is not None:
+        for handle, nodes in graph.provenance.kernel_to_post.items():
+            pre = tuple(dict.fromkeys(p for n in nodes for p in graph.provenance.post_to_pre.get(n, ())))
+            provenance_rows.append({"handle": handle, "post": nodes, "pre": pre})
+    launched = {launch.target for launch in graph.launches}
+    return GraphPage(
+        run=run,
+        graph=graph,
+        launches=launches,
+        drawing=drawing,
+        legend=legend,
+        fx_code=highlight(fx.code, "python", "fx") if fx is not None else None,
+        fx_readable_code=highlight(readable.code, "python", "fxr") if readable is not None and fx is not readable else None,
+        ir_text=highlight(post_fusion.text, "text", "ir") if post_fusion is not None else None,
+        output_code=highlight(graph.output_code, "python", "code"),
+        provenance_rows=tuple(provenance_rows),
+        frame=_frame(run, graph),
+        unlaunched=tuple(k.name for k in graph.kernels if k.name not in launched),
+    )
+
+
+# --- kernel page ---------------------------------------------------------------------------------
+
+
+def kernel_pages(run: CompileRun, graph: GraphRecord) -> list[KernelPage]:
+    pages = []
+    ordered = sorted(graph.kernels, key=lambda k: (k.launches[0] if k.launches else 1 << 30, k.name))
+    for index, kernel in enumerate(ordered):
+        previous = ordered[index - 1] if index > 0 else None
+        following = ordered[index + 1] if index + 1 < len(ordered) else None
+        language = "cpp" if kernel.backend == "cpp" else "python"
+        pages.append(
+            KernelPage(
+                run=run,
+                graph=graph,
+                kernel=kernel,
+                source=highlight(kernel.source, language, "src"),
+                fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
+                facts=_kernel_facts(kernel),
+                launches=tuple(launch for launch in graph.launches if launch.target == kernel.name),
+                previous=(previous.name, f"{previous.name}.html") if previous else None,
+                next=(following.name, f"{following.name}.html") if following else None,
+                name_ops=ops_from_name(kernel.name),
+            )
+        )
+    return pages
+
+
+def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
+    facts = [
+        SummaryItem("Backend", KIND_LABELS[kernel.backend]),
+        SummaryItem("Category", kernel.category),
+    ]
+    if kernel.size_hints:
+        facts.append(SummaryItem("Size hints", ", ".join(f"{k}={v:,}" for k, v in kernel.size_hints.items()),
+                                 "iteration space Inductor planned for (x: pointwise, r0_: reduction)"))  # fmt: skip
+    if kernel.bytes_accessed is not None:
+        facts.append(SummaryItem("Bytes moved", f"{kernel.bytes_accessed:,} B",
+                                 "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch"))  # fmt: skip
+    if kernel.flops:
+        facts.append(SummaryItem("FLOPs", f"{kernel.flops:,}", "inductor_meta kernel_flop, one launch"))
+    counts = [f"{n} {label}" for n, label in ((kernel.num_load, "loads"), (kernel.num_store, "stores"),
+                                               (kernel.num_reduction, "reductions")) if n is not None]  # fmt: skip
+    if counts:
+        facts.append(SummaryItem("Memory ops", ", ".join(counts), "tl.load / tl.store / reductions in the source"))
+    config = kernel.launch_config
+    for key, label in (("num_warps", "Warps"), ("num_stages", "Pipeline stages"), ("grid_type", "Grid"),
+                       ("reduction_hint", "Reduction hint")):  # fmt: skip
+        if key in config:
+            facts.append(SummaryItem(label, str(config[key])))
+    if isinstance(config.get("config_args"), dict):
+        facts.append(SummaryItem("Template config", ", ".join(f"{k}={v}" for k, v in config["config_args"].items())))
+    return tuple(facts)
+
+
+# --- log page ------------------------------------------------------------------------------------
+
+_GLOG_LEVEL = re.compile(r"^(?P<level>[WE])\d{4} ")
+
+
+def log_lines(run: CompileRun) -> tuple[tuple[str, str], ...]:
+    """Each log line with a CSS class: ``line-warn`` for warnings, ``line-error`` for errors."""
+    lines = []
+    for line in run.log_text.splitlines():
+        level = _GLOG_LEVEL.match(line)
+        if (level and level["level"] == "E") or "Error" in line or line.startswith("Traceback"):
+            css = "line-error"
+        elif (level and level["level"] == "W") or "Warning" in line:
+            css = "line-warn"
+        else:
+            css = ""
+        lines.append((css, line))
+    return tuple(lines)
