@@ -1,13 +1,14 @@
 """The public API, a thin façade over the pipeline stages: what the CLI and notebooks call.
 
-    compile_model(spec)        capture -> parse -> report, returns a ReportResult
-    report_folder(folder)      parse an existing debug folder (or re-render a report) -> ReportResult
-    load_run(path)             read a lens.json back into a CompileRun
-    render(run, out_dir)       write the HTML report and lens.json for a CompileRun
+compile_model(spec)        capture -> parse -> report, returns a ReportResult
+report_folder(folder)      parse an existing debug folder (or re-render a report) -> ReportResult
+load_run(path)             read a lens.json back into a CompileRun
+render(run, out_dir)       write the HTML report and lens.json for a CompileRun
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import webbrowser
 from dataclasses import dataclass
@@ -112,10 +113,8 @@ def open_report(path: Path | None = None) -> str:
     """Open a report in the browser; returns its file URL (printed for machines without one)."""
     index = _find_index(path)
     url = index.resolve().as_uri()
-    try:
+    with contextlib.suppress(webbrowser.Error):
         webbrowser.open(url)
-    except webbrowser.Error:
-        pass
     return url
 
 

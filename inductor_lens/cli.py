@@ -43,7 +43,10 @@ def lens_command(function: F) -> F:
         except Exception as exc:
             if verbose:
                 traceback.print_exc()
-            _fail(f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)", INTERNAL_ERROR_EXIT)
+            _fail(
+                f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)",
+                INTERNAL_ERROR_EXIT,
+            )
 
     return wrapper  # type: ignore[return-value]
 
@@ -61,20 +64,49 @@ def cli() -> None:
 
 @cli.command("compile")
 @click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--mode", type=click.Choice(MODES), default="default", show_default=True, help="torch.compile mode.")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).")  # fmt: skip
+@click.option(
+    "--mode", type=click.Choice(MODES), default="default", show_default=True, help="torch.compile mode."
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).",
+)
 @click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum.")
-@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
-              help="auto: cuda when available.")  # fmt: skip
-@click.option("--dtype", type=click.Choice(sorted(set(DTYPES)), case_sensitive=False), default=None,
-              help="Cast the model and floating inputs to this dtype.")  # fmt: skip
+@click.option(
+    "--device",
+    type=click.Choice(("auto", "cpu", "cuda")),
+    default="auto",
+    show_default=True,
+    help="auto: cuda when available.",
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(sorted(set(DTYPES)), case_sensitive=False),
+    default=None,
+    help="Cast the model and floating inputs to this dtype.",
+)
 @click.option("--fullgraph", is_flag=True, help="Passed to torch.compile: fail on any graph break.")
-@click.option("--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Report folder [default: inductor-lens-reports/<model>-<mode>/].")  # fmt: skip
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
-              help="Seconds before the model process is killed.")  # fmt: skip
+@click.option(
+    "--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides)."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Report folder [default: inductor-lens-reports/<model>-<mode>/].",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds before the model process is killed.",
+)
 @click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
 @lens_command
@@ -112,20 +144,31 @@ def compile_command(
         click.echo(f"  [{elapsed:6.1f}s] {phase}", err=True)
 
     result = api.compile_model(
-        spec, target, strict=strict, progress=None if verbose else progress, echo=sys.stderr if verbose else None
+        spec,
+        target,
+        strict=strict,
+        progress=None if verbose else progress,
+        echo=sys.stderr if verbose else None,
     )
     _finish(result, open_browser)
 
 
 @cli.command("report")
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Report folder [default: the folder itself for an inductor-lens report, "
-                   "else inductor-lens-reports/<name>/].")  # fmt: skip
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Report folder [default: the folder itself for an inductor-lens report, "
+    "else inductor-lens-reports/<name>/].",
+)
 @click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
 @lens_command
-def report_command(folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool) -> None:
+def report_command(
+    folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool
+) -> None:
     """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine) or a report."""
     _finish(api.report_folder(folder, out_dir, strict=strict), open_browser)
 

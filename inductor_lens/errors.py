@@ -21,6 +21,9 @@ class LensError(Exception):
         text = " ".join(self.message.split())
         return f"{text} ({self.hint})" if self.hint else text
 
+    def __str__(self) -> str:
+        return self.one_line()
+
 
 class UsageError(LensError):
     """A bad option value: unknown Inductor option, malformed KEY=VALUE, bad shape."""

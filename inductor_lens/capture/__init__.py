@@ -122,4 +122,3 @@ def _death_message(exit_code: int | None, phase: str, log: Path) -> str:
     else:
         cause = f"the model process exited with code {exit_code}"
     return f"{cause} during '{phase}' (see {log.name})"
-

@@ -46,7 +46,12 @@ class Run:
         self.spec = spec
         self.result_path = result_path
         self.started = time.perf_counter()
-        self.result: dict[str, Any] = {"status": "failed", "phase": "start", "environment": {}, "settings": {}}
+        self.result: dict[str, Any] = {
+            "status": "failed",
+            "phase": "start",
+            "environment": {},
+            "settings": {},
+        }
 
     def phase(self, name: str) -> None:
         self.result["phase"] = name
@@ -97,9 +102,14 @@ def execute(run: Run) -> None:
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)):
-        raise Failure("ModelFileError", f"get_inputs() must return a tuple of tensors, got {type(inputs).__name__}")
+        raise Failure(
+            "ModelFileError", f"get_inputs() must return a tuple of tensors, got {type(inputs).__name__}"
+        )
     if not callable(model):
-        raise Failure("ModelFileError", f"get_model() must return an nn.Module or a callable, got {type(model).__name__}")
+        raise Failure(
+            "ModelFileError",
+            f"get_model() must return an nn.Module or a callable, got {type(model).__name__}",
+        )
 
     device = resolve_device(torch, spec["device"])
     dtype = getattr(torch, spec["dtype"]) if spec.get("dtype") else None
@@ -155,7 +165,10 @@ def load_model_file(run: Run, path: Path) -> Any:
 def call_contract(module: Any, name: str, path: str) -> Any:
     function = getattr(module, name, None)
     if function is None:
-        raise Failure("ModelFileError", f"{Path(path).name} defines no {name}() (a model file needs get_model and get_inputs)")
+        raise Failure(
+            "ModelFileError",
+            f"{Path(path).name} defines no {name}() (a model file needs get_model and get_inputs)",
+        )
     if not callable(function):
         raise Failure("ModelFileError", f"{Path(path).name}: {name} is not a function")
     try:
@@ -172,7 +185,9 @@ def resolve_device(torch: Any, requested: str) -> Any:
     return torch.device(requested)
 
 
-def place(torch: Any, model: Any, inputs: tuple[Any, ...], device: Any, dtype: Any) -> tuple[Any, tuple[Any, ...]]:
+def place(
+    torch: Any, model: Any, inputs: tuple[Any, ...], device: Any, dtype: Any
+) -> tuple[Any, tuple[Any, ...]]:
     try:
         if isinstance(model, torch.nn.Module):
             model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
@@ -184,11 +199,15 @@ def place(torch: Any, model: Any, inputs: tuple[Any, ...], device: Any, dtype: A
                     x = x.to(dtype)
             placed.append(x)
     except Exception as exc:
-        raise Failure("ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+        raise Failure(
+            "ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {_first_line(exc)}"
+        ) from exc
     return model, tuple(placed)
 
 
-def step(torch: Any, fn: Any, inputs: tuple[Any, ...], train: bool, device: Any, phase: str) -> tuple[Any, list[Any], float]:
+def step(
+    torch: Any, fn: Any, inputs: tuple[Any, ...], train: bool, device: Any, phase: str
+) -> tuple[Any, list[Any], float]:
     """One call (and backward of the outputs' sum with --train); returns outputs, grads, seconds."""
     params = [p for p in fn.parameters() if p.requires_grad] if train and hasattr(fn, "parameters") else []
     for p in params:
@@ -236,10 +255,12 @@ def tensors_in(torch: Any, value: Any) -> list[Any]:
     return []
 
 
-def accuracy(torch: Any, outputs: list[Any], reference: list[Any], grads: list[Any], ref_grads: list[Any]) -> dict[str, Any]:
+def accuracy(
+    torch: Any, outputs: list[Any], reference: list[Any], grads: list[Any], ref_grads: list[Any]
+) -> dict[str, Any]:
     max_abs, max_ref, ok = 0.0, 0.0, True
     rtol, atol = 0.0, 0.0
-    for got, want in zip(outputs, reference):
+    for got, want in zip(outputs, reference, strict=False):  # a length mismatch is reported below
         if not want.is_floating_point() and not want.is_complex():
             ok = ok and bool(torch.equal(got, want))
             continue
@@ -248,7 +269,9 @@ def accuracy(torch: Any, outputs: list[Any], reference: list[Any], grads: list[A
         diff = (got.double() - want.double()).abs()
         max_abs = max(max_abs, _finite_max(diff))
         max_ref = max(max_ref, _finite_max(want.double().abs()))
-        ok = ok and bool(torch.allclose(got.double(), want.double(), rtol=rtol_t, atol=atol_t, equal_nan=True))
+        ok = ok and bool(
+            torch.allclose(got.double(), want.double(), rtol=rtol_t, atol=atol_t, equal_nan=True)
+        )
     result: dict[str, Any] = {
         "compared": "outputs and parameter gradients" if ref_grads else "outputs",
         "tensors": len(reference),
@@ -260,7 +283,7 @@ def accuracy(torch: Any, outputs: list[Any], reference: list[Any], grads: list[A
     }
     if ref_grads:
         g_abs, g_ref = 0.0, 0.0
-        for got, want in zip(grads, ref_grads):
+        for got, want in zip(grads, ref_grads, strict=True):
             if got is None or want is None:
                 continue
             g_abs = max(g_abs, _finite_max((got.double() - want.double()).abs()))
@@ -326,7 +349,11 @@ def _first_line(exc: BaseException) -> str:
     """The first informative line of an exception message (torch's can run to pages)."""
     for line in str(exc).splitlines():
         line = line.strip()
-        if line and not line.startswith("Set TORCHDYNAMO_VERBOSE") and not line.startswith("You can suppress"):
+        if (
+            line
+            and not line.startswith("Set TORCHDYNAMO_VERBOSE")
+            and not line.startswith("You can suppress")
+        ):
             return line[:400]
     return type(exc).__name__
 

@@ -9,6 +9,7 @@ killed. Everything the child prints is kept in ``capture/capture.log``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -100,7 +101,9 @@ def run_child(
         except json.JSONDecodeError:
             data = {}
     data.setdefault("phase", state["phase"])
-    return ChildResult(data=data, exit_code=process.returncode, timed_out=timed_out, wall_s=wall, capture_dir=capture_dir)
+    return ChildResult(
+        data=data, exit_code=process.returncode, timed_out=timed_out, wall_s=wall, capture_dir=capture_dir
+    )
 
 
 def child_environment(capture_dir: Path, cache_root: Path) -> dict[str, str]:
@@ -142,10 +145,8 @@ def _pump(
 
 def _kill_stragglers(process: subprocess.Popen[bytes]) -> None:
     """Compile workers left behind by an exited child would keep the log pipe open."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

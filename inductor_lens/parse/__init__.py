@@ -10,7 +10,7 @@ is counted in ``CompileRun.stats``; ``strict=True`` raises ParseError instead.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ def parse_debug_folder(
         diagnostics=diagnostics,
         multiple_runs=len(layout.run_dirs) > 1,
     )
-    graphs = tuple(parse_graph_folder(f, context) for f in layout.graph_folders)
+    graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
     if not graphs and (capture is None or capture.status == "ok"):
         diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
@@ -73,6 +73,20 @@ def parse_debug_folder(
         log_text=log_text,
         stats=diagnostics.stats(),
     )
+
+
+def _unique_ids(graphs: Iterable[GraphRecord]) -> tuple[GraphRecord, ...]:
+    """Graph ids name files; two folder names that slug to the same id get a numeric suffix."""
+    seen: set[str] = set()
+    unique = []
+    for graph in graphs:
+        graph_id, n = graph.id, 1
+        while graph_id in seen:
+            n += 1
+            graph_id = f"{graph.id}-{n}"
+        seen.add(graph_id)
+        unique.append(replace(graph, id=graph_id))
+    return tuple(unique)
 
 
 def _read_logs(layout: DebugLayout, diagnostics: Diagnostics) -> str:
@@ -105,7 +119,9 @@ def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dic
     return {}, {}
 
 
-def _infer_environment(traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...]) -> Environment:
+def _infer_environment(
+    traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...]
+) -> Environment:
     device: dict[str, Any] = {}
     backends = set()
     for graph in graphs:
@@ -125,7 +141,9 @@ def _infer_environment(traces: TraceSummary, facts: dict[str, str], graphs: tupl
         device_type=device_type if isinstance(device_type, str) else None,
         device_name=facts.get("gpu"),
         device_capability=capability,
-        multiprocessor_count=device.get("multi_processor_count") if isinstance(device.get("multi_processor_count"), int) else None,
+        multiprocessor_count=device.get("multi_processor_count")
+        if isinstance(device.get("multi_processor_count"), int)
+        else None,
         source="debug folder",
     )
 

@@ -61,7 +61,12 @@ KERNEL_DEFINERS = {
     "async_compile.cpp": "cpp",
 }
 # Other async_compile helpers that define something we do not treat as a kernel of its own.
-OTHER_DEFINERS = {"async_compile.multi_kernel", "async_compile.cuda", "async_compile.rocm", "async_compile.halide"}
+OTHER_DEFINERS = {
+    "async_compile.multi_kernel",
+    "async_compile.cuda",
+    "async_compile.rocm",
+    "async_compile.halide",
+}
 
 # Comment headers above a kernel definition and above launches in call().
 # "Topologically Sorted Source Nodes" seen in 2.11 and 2.13; plain "Source Nodes" is older.
@@ -187,4 +192,11 @@ PROVENANCE_KNOWN_KEYS = {
 # One glog-prefixed line with a JSON envelope, then payload lines each starting with a TAB
 # (torch/_logging/structured.py; format documented by tlparse's types.rs). Seen in 2.11 and 2.13.
 TRACE_LINE = re.compile(r"^[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]]*\] (?P<json>\{.*\})\s*$")
-TRACE_ENVELOPE_FIELDS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_autograd_id", "rank"}
+TRACE_ENVELOPE_FIELDS = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "compiled_autograd_id",
+    "rank",
+}

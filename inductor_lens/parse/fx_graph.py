@@ -57,7 +57,11 @@ def parse_fx_graph(
             seen_forward = True
             for param in _split_top_level(match["params"]):
                 if p := _PARAM.match(param.strip()):
-                    nodes.append(FxNode(name=p["name"], op="placeholder", target=p["name"], type=p["type"], line=number))
+                    nodes.append(
+                        FxNode(
+                            name=p["name"], op="placeholder", target=p["name"], type=p["type"], line=number
+                        )
+                    )
                     known.add(p["name"])
             continue
         if line.startswith("#"):
@@ -91,17 +95,29 @@ def _node(line: str, number: int, known: set[str], source: str | None) -> FxNode
         target = call["target"].removeprefix("torch.ops.")
         inputs = tuple(dict.fromkeys(t for t in _IDENT.findall(call["args"]) if t in known))
         return FxNode(
-            name=match["name"], op="call_function", target=target, type=match["type"],
-            inputs=inputs, source=source, line=number,
-        )  # fmt: skip
+            name=match["name"],
+            op="call_function",
+            target=target,
+            type=match["type"],
+            inputs=inputs,
+            source=source,
+            line=number,
+        )
     if item := _GETITEM.match(expr):
         inputs = (item["base"],) if item["base"] in known else ()
         return FxNode(
-            name=match["name"], op="call_function", target="getitem", type=match["type"],
-            inputs=inputs, source=source, line=number,
-        )  # fmt: skip
+            name=match["name"],
+            op="call_function",
+            target="getitem",
+            type=match["type"],
+            inputs=inputs,
+            source=source,
+            line=number,
+        )
     if expr.startswith("self."):
-        return FxNode(name=match["name"], op="get_attr", target=expr, type=match["type"], source=source, line=number)
+        return FxNode(
+            name=match["name"], op="get_attr", target=expr, type=match["type"], source=source, line=number
+        )
     return None
 
 

@@ -90,9 +90,13 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         transformed = next((g for g in fx_graphs if g.stage == "transformed"), None) or (
             fx_graphs[0] if fx_graphs else None
         )
-        kernels, launches = _join_provenance(kernels, launches, provenance, transformed, where_folder, diagnostics)
+        kernels, launches = _join_provenance(
+            kernels, launches, provenance, transformed, where_folder, diagnostics
+        )
     if "bench_k.txt" in texts:
-        kernels = _join_benchmarks(kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics))
+        kernels = _join_benchmarks(
+            kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics)
+        )
 
     match = compat.GRAPH_FOLDER.match(name)
     if match is None:
@@ -120,7 +124,9 @@ def _read_text(path, where: str, diagnostics: Diagnostics) -> str | None:
     try:
         size = path.stat().st_size
         if size > _MAX_FILE_BYTES:
-            diagnostics.warn(where, f"{size / 1e6:.0f} MB is over the {_MAX_FILE_BYTES // 2**20} MiB limit; skipped")
+            diagnostics.warn(
+                where, f"{size / 1e6:.0f} MB is over the {_MAX_FILE_BYTES // 2**20} MiB limit; skipped"
+            )
             return None
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -144,7 +150,9 @@ def _provenance(texts, traced, where, diagnostics: Diagnostics) -> Provenance | 
         stack = traced.stack_traces if traced else None
         return build_provenance(mappings, stack, "debug folder", where(name), diagnostics)
     if traced and (traced.mappings or traced.stack_traces):
-        return build_provenance(traced.mappings, traced.stack_traces, "TORCH_TRACE log", "TORCH_TRACE", diagnostics)
+        return build_provenance(
+            traced.mappings, traced.stack_traces, "TORCH_TRACE log", "TORCH_TRACE", diagnostics
+        )
     return None
 
 
@@ -156,11 +164,15 @@ def _join_provenance(
     where: str,
     diagnostics: Diagnostics,
 ) -> tuple[tuple[KernelRecord, ...], tuple[Launch, ...]]:
-    targets = {n.name: _op_name(n.target) for n in fx_graph.nodes if n.op == "call_function"} if fx_graph else {}
+    targets = (
+        {n.name: _op_name(n.target) for n in fx_graph.nodes if n.op == "call_function"} if fx_graph else {}
+    )
     handles = {launch.handle for launch in launches if launch.handle}
     stray = [h for h in provenance.kernel_to_post if h not in handles]
     if stray and handles:
-        diagnostics.note(where, f"provenance names {len(stray)} kernel handle(s) this graph does not launch; ignored")
+        diagnostics.note(
+            where, f"provenance names {len(stray)} kernel handle(s) this graph does not launch; ignored"
+        )
 
     def nodes_for(handle: str | None) -> tuple[str, ...]:
         return provenance.kernel_to_post.get(handle, ()) if handle in handles else ()
@@ -183,10 +195,14 @@ def _join_provenance(
         )
     new_kernels = []
     for kernel in kernels:
-        kernel_handles = [launch.handle for launch in launches if launch.target == kernel.name and launch.handle]
+        kernel_handles = [
+            launch.handle for launch in launches if launch.target == kernel.name and launch.handle
+        ]
         nodes = tuple(dict.fromkeys(n for h in kernel_handles for n in nodes_for(h)))
         stacks = tuple(
-            dict.fromkeys(s for h in kernel_handles if h in handles for s in provenance.kernel_stack_traces.get(h, ()))
+            dict.fromkeys(
+                s for h in kernel_handles if h in handles for s in provenance.kernel_stack_traces.get(h, ())
+            )
         )
         new_kernels.append(
             replace(

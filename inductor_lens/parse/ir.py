@@ -27,7 +27,9 @@ _SNODE = re.compile(r"^(?P<owner>\w+)\.snodes\[\d+\]\s*=\s*$")
 _ATTRIBUTE = re.compile(r"^(?P<name>\w+)\.(?P<attr>[\w.]+)\s*=\s?(?P<value>.*)$")
 _LAYOUT = re.compile(r"^\w+_layout\s*=")
 _LOOP_BODY = re.compile(r"^class \w+:\s*$")
-_BUFFER = re.compile(r"(?:MemoryDep\('(?P<a>[^']+)'|StarDep\(name='(?P<b>[^']+)'|WeakDep\(name='(?P<c>[^']+)')")
+_BUFFER = re.compile(
+    r"(?:MemoryDep\('(?P<a>[^']+)'|StarDep\(name='(?P<b>[^']+)'|WeakDep\(name='(?P<c>[^']+)')"
+)
 
 
 @dataclass
@@ -39,7 +41,9 @@ class _Block:
     attrs: dict[str, list[str]] = field(default_factory=dict)
 
 
-def parse_ir(text: str, stage: Literal["pre_fusion", "post_fusion"], where: str, diagnostics: Diagnostics) -> IRDump:
+def parse_ir(
+    text: str, stage: Literal["pre_fusion", "post_fusion"], where: str, diagnostics: Diagnostics
+) -> IRDump:
     blocks: list[_Block] = []
     pending_owner: str | None = None
     current_attr: list[str] | None = None
@@ -74,7 +78,9 @@ def parse_ir(text: str, stage: Literal["pre_fusion", "post_fusion"], where: str,
             members.setdefault(block.member_of, []).append(block.name)
     by_name = {b.name: b for b in blocks}
     nodes = tuple(
-        _node(b, [by_name[m] for m in members.get(b.name, ()) if m in by_name]) for b in blocks if b.member_of is None
+        _node(b, [by_name[m] for m in members.get(b.name, ()) if m in by_name])
+        for b in blocks
+        if b.member_of is None
     )
     if not nodes:
         diagnostics.warn(where, "no scheduler nodes found")

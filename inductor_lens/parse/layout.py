@@ -56,7 +56,9 @@ def locate(folder: Path, *, allow_empty: bool = False) -> DebugLayout:
             f"{folder}: no torch_compile_debug output found "
             "(expected torch_compile_debug/run_*/torchinductor/<graph>/output_code.py)"
         )
-    capture_json = next((p for p in (root / "capture" / "capture.json", root / "capture.json") if p.is_file()), None)
+    capture_json = next(
+        (p for p in (root / "capture" / "capture.json", root / "capture.json") if p.is_file()), None
+    )
     return DebugLayout(
         root=root,
         run_dirs=run_dirs,

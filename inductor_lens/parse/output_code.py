@@ -67,7 +67,9 @@ def _kernel_definition(
     definer = dotted_name(statement.value.func) or ""
     name = statement.targets[0].id
     if definer in compat.OTHER_DEFINERS:
-        diagnostics.note(where, f"{name} is defined by {definer}, which this version does not show as a kernel")
+        diagnostics.note(
+            where, f"{name} is defined by {definer}, which this version does not show as a kernel"
+        )
         return None
     backend = compat.KERNEL_DEFINERS.get(definer)
     if backend is None:
@@ -358,9 +360,7 @@ def _launches(
 def _launch_target(
     statement: ast.stmt, kernel_backends: dict[str, str], where: str, diagnostics: Diagnostics
 ) -> tuple[LaunchKind, str] | None:
-    if isinstance(statement, ast.Expr):
-        value = statement.value
-    elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+    if isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)):
         value = statement.value
     elif isinstance(statement, (ast.Delete, ast.Return, ast.Pass, ast.Assert, ast.AugAssign)):
         return None

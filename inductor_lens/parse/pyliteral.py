@@ -31,7 +31,7 @@ def literal(node: ast.AST) -> Any:
         value = node.value
         return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
     if isinstance(node, ast.Dict):
-        return {_key(k): literal(v) for k, v in zip(node.keys, node.values) if k is not None}
+        return {_key(k): literal(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None}
     if isinstance(node, (ast.List, ast.Tuple)):
         return [literal(e) for e in node.elts]
     if isinstance(node, ast.Set):
@@ -63,5 +63,7 @@ def literal(node: ast.AST) -> Any:
 
 
 def _key(node: ast.AST) -> str:
-    value = literal(node)
-    return value if isinstance(value, str) else str(value)
+    """Dict keys as text: strings as they are, anything else (ints, tuples) as written."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ast.unparse(node)

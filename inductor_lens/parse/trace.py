@@ -86,7 +86,12 @@ def read_traces(paths: list[Path], root: Path, diagnostics: Diagnostics) -> Trac
                     last_graph = summary.graphs.setdefault(md5, GraphTrace(compile_id=compile_id))
             elif envelope.kind == "artifact" and isinstance(envelope.body, dict):
                 slot = _KEPT_ARTIFACTS.get(str(envelope.body.get("name")))
-                if slot and last_graph is not None and last_graph.compile_id == compile_id and envelope.payload:
+                if (
+                    slot
+                    and last_graph is not None
+                    and last_graph.compile_id == compile_id
+                    and envelope.payload
+                ):
                     try:
                         setattr(last_graph, slot, json.loads(envelope.payload))
                     except json.JSONDecodeError:
@@ -166,7 +171,9 @@ def _kind(header: dict[str, Any]) -> str:
 def _finish(header: dict[str, Any], payload: list[str] | None) -> _Envelope:
     kind = _kind(header)
     meta = {k: v for k, v in header.items() if k in compat.TRACE_ENVELOPE_FIELDS}
-    return _Envelope(kind=kind, body=header.get(kind), meta=meta, payload="\n".join(payload) if payload else None)
+    return _Envelope(
+        kind=kind, body=header.get(kind), meta=meta, payload="\n".join(payload) if payload else None
+    )
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -68,11 +68,26 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
             "so the page stays usable. The kernel and launch tables below list everything.",
             "",
         )
-    dot = graphviz.Digraph("fx", graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
-                                              "nodesep": "0.25", "ranksep": "0.35", "bgcolor": "transparent"},
-                           node_attr={"fontname": "Helvetica", "fontsize": "10", "shape": "box",
-                                      "style": "rounded,filled", "fillcolor": "white", "height": "0.3"},
-                           edge_attr={"arrowsize": "0.6", "color": "#64748b"})  # fmt: skip
+    dot = graphviz.Digraph(
+        "fx",
+        graph_attr={
+            "rankdir": "TB",
+            "fontname": "Helvetica",
+            "fontsize": "11",
+            "nodesep": "0.25",
+            "ranksep": "0.35",
+            "bgcolor": "transparent",
+        },
+        node_attr={
+            "fontname": "Helvetica",
+            "fontsize": "10",
+            "shape": "box",
+            "style": "rounded,filled",
+            "fillcolor": "white",
+            "height": "0.3",
+        },
+        edge_attr={"arrowsize": "0.6", "color": "#64748b"},
+    )
     members: dict[str, list[str]] = {}
     for node in fx_graph.nodes:
         if node.name in groups:
@@ -81,9 +96,16 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
     for index, (key, names) in enumerate(members.items()):
         group = by_key[key]
         with dot.subgraph(name=f"cluster_{index}") as cluster:
-            cluster.attr(label=group.label, href=group.url, target="_top", tooltip=f"{group.label} ({group.category})",
-                         style="rounded,filled", color="#94a3b8",
-                         fillcolor=_lighter(CATEGORY_COLOURS.get(group.category, "#e2e8f0")), fontsize="10")  # fmt: skip
+            cluster.attr(
+                label=group.label,
+                href=group.url,
+                target="_top",
+                tooltip=f"{group.label} ({group.category})",
+                style="rounded,filled",
+                color="#94a3b8",
+                fillcolor=_lighter(CATEGORY_COLOURS.get(group.category, "#e2e8f0")),
+                fontsize="10",
+            )
             for name in names:
                 cluster.node(name)
     for node in fx_graph.nodes:
@@ -97,7 +119,9 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
         elif node.op == "output":
             attrs.update(shape="doubleoctagon", fillcolor="#f1f5f9", style="filled")
         elif group is not None:
-            attrs.update(fillcolor=CATEGORY_COLOURS.get(group.category, "#e2e8f0"), href=group.url, target="_top")
+            attrs.update(
+                fillcolor=CATEGORY_COLOURS.get(group.category, "#e2e8f0"), href=group.url, target="_top"
+            )
         else:
             attrs.update(style="rounded,dashed", color="#94a3b8")
         dot.node(node.name, **attrs)
@@ -117,7 +141,9 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
             [binary, "-Tsvg"], input=source.encode(), capture_output=True, timeout=DOT_TIMEOUT_S, check=False
         )
     except subprocess.TimeoutExpired:
-        return Drawing(None, f"Graphviz took over {DOT_TIMEOUT_S:.0f} s to lay out this graph; drawing skipped.", source)
+        return Drawing(
+            None, f"Graphviz took over {DOT_TIMEOUT_S:.0f} s to lay out this graph; drawing skipped.", source
+        )
     if completed.returncode != 0:
         reason = completed.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         return Drawing(None, f"Graphviz could not draw this graph: {reason[0]}", source)

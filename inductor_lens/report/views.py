@@ -116,16 +116,33 @@ def index_page(run: CompileRun) -> IndexPage:
             if launch.kind == "extern":
                 counts["extern"] += 1
                 rows.append(
-                    KernelRow(graph, launch.position, "extern", "extern", launch.aten_op or launch.target,
-                              launch_url(graph, launch), launch.aten_ops, None, 1)  # fmt: skip
+                    KernelRow(
+                        graph,
+                        launch.position,
+                        "extern",
+                        "extern",
+                        launch.aten_op or launch.target,
+                        launch_url(graph, launch),
+                        launch.aten_ops,
+                        None,
+                        1,
+                    )
                 )
         for kernel in graph.kernels:
             counts[kernel.backend] += 1
             counts[f"{kernel.backend}:{kernel.category}"] += 1
             rows.append(
-                KernelRow(graph, kernel.launches[0] if kernel.launches else 0, kernel.backend, kernel.category,
-                          kernel.name, kernel_url(graph, kernel.name), kernel.aten_ops, kernel.bytes_accessed,
-                          len(kernel.launches))  # fmt: skip
+                KernelRow(
+                    graph,
+                    kernel.launches[0] if kernel.launches else 0,
+                    kernel.backend,
+                    kernel.category,
+                    kernel.name,
+                    kernel_url(graph, kernel.name),
+                    kernel.aten_ops,
+                    kernel.bytes_accessed,
+                    len(kernel.launches),
+                )
             )
     rows.sort(key=lambda r: (run.graphs.index(r.graph), r.position or 1 << 30, r.name))
     graph_rows = tuple(
@@ -155,55 +172,79 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
         mode = settings.mode if settings.mode != "unknown" else "not recorded"
         options = ", ".join(f"{k}={v}" for k, v in settings.options.items())
         extra = " · ".join(
-            x for x in (
+            x
+            for x in (
                 "forward + backward" if settings.train else "",
                 settings.dtype or "",
                 "fullgraph" if settings.fullgraph else "",
                 {True: "dynamic=True", False: "dynamic=False"}.get(settings.dynamic, ""),  # type: ignore[arg-type]
-            ) if x
-        )  # fmt: skip
+            )
+            if x
+        )
         items.append(SummaryItem("Mode", mode, "; ".join(x for x in (options, extra) if x)))
     device = env.device_name or env.device_type or "unknown"
     device_detail = " · ".join(
-        x for x in (
+        x
+        for x in (
             env.device_type or "",
             f"compute capability {env.device_capability}" if env.device_capability else "",
-            f"{env.multiprocessor_count} SMs" if env.multiprocessor_count and env.device_type == "cuda" else "",
-        ) if x
-    )  # fmt: skip
+            f"{env.multiprocessor_count} SMs"
+            if env.multiprocessor_count and env.device_type == "cuda"
+            else "",
+        )
+        if x
+    )
     items.append(SummaryItem("Device", device, device_detail))
     versions = f"torch {env.torch_version or '?'}"
     if env.triton_version:
         versions += f" · triton {env.triton_version}"
-    detail = " · ".join(x for x in (f"Python {env.python_version}" if env.python_version else "",
-                                    f"CUDA {env.cuda_version}" if env.cuda_version else "") if x)  # fmt: skip
+    detail = " · ".join(
+        x
+        for x in (
+            f"Python {env.python_version}" if env.python_version else "",
+            f"CUDA {env.cuda_version}" if env.cuda_version else "",
+        )
+        if x
+    )
     items.append(SummaryItem("Versions", versions, detail))
     if capture is not None:
         if capture.cold_compile_s is not None:
             items.append(
-                SummaryItem("Cold compile", f"{capture.cold_compile_s:.2f} s",
-                            "first compiled call, fresh caches (includes running it once)")  # fmt: skip
+                SummaryItem(
+                    "Cold compile",
+                    f"{capture.cold_compile_s:.2f} s",
+                    "first compiled call, fresh caches (includes running it once)",
+                )
             )
         if capture.accuracy is not None:
             acc = capture.accuracy
             tone = "good" if acc.within_tolerance else "bad"
             value = "agrees with eager" if acc.within_tolerance else "differs from eager"
-            detail = f"max abs error {acc.max_abs_error:.2e}, max rel error {acc.max_rel_error:.2e} " \
-                     f"(rtol {acc.rtol:g}, atol {acc.atol:g}; {acc.compared})"  # fmt: skip
+            detail = (
+                f"max abs error {acc.max_abs_error:.2e}, max rel error {acc.max_rel_error:.2e} "
+                f"(rtol {acc.rtol:g}, atol {acc.atol:g}; {acc.compared})"
+            )
             if acc.grad_max_abs_error is not None:
                 detail += f"; gradients: max abs {acc.grad_max_abs_error:.2e}"
             items.append(SummaryItem("Accuracy", value, detail, tone))
     kinds = Counter(g.kind for g in run.graphs)
     items.append(
-        SummaryItem("Graphs", str(len(run.graphs)), ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none",
-                    "" if run.graphs else "bad")  # fmt: skip
+        SummaryItem(
+            "Graphs",
+            str(len(run.graphs)),
+            ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none",
+            "" if run.graphs else "bad",
+        )
     )
     by_category = ", ".join(
-        f"{n} {key.split(':', 1)[1]}" for key, n in sorted(counts.items()) if key.startswith(("triton:", "cpp:"))
+        f"{n} {key.split(':', 1)[1]}"
+        for key, n in sorted(counts.items())
+        if key.startswith(("triton:", "cpp:"))
     )
-    kernel_value = " · ".join(
-        f"{counts[k]} {KIND_LABELS[k]}" for k in ("triton", "cpp", "extern") if counts.get(k)
-    ) or "none"  # fmt: skip
+    kernel_value = (
+        " · ".join(f"{counts[k]} {KIND_LABELS[k]}" for k in ("triton", "cpp", "extern") if counts.get(k))
+        or "none"
+    )
     items.append(SummaryItem("Kernels", kernel_value, by_category))
     return tuple(items)
 
@@ -219,14 +260,20 @@ def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, Kernel
     for launch in graph.launches:
         if launch.kind == "extern":
             nodes = provenance.get(launch.handle or "", ())
-            group = KernelGroup(f"launch{launch.position}", f"#{launch.position} {launch.aten_op or launch.target}",
-                                "extern", url_prefix + launch_url(graph, launch))  # fmt: skip
+            group = KernelGroup(
+                f"launch{launch.position}",
+                f"#{launch.position} {launch.aten_op or launch.target}",
+                "extern",
+                url_prefix + launch_url(graph, launch),
+            )
         else:
             kernel = kernels.get(launch.target)
             if kernel is None:
                 continue
             nodes = tuple(n for m in kernel.node_mappings for n in m.aten_nodes) + kernel.post_grad_nodes
-            group = KernelGroup(kernel.name, kernel.name, kernel.category, url_prefix + kernel_url(graph, kernel.name))
+            group = KernelGroup(
+                kernel.name, kernel.name, kernel.category, url_prefix + kernel_url(graph, kernel.name)
+            )
         for node in nodes:
             groups.setdefault(node, group)
     return groups
@@ -239,8 +286,11 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
             "launch": launch,
             "url": "../" + launch_url(graph, launch),
             "label": launch.aten_op if launch.kind == "extern" else launch.target,
-            "category": "extern" if launch.kind == "extern" else kernels[launch.target].category
-            if launch.target in kernels else "other",
+            "category": "extern"
+            if launch.kind == "extern"
+            else kernels[launch.target].category
+            if launch.target in kernels
+            else "other",
         }
         for launch in graph.launches
     )
@@ -267,7 +317,9 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         drawing=drawing,
         legend=legend,
         fx_code=highlight(fx.code, "python", "fx") if fx is not None else None,
-        fx_readable_code=highlight(readable.code, "python", "fxr") if readable is not None and fx is not readable else None,
+        fx_readable_code=highlight(readable.code, "python", "fxr")
+        if readable is not None and fx is not readable
+        else None,
         ir_text=highlight(post_fusion.text, "text", "ir") if post_fusion is not None else None,
         output_code=highlight(graph.output_code, "python", "code"),
         provenance_rows=tuple(provenance_rows),
@@ -309,24 +361,49 @@ def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
         SummaryItem("Category", kernel.category),
     ]
     if kernel.size_hints:
-        facts.append(SummaryItem("Size hints", ", ".join(f"{k}={v:,}" for k, v in kernel.size_hints.items()),
-                                 "iteration space Inductor planned for (x: pointwise, r0_: reduction)"))  # fmt: skip
+        facts.append(
+            SummaryItem(
+                "Size hints",
+                ", ".join(f"{k}={v:,}" for k, v in kernel.size_hints.items()),
+                "iteration space Inductor planned for (x: pointwise, r0_: reduction)",
+            )
+        )
     if kernel.bytes_accessed is not None:
-        facts.append(SummaryItem("Bytes moved", f"{kernel.bytes_accessed:,} B",
-                                 "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch"))  # fmt: skip
+        facts.append(
+            SummaryItem(
+                "Bytes moved",
+                f"{kernel.bytes_accessed:,} B",
+                "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch",
+            )
+        )
     if kernel.flops:
         facts.append(SummaryItem("FLOPs", f"{kernel.flops:,}", "inductor_meta kernel_flop, one launch"))
-    counts = [f"{n} {label}" for n, label in ((kernel.num_load, "loads"), (kernel.num_store, "stores"),
-                                               (kernel.num_reduction, "reductions")) if n is not None]  # fmt: skip
+    counts = [
+        f"{n} {label}"
+        for n, label in (
+            (kernel.num_load, "loads"),
+            (kernel.num_store, "stores"),
+            (kernel.num_reduction, "reductions"),
+        )
+        if n is not None
+    ]
     if counts:
-        facts.append(SummaryItem("Memory ops", ", ".join(counts), "tl.load / tl.store / reductions in the source"))
+        facts.append(
+            SummaryItem("Memory ops", ", ".join(counts), "tl.load / tl.store / reductions in the source")
+        )
     config = kernel.launch_config
-    for key, label in (("num_warps", "Warps"), ("num_stages", "Pipeline stages"), ("grid_type", "Grid"),
-                       ("reduction_hint", "Reduction hint")):  # fmt: skip
+    for key, label in (
+        ("num_warps", "Warps"),
+        ("num_stages", "Pipeline stages"),
+        ("grid_type", "Grid"),
+        ("reduction_hint", "Reduction hint"),
+    ):
         if key in config:
             facts.append(SummaryItem(label, str(config[key])))
     if isinstance(config.get("config_args"), dict):
-        facts.append(SummaryItem("Template config", ", ".join(f"{k}={v}" for k, v in config["config_args"].items())))
+        facts.append(
+            SummaryItem("Template config", ", ".join(f"{k}={v}" for k, v in config["config_args"].items()))
+        )
     return tuple(facts)
 
 

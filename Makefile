@@ -1,0 +1,86 @@
+# inductor-lens: set-up, demo and tests. `make demo` and `make test` install what they need.
+#
+# Python environment: the active virtualenv or conda env when there is one (a GPU user's own torch is
+# kept), otherwise ./.venv, created with access to the system's packages (a system-wide torch is kept
+# too). Only where no torch is importable at all is the CPU build torch==2.13.0 installed, pinned, so
+# pip never pulls the newest CUDA torch onto a machine that has no GPU.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_CPU_PIN ?= torch==2.13.0 triton==3.7.1
+DEMO_MODEL ?= samples/mlp.py
+PYTEST_ARGS ?=
+
+ifdef VIRTUAL_ENV
+PY := $(VIRTUAL_ENV)/bin/python
+else ifdef CONDA_PREFIX
+PY := $(CONDA_PREFIX)/bin/python
+else
+PY := $(VENV)/bin/python
+endif
+
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+STAMP := .make
+
+.PHONY: demo test install install-test system-deps graphviz apt lint update-golden clean help
+
+help:
+	@echo "make demo    compile $(DEMO_MODEL) and write an HTML report (installs what it needs)"
+	@echo "make test    run the whole test suite (installs what it needs, Chromium and Graphviz included)"
+	@echo "make lint    ruff over the code"
+	@echo "make update-golden   rewrite tests/golden/ after an intended report change"
+
+demo: install graphviz
+	$(PY) -m inductor_lens compile $(DEMO_MODEL)
+	@echo "Open it with: $(PY) -m inductor_lens open   (or open the index.html printed above)"
+
+test: install-test system-deps
+	$(PY) -m ruff check inductor_lens tests samples
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+install: $(STAMP)/install
+install-test: $(STAMP)/install-test
+
+$(PY):
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+
+$(STAMP)/torch: | $(PY)
+	@mkdir -p $(STAMP)
+	@if $(PY) -c "import torch" 2>/dev/null; then \
+		echo "keeping the installed torch $$($(PY) -c 'import torch; print(torch.__version__)')"; \
+	else \
+		echo "no torch found: installing the CPU build $(TORCH_CPU_PIN)"; \
+		$(PY) -m pip install --disable-pip-version-check -q $(TORCH_CPU_PIN); \
+	fi
+	@touch $@
+
+$(STAMP)/install: pyproject.toml $(STAMP)/torch
+	$(PY) -m pip install --disable-pip-version-check -q -e .
+	@touch $@
+
+$(STAMP)/install-test: pyproject.toml $(STAMP)/torch
+	$(PY) -m pip install --disable-pip-version-check -q -e '.[test]'
+	@touch $@ $(STAMP)/install
+
+# Graphviz draws the graphs (the report shows a notice without it); Chromium runs the browser tests.
+graphviz:
+	@command -v dot >/dev/null 2>&1 || $(MAKE) --no-print-directory apt PACKAGES="graphviz" || \
+		echo "note: Graphviz 'dot' is not installed; reports will show a notice instead of graph drawings"
+
+system-deps:
+	@{ command -v dot >/dev/null 2>&1 && [ -x /usr/bin/chromium ]; } || \
+		$(MAKE) --no-print-directory apt PACKAGES="graphviz chromium fonts-dejavu-core"
+
+apt:
+	@command -v apt-get >/dev/null 2>&1 || { echo "no apt-get here: install $(PACKAGES) yourself"; exit 1; }
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PACKAGES)
+
+lint: install-test
+	$(PY) -m ruff check inductor_lens tests samples
+
+update-golden: install-test
+	$(PY) -m pytest tests/test_golden.py --update-golden
+
+clean:
+	rm -rf $(STAMP) build dist *.egg-info tests/actual .pytest_cache

@@ -1,0 +1,130 @@
+"""Shared test fixtures: unpacked real captures, the CLI, a fixed clock, and GPU/browser gating."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+SAMPLES = ROOT / "samples"
+GPU_CASES = (
+    "block_default",
+    "block_reduce_overhead",
+    "mlp_bf16_max_autotune_nocg",
+    "mlp_default",
+    "mlp_epilogue",
+    "mlp_max_autotune_nocg",
+    "softmax_ln_coord",
+    "softmax_ln_default",
+)
+CPU_CASE = "cpu-torch2.13-mlp-train"
+FIXED_TIME = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", help="Rewrite tests/golden/ from the current output."
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _cuda_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """unpacked(name) -> a read-only-by-convention folder with the archive's content (shared per session)."""
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            target = tmp_path_factory.mktemp(f"fixture-{name}")
+            with tarfile.open(FIXTURES / f"{name}.tar.gz") as archive:
+                archive.extractall(target, filter="data")
+            (child,) = target.iterdir()
+            cache[name] = child
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture
+def fixture_copy(unpacked: Callable[[str], Path], tmp_path: Path) -> Callable[[str], Path]:
+    """fixture_copy(name) -> a private, writable copy of an unpacked archive (for corrupting)."""
+
+    def get(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(unpacked(name), target)
+        return target
+
+    return get
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``inductor-lens ARGS`` in-process through the real entry point."""
+
+    def invoke(*args: str | Path) -> CliResult:
+        code = 0
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke
+
+
+def run_cli_process(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> CliResult:
+    """Run ``python -m inductor_lens ARGS`` as a real process (exit codes, no tracebacks)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "inductor_lens", *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+    )
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
+    """A failure is one ``error:`` line naming the cause: no traceback, non-zero exit."""
+    __tracebackhide__ = True
+    assert result.code != 0, result
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]

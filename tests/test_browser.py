@@ -1,0 +1,117 @@
+"""The report in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+Every page must load from disk without a console error or a failed request; sorting, filtering and
+the links from the drawing must work. `make test` installs Chromium; elsewhere the test is skipped
+unless INDUCTOR_LENS_REQUIRE_BROWSER=1 (set by `make test` and CI), which turns a missing browser
+into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.api import report_folder
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    required = os.environ.get("INDUCTOR_LENS_REQUIRE_BROWSER") == "1"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if required:
+            pytest.fail("playwright is not installed")
+        pytest.skip("playwright is not installed")
+    if not Path(CHROMIUM).is_file():
+        if required:
+            pytest.fail(f"Chromium not found at {CHROMIUM}")
+        pytest.skip("Chromium is not installed")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def block_report(unpacked, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser") / "block"
+    report_folder(unpacked("block_default"), out, strict=True)
+    return out
+
+
+def _open(browser, url: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("requestfailed", lambda request: problems.append(f"failed request {request.url}"))
+    page.goto(url)
+    page.wait_for_load_state("load")
+    return page, problems
+
+
+def test_every_page_loads_without_console_errors(browser, block_report: Path) -> None:
+    pages = sorted(block_report.rglob("*.html"))
+    assert len(pages) == 12  # index, log, 2 graphs, 8 kernels
+    for html in pages:
+        page, problems = _open(browser, html.as_uri())
+        assert page.title().endswith("· inductor-lens"), html
+        assert problems == [], f"{html.relative_to(block_report)}: {problems}"
+        page.close()
+
+
+def test_kernel_table_sorts_and_filters(browser, block_report: Path) -> None:
+    page, problems = _open(browser, (block_report / "index.html").as_uri())
+    rows = page.locator("#kernel-table tbody tr")
+    assert rows.count() == 18
+    page.click("#kernel-table th:has-text('Bytes')")
+    page.click("#kernel-table th:has-text('Bytes')")  # second click: descending
+    first = rows.nth(0).locator("td").nth(2).inner_text()
+    assert first.startswith("triton_poi_fused") and "gelu" in first  # the 33.6 MB kernels lead
+    page.fill("input[data-filter-table='kernel-table']", "layer_norm_0")
+    assert page.locator("#kernel-table tbody tr:visible").count() == 2
+    assert problems == []
+    page.close()
+
+
+def test_drawing_links_to_kernel_pages(browser, block_report: Path) -> None:
+    page, problems = _open(browser, (block_report / "graphs" / "model__1_inference_3.1.html").as_uri())
+    drawing = page.locator(".drawing svg")
+    if drawing.count() == 0:
+        pytest.skip("Graphviz dot is not installed")
+    link = page.locator(".drawing svg a[*|href$='triton_poi_fused_addmm_gelu_view_2.html']").first
+    link.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_view_2.html")
+    assert page.locator("h1").inner_text().startswith("triton_poi_fused_addmm_gelu_view_2")
+    assert problems == []
+    page.close()
+
+
+def test_launch_link_opens_the_code_at_its_line(browser, block_report: Path) -> None:
+    graph_page = block_report / "graphs" / "model__1_inference_3.1.html"
+    page, problems = _open(browser, graph_page.as_uri())
+    page.click("#launch-5 td:first-child a")
+    assert page.locator("#output-code").evaluate("element => element.open") is True
+    assert page.locator(".line-target").count() == 1
+    assert problems == []
+    page.close()

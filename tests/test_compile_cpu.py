@@ -1,0 +1,220 @@
+"""End to end on CPU: `inductor-lens compile` on every sample (C++ kernels), and on broken model files.
+
+Each compile runs the model in a child process (about 10-20 s on 2 cores), so these are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.errors import CaptureTimeout, CompileError, ModelFileError, ModelRunError, UsageError
+
+from .conftest import SAMPLES, assert_one_line_error, run_cli_process
+
+pytestmark = pytest.mark.slow
+
+SAMPLE_NAMES = ("mlp", "softmax_ln", "block", "convnet", "graphbreak")
+
+
+def _compile(tmp_path: Path, model: Path, *args: str, out: str = "report"):
+    return run_cli_process(
+        "compile", model, "--device", "cpu", "--out", tmp_path / out, "--strict", *args, cwd=tmp_path
+    )
+
+
+def _lens(report: Path) -> dict:
+    return json.loads((report / "lens.json").read_text())["run"]
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
+def test_sample_compiles_on_cpu(tmp_path: Path, sample: str) -> None:
+    result = _compile(tmp_path, SAMPLES / f"{sample}.py")
+    assert result.code == 0, result.stderr
+    run = _lens(tmp_path / "report")
+    capture = run["capture"]
+    assert capture["status"] == "ok" and capture["phase"] == "done"
+    assert capture["accuracy"]["within_tolerance"] is True
+    assert capture["cold_compile_s"] > 0
+    assert run["environment"]["device_type"] == "cpu" and run["environment"]["source"] == "capture"
+    assert run["graphs"], "no graph captured"
+    kernels = [k for g in run["graphs"] for k in g["kernels"]]
+    assert kernels and all(k["backend"] == "cpp" and k["name"].startswith("cpp_") for k in kernels)
+    assert all(g["kind"] == "inference" for g in run["graphs"])
+    assert run["stats"]["diagnostics"] == [] or all(d["level"] == "note" for d in run["stats"]["diagnostics"])
+    index = (tmp_path / "report" / "index.html").read_text()
+    assert "agrees with eager" in index
+    for graph in run["graphs"]:
+        for kernel in graph["kernels"]:
+            assert (tmp_path / "report" / "kernels" / graph["id"] / f"{kernel['name']}.html").is_file()
+    assert (tmp_path / "report" / "capture" / "capture.log").is_file()
+    assert list((tmp_path / "report" / "capture" / "trace").glob("*.log"))
+
+
+@pytest.mark.parametrize("sample", ("mlp", "graphbreak", "block"))
+def test_sample_compiles_with_train(tmp_path: Path, sample: str) -> None:
+    result = _compile(tmp_path, SAMPLES / f"{sample}.py", "--train")
+    assert result.code == 0, result.stderr
+    run = _lens(tmp_path / "report")
+    kinds = [g["kind"] for g in run["graphs"]]
+    assert kinds.count("forward") == kinds.count("backward") >= 1
+    assert run["capture"]["accuracy"]["compared"] == "outputs and parameter gradients"
+    assert run["capture"]["accuracy"]["grad_max_abs_error"] is not None
+    assert run["settings"]["train"] is True
+
+
+def test_graph_break_sample_has_two_frames(tmp_path: Path) -> None:
+    assert _compile(tmp_path, SAMPLES / "graphbreak.py").code == 0
+    run = _lens(tmp_path / "report")
+    assert [g["compile_id"] for g in run["graphs"]] == ["0/0_1", "1/0"]
+    functions = [f["function"] for f in run["frames"]]
+    assert functions == ["forward", "torch_dynamo_resume_in_forward_at_20"]
+    assert all(f["graph_breaks"] == 1 for f in run["frames"])
+
+
+def test_options_modes_and_dtype_are_recorded(tmp_path: Path) -> None:
+    result = _compile(
+        tmp_path,
+        SAMPLES / "mlp.py",
+        "--mode",
+        "max-autotune-no-cudagraphs",
+        "--dtype",
+        "bf16",
+        "--option",
+        "epilogue_fusion=false",
+        "--no-dynamic",
+    )
+    assert result.code == 0, result.stderr
+    settings = _lens(tmp_path / "report")["settings"]
+    assert settings["mode"] == "max-autotune-no-cudagraphs"
+    assert settings["mode_options"] == {"max_autotune": True, "coordinate_descent_tuning": True}
+    assert settings["options"] == {"epilogue_fusion": False}
+    assert settings["dtype"] == "bfloat16" and settings["dynamic"] is False
+    inputs = _lens(tmp_path / "report")["capture"]["inputs"]
+    assert inputs == ["bfloat16[256, 1024] on cpu"]
+
+
+def _model(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+BROKEN = {
+    "syntax": ("def get_model(:\n    pass\n", ModelFileError, "broken.py:1: syntax error"),
+    "import": (
+        "import not_a_module_anywhere\n",
+        ModelFileError,
+        "raised ModuleNotFoundError while importing",
+    ),
+    "no_get_model": ("def get_inputs():\n    return ()\n", ModelFileError, "defines no get_model()"),
+    "no_get_inputs": (
+        "import torch\ndef get_model():\n    return torch.nn.ReLU()\n",
+        ModelFileError,
+        "defines no get_inputs()",
+    ),
+    "bad_inputs": (
+        "import torch\ndef get_model():\n    return torch.nn.ReLU()\ndef get_inputs():\n    return {'x': 1}\n",
+        ModelFileError,
+        "get_inputs() must return a tuple of tensors, got dict",
+    ),
+    "forward_raises": (
+        """
+        import torch
+        class Bad(torch.nn.Module):
+            def forward(self, x):
+                raise ValueError("shapes do not line up")
+        def get_model():
+            return Bad()
+        def get_inputs():
+            return (torch.randn(2, 2),)
+        """,
+        ModelRunError,
+        "eager forward raised ValueError: shapes do not line up",
+    ),
+    "get_model_raises": (
+        "def get_model():\n    raise RuntimeError('no weights here')\ndef get_inputs():\n    return ()\n",
+        ModelRunError,
+        "get_model() raised RuntimeError: no weights here",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_model_files(tmp_path: Path, case: str) -> None:
+    source, error, fragment = BROKEN[case]
+    result = _compile(tmp_path, _model(tmp_path, "broken.py", source))
+    assert_one_line_error(result, fragment)
+    assert result.code == error.exit_code
+    # what was captured is kept: the log and a report that explains the failure
+    log = (tmp_path / "report" / "capture" / "capture.log").read_text()
+    assert "[inductor-lens] error" in log
+    index = (tmp_path / "report" / "index.html").read_text()
+    assert "Capture failed" in index
+
+
+def test_compile_error_with_fullgraph(tmp_path: Path) -> None:
+    result = _compile(tmp_path, SAMPLES / "graphbreak.py", "--fullgraph")
+    assert_one_line_error(result, "torch.compile raised")
+    assert result.code == CompileError.exit_code
+    run = _lens(tmp_path / "report")
+    assert run["capture"]["phase"] == "compile"
+
+
+def test_timeout_kills_the_model_process_and_keeps_the_log(tmp_path: Path) -> None:
+    model = _model(
+        tmp_path,
+        "slow.py",
+        """
+        import time, torch
+        class Slow(torch.nn.Module):
+            def forward(self, x):
+                print("starting a very long forward", flush=True)
+                time.sleep(600)
+                return x
+        def get_model():
+            return Slow()
+        def get_inputs():
+            return (torch.randn(2),)
+        """,
+    )
+    result = _compile(tmp_path, model, "--timeout", "8")
+    assert_one_line_error(result, "timed out after 8 s during 'eager run'")
+    assert result.code == CaptureTimeout.exit_code
+    assert "starting a very long forward" in (tmp_path / "report" / "capture" / "capture.log").read_text()
+
+
+def test_cuda_requested_without_a_gpu(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    result = run_cli_process(
+        "compile", SAMPLES / "mlp.py", "--device", "cuda", "--out", tmp_path / "r", cwd=tmp_path
+    )
+    assert_one_line_error(result, "--device cuda, but this torch sees no CUDA device")
+    assert result.code == UsageError.exit_code
+
+
+def test_verbose_shows_the_traceback(tmp_path: Path) -> None:
+    model = _model(tmp_path, "broken.py", "def get_model(:\n")
+    result = run_cli_process(
+        "compile", model, "--device", "cpu", "--out", tmp_path / "r", "--verbose", cwd=tmp_path
+    )
+    assert result.code == ModelFileError.exit_code
+    assert "Traceback" in result.stderr and "error: broken.py:1: syntax error" in result.stderr
+
+
+def test_hostile_model_file_name(tmp_path: Path) -> None:
+    name = 'evil <img src=x onerror=alert(1)> "&.py'
+    model = _model(
+        tmp_path, name, (SAMPLES / "mlp.py").read_text().replace("4096", "64").replace("1024", "32")
+    )
+    result = _compile(tmp_path, model, "--timeout", "300")
+    assert result.code == 0, result.stderr
+    for page in (tmp_path / "report").rglob("*.html"):
+        assert "<img src=x" not in page.read_text()

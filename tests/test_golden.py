@@ -1,0 +1,61 @@
+"""Golden HTML: the rendered report of a frozen capture must not change unnoticed.
+
+The expected pages live in tests/golden/<case>/. Paths of the unpacked fixture and the tool version
+are scrubbed; the clock is fixed; drawings are off (their SVG depends on the Graphviz version and is
+checked structurally in test_report.py). After an intended change to the report, run
+``make update-golden`` (pytest --update-golden) and review the diff. On a mismatch the actual
+output is saved under tests/actual/<case>/.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.parse import parse_debug_folder
+from inductor_lens.report import render_report
+
+from .conftest import CPU_CASE, FIXED_TIME, ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
+ACTUAL = ROOT / "tests" / "actual"
+CASES = {"cpu-mlp-train": CPU_CASE, "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg"}
+
+
+def _scrub(text: str, root: Path) -> str:
+    text = text.replace(str(root), "<FIXTURE>")
+    return re.sub(r"inductor-lens \d+\.\d+\.\d+\S*", "inductor-lens <VERSION>", text)
+
+
+@pytest.mark.parametrize("golden_case", sorted(CASES))
+def test_report_matches_golden(unpacked, golden_case: str, request: pytest.FixtureRequest) -> None:
+    root = unpacked(CASES[golden_case])
+    run = parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME)
+    files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
+    expected_dir = GOLDEN / golden_case
+    if request.config.getoption("--update-golden"):
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        for path, text in files.items():
+            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / path).write_text(text, encoding="utf-8")
+        return
+    expected = {p.relative_to(expected_dir).as_posix(): p for p in expected_dir.rglob("*.html")}
+    assert set(files) == set(expected), "pages added or removed; run make update-golden if intended"
+    mismatches = []
+    for path, text in files.items():
+        want = expected[path].read_text(encoding="utf-8")
+        if text != want:
+            saved = ACTUAL / golden_case / path
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_text(text, encoding="utf-8")
+            diff = difflib.unified_diff(
+                want.splitlines(), text.splitlines(), f"golden/{path}", f"actual/{path}", lineterm="", n=1
+            )
+            mismatches.append("\n".join(list(diff)[:40]))
+    assert not mismatches, (
+        "report differs from the golden files (actual output in tests/actual/):\n" + "\n".join(mismatches)
+    )

@@ -1,0 +1,37 @@
+"""On a CUDA device: `inductor-lens compile` yields Triton kernels. Skipped where torch sees no GPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLES, run_cli_process
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+@pytest.mark.parametrize(("sample", "category"), [("mlp", "pointwise"), ("softmax_ln", "reduction")])
+def test_sample_compiles_to_triton_on_cuda(tmp_path: Path, sample: str, category: str) -> None:
+    result = run_cli_process(
+        "compile", SAMPLES / f"{sample}.py", "--device", "cuda", "--out", tmp_path / "r", "--strict"
+    )
+    assert result.code == 0, result.stderr
+    run = json.loads((tmp_path / "r" / "lens.json").read_text())["run"]
+    assert run["environment"]["device_type"] == "cuda"
+    kernels = [k for g in run["graphs"] for k in g["kernels"]]
+    assert kernels and all(k["backend"] == "triton" for k in kernels)
+    assert any(k["category"] == category for k in kernels)
+    assert all(k["bytes_accessed"] for k in kernels)
+    assert run["capture"]["accuracy"]["within_tolerance"] is True
+
+
+def test_train_on_cuda_has_backward_triton_kernels(tmp_path: Path) -> None:
+    result = run_cli_process(
+        "compile", SAMPLES / "mlp.py", "--device", "cuda", "--train", "--out", tmp_path / "r"
+    )
+    assert result.code == 0, result.stderr
+    run = json.loads((tmp_path / "r" / "lens.json").read_text())["run"]
+    backward = [g for g in run["graphs"] if g["kind"] == "backward"]
+    assert backward and any(k["backend"] == "triton" for g in backward for k in g["kernels"])

@@ -1,0 +1,96 @@
+"""Option parsing for `inductor-lens compile`: values, Inductor option names checked against torch."""
+
+from __future__ import annotations
+
+import pytest
+
+from inductor_lens.errors import UsageError
+from inductor_lens.options import CompileSpec, normalize_dtype, parse_inductor_options, parse_value
+
+KNOWN = {
+    "epilogue_fusion": True,
+    "triton.cudagraphs": False,
+    "max_autotune_gemm_backends": "ATEN,TRITON",
+    "cpp.threads": -1,
+    "search_autotune_cache": False,
+    "some_float": 0.5,
+    "optional_thing": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("False", False),
+        ("12", 12),
+        ("-3", -3),
+        ("1e-3", 1e-3),
+        ("0.5", 0.5),
+        ("TRITON", "TRITON"),
+    ],
+)
+def test_parse_value(text: str, value: object) -> None:
+    assert parse_value(text) == value
+    assert type(parse_value(text)) is type(value)
+
+
+def test_options_are_coerced_to_the_type_of_their_default() -> None:
+    options = parse_inductor_options(
+        [
+            "epilogue_fusion=false",
+            "triton.cudagraphs=1",
+            "max_autotune_gemm_backends=TRITON",
+            "cpp.threads=4",
+            "some_float=2",
+            "optional_thing=abc",
+        ],
+        known=KNOWN,
+    )
+    assert options == {
+        "epilogue_fusion": False,
+        "triton.cudagraphs": True,
+        "max_autotune_gemm_backends": "TRITON",
+        "cpp.threads": 4,
+        "some_float": 2.0,
+        "optional_thing": "abc",
+    }
+
+
+def test_unknown_option_names_the_closest_valid_ones() -> None:
+    with pytest.raises(UsageError) as error:
+        parse_inductor_options(["epilog_fusion=true"], known=KNOWN)
+    assert error.value.one_line() == "unknown Inductor option 'epilog_fusion' (closest: epilogue_fusion)"
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("epilogue_fusion", "--option expects KEY=VALUE, got 'epilogue_fusion'"),
+        ("=1", "--option expects KEY=VALUE, got '=1'"),
+        ("epilogue_fusion=maybe", "Inductor option 'epilogue_fusion' takes true or false, got 'maybe'"),
+        ("cpp.threads=two", "Inductor option 'cpp.threads' takes an integer, got 'two'"),
+    ],
+)
+def test_malformed_options(pair: str, message: str) -> None:
+    with pytest.raises(UsageError, match="^" + message.replace(".", r"\.").replace("(", r"\(") + "$"):
+        parse_inductor_options([pair], known=KNOWN)
+
+
+def test_real_inductor_option_list() -> None:
+    options = parse_inductor_options(["coordinate_descent_tuning=true", "triton.cudagraphs=false"])
+    assert options == {"coordinate_descent_tuning": True, "triton.cudagraphs": False}
+    with pytest.raises(UsageError, match=r"closest: .*coordinate_descent_tuning"):
+        parse_inductor_options(["coordinate_decent_tuning=true"])
+
+
+def test_spec_round_trips_and_validates(tmp_path) -> None:
+    spec = CompileSpec(
+        model_path=tmp_path / "m.py", mode="max-autotune", options={"a": 1}, train=True, dtype="bfloat16"
+    )
+    assert CompileSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(UsageError, match="unknown mode"):
+        CompileSpec(model_path=tmp_path / "m.py", mode="fast")
+    assert normalize_dtype("bf16") == "bfloat16" and normalize_dtype("torch.float16") == "float16"
+    with pytest.raises(UsageError, match="unknown dtype"):
+        normalize_dtype("int3")

@@ -1,0 +1,152 @@
+"""The HTML report: every page and link exists, names are escaped, drawings degrade without Graphviz."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.parse import parse_debug_folder
+from inductor_lens.records import CompileRun
+from inductor_lens.report import drawing, render_report, write_report
+
+from .conftest import CPU_CASE, FIXED_TIME, GPU_CASES
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+        self.scripts_with_src = 0
+        self.stylesheets = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        if tag == "a" and values.get("href"):
+            self.hrefs.append(values["href"] or "")
+        if tag == "script" and values.get("src"):
+            self.scripts_with_src += 1
+        if tag == "link" and values.get("rel") == "stylesheet":
+            self.stylesheets += 1
+
+
+def _parse_pages(files: dict[str, str]) -> dict[str, _Links]:
+    pages = {}
+    for path, text in files.items():
+        if path.endswith(".html"):
+            parser = _Links()
+            parser.feed(text)
+            pages[path] = parser
+    return pages
+
+
+def _run(unpacked, case: str) -> CompileRun:
+    return parse_debug_folder(unpacked(case), strict=True, now=lambda: FIXED_TIME)
+
+
+@pytest.mark.parametrize("case", [*GPU_CASES, CPU_CASE])
+def test_every_link_resolves_and_pages_are_self_contained(unpacked, case: str) -> None:
+    run = _run(unpacked, case)
+    files = render_report(run, draw=False)
+    pages = _parse_pages(files)
+    for graph in run.graphs:
+        assert f"graphs/{graph.id}.html" in files
+        for kernel in graph.kernels:
+            assert f"kernels/{graph.id}/{kernel.name}.html" in files
+    for path, page in pages.items():
+        assert page.scripts_with_src == 0 and page.stylesheets == 0, f"{path} loads an external resource"
+        for href in page.hrefs:
+            if href.startswith(("http://", "https://", "mailto:")):
+                pytest.fail(f"{path} links out of the report: {href}")
+            target, _, anchor = href.partition("#")
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target)) if target else path
+            assert resolved in files, f"{path}: broken link {href}"
+            if anchor and resolved in pages:
+                assert anchor in pages[resolved].ids, f"{path}: no #{anchor} in {resolved}"
+
+
+def test_index_lists_every_kernel_and_extern_call(unpacked) -> None:
+    run = _run(unpacked, "block_default")
+    index = render_report(run, draw=False)["index.html"]
+    table = index.split('id="kernel-table"', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") == 1 + 2 * 9  # header + 9 launches in each of the two graphs
+    for _graph, kernel in run.all_kernels():
+        assert f">{kernel.name}</code>" in table
+    assert table.count("aten._scaled_dot_product_efficient_attention.default</code></a>") == 2
+    assert "NVIDIA H200" in index and "torch 2.11.0+cu130" in index
+
+
+def test_hostile_names_are_escaped(unpacked) -> None:
+    run = _run(unpacked, "mlp_default")
+    evil = '<img src=x onerror=alert(1)>"&'
+    graph = replace(run.graphs[0], kernels=(replace(run.graphs[0].kernels[0], aten_ops=(evil,)),))
+    hostile = replace(
+        run,
+        title=evil,
+        source_dir=f"/tmp/{evil}",
+        graphs=(graph, *run.graphs[1:]),
+        log_text=f"W1121 {evil}\n",
+    )
+    files = render_report(hostile, draw=False)
+    for path, text in files.items():
+        if path.endswith(".html"):
+            assert "<img src=x" not in text, path
+    assert "&lt;img src=x onerror=alert(1)&gt;&#34;&amp;" in files["index.html"]
+
+
+def test_drawing_groups_nodes_by_kernel(unpacked) -> None:
+    if drawing.dot_binary() is None:
+        pytest.skip("Graphviz dot is not installed")
+    run = _run(unpacked, "block_default")
+    page = render_report(run)["graphs/model__1_inference_3.1.html"]
+    svg = page.split('<div class="drawing">', 1)[1].split("</svg>", 1)[0]
+    assert svg.startswith("<svg")
+    for kernel in run.graphs[1].kernels:
+        assert "<title>cluster_" in svg
+        assert f'href="../kernels/model__1_inference_3.1/{kernel.name}.html"' in svg, kernel.name
+
+
+def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drawing, "dot_binary", lambda: None)
+    run = _run(unpacked, "mlp_default")
+    page = render_report(run)["graphs/model__0_forward_1.0.html"]
+    assert "'dot' program is not installed" in page.replace("&#39;", "'")
+    assert "<svg" not in page
+    assert "digraph fx" in page  # the DOT source is still offered
+
+
+def test_oversized_graphs_are_not_drawn(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drawing, "MAX_DRAWN_NODES", 5)
+    page = render_report(_run(unpacked, "block_default"))["graphs/model__0_forward_1.0.html"]
+    assert "drawings are limited to 5" in page and "<svg" not in page
+
+
+def test_write_report_writes_every_file(unpacked, tmp_path: Path) -> None:
+    run = _run(unpacked, CPU_CASE)
+    files = render_report(run, draw=False)
+    index = write_report(files, tmp_path / "out")
+    assert index == tmp_path / "out" / "index.html"
+    written = {
+        p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()
+    }
+    assert written == set(files)
+    assert CompileRun.from_json((tmp_path / "out" / "lens.json").read_text()) == run
+
+
+def test_pages_explain_themselves(unpacked) -> None:
+    files = render_report(_run(unpacked, "mlp_bf16_max_autotune_nocg"), draw=False)
+    assert "What this report shows" in files["index.html"]
+    assert "How to read this page" in files["graphs/model__1_inference_3.1.html"]
+    kernel_page = files["kernels/model__1_inference_3.1/triton_tem_fused_addmm_gelu_t_2.html"]
+    assert "BLOCK_M=128" in kernel_page and "34,359,738,368" in kernel_page
+    # bench_k.txt lines are matched to kernels by their module file; the template's is not among them
+    assert "Inductor's own benchmark" not in kernel_page
+    pointwise_page = files["kernels/model__1_inference_3.1/triton_poi_fused_gelu_1.html"]
+    assert re.search(r"<b>0\.019 ms</b>, 1747\.63 GB/s, 19 registers", pointwise_page)
