@@ -54,7 +54,7 @@ def test_sample_compiles_on_cpu(tmp_path: Path, sample: str) -> None:
     assert list((tmp_path / "report" / "capture" / "trace").glob("*.log"))
 
 
-@pytest.mark.parametrize("sample", ("mlp", "graphbreak", "block"))
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
 def test_sample_compiles_with_train(tmp_path: Path, sample: str) -> None:
     result = _compile(tmp_path, SAMPLES / f"{sample}.py", "--train")
     assert result.code == 0, result.stderr

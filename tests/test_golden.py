@@ -1,8 +1,9 @@
 """Golden HTML: the rendered report of a frozen capture must not change unnoticed.
 
 The expected pages live in tests/golden/<case>/. Paths of the unpacked fixture and the tool version
-are scrubbed; the clock is fixed; drawings are off (their SVG depends on the Graphviz version and is
-checked structurally in test_report.py). After an intended change to the report, run
+are scrubbed; the clock is fixed. What third-party tools produce is left out, since it changes with
+their versions: drawings are off (Graphviz), and highlighted code blocks and the inlined stylesheet
+(Pygments) are replaced by placeholders; test_report.py checks those structurally. After an intended change to the report, run
 ``make update-golden`` (pytest --update-golden) and review the diff. On a mismatch the actual
 output is saved under tests/actual/<case>/.
 """
@@ -26,8 +27,14 @@ ACTUAL = ROOT / "tests" / "actual"
 CASES = {"cpu-mlp-train": CPU_CASE, "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg"}
 
 
+_HIGHLIGHTED = re.compile(r'<div class="highlight">.*?</div>', re.S)
+_STYLE = re.compile(r"<style>.*?</style>", re.S)
+
+
 def _scrub(text: str, root: Path) -> str:
     text = text.replace(str(root), "<FIXTURE>")
+    text = _HIGHLIGHTED.sub('<div class="highlight">[highlighted code]</div>', text)
+    text = _STYLE.sub("<style>[stylesheet]</style>", text)
     return re.sub(r"inductor-lens \d+\.\d+\.\d+\S*", "inductor-lens <VERSION>", text)
 
 

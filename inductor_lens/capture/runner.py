@@ -1,8 +1,8 @@
 """Stage 1 of the pipeline (capture), the supervising side: run the child process safely.
 
 The child gets TORCH_COMPILE_DEBUG with its debug folder inside the report's ``capture/`` folder,
-TORCH_TRACE, and fresh private Inductor and Triton cache dirs (a warm cache leaves the debug
-folder empty). It runs in its own process group, so a crash, a hang past ``--timeout`` or a CUDA
+TORCH_TRACE, TORCHINDUCTOR_BENCHMARK_KERNEL, and fresh private Inductor and Triton cache dirs (a
+warm cache leaves the debug folder empty). It runs in its own process group, so a crash, a hang past ``--timeout`` or a CUDA
 error cannot take the tool down: on timeout the whole group (Inductor's compile workers too) is
 killed. Everything the child prints is kept in ``capture/capture.log``.
 """
@@ -114,6 +114,9 @@ def child_environment(capture_dir: Path, cache_root: Path) -> dict[str, str]:
         TORCH_TRACE=str(capture_dir / "trace"),
         TORCHINDUCTOR_CACHE_DIR=str(cache_root / "inductor"),
         TRITON_CACHE_DIR=str(cache_root / "triton"),
+        # Makes Inductor record bytes and FLOPs per Triton kernel (kernel_num_gb, kernel_flop) and write
+        # each kernel's benchmark harness; the C++ backend ignores it.
+        TORCHINDUCTOR_BENCHMARK_KERNEL="1",
         PYTHONUNBUFFERED="1",
     )
     # A forced cache-disable leaks temp dirs and changes nothing with a fresh cache dir.

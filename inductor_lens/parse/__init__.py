@@ -66,7 +66,7 @@ def parse_debug_folder(
         tool_version=__version__,
         source_dir=str(layout.root),
         environment=_merge_environment(environment, inferred),
-        settings=settings or CompileSettings(mode="unknown", options=runnable_config),
+        settings=settings or CompileSettings(mode="unknown", options=_compile_choices(runnable_config)),
         capture=capture,
         frames=tuple(traces.frames[k] for k in sorted(traces.frames, key=_compile_id_order)),
         graphs=graphs,
@@ -158,6 +158,11 @@ def _merge_environment(measured: Environment | None, inferred: Environment) -> E
         if getattr(measured, name) is None and name != "source"
     }
     return replace(measured, **filled)
+
+
+def _compile_choices(config: dict[str, Any]) -> dict[str, Any]:
+    """Non-default Inductor config minus the ``trace.*`` settings, which steer debug output, not code."""
+    return {k: v for k, v in config.items() if not k.startswith("trace.")}
 
 
 def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:

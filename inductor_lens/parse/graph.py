@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from ..records import FxGraph, GraphKind, GraphRecord, InductorBenchmark, KernelRecord, Launch, Provenance
 from . import compat
@@ -21,7 +22,7 @@ from .layout import DebugLayout, GraphFolder
 from .logs import parse_bench_k
 from .output_code import parse_output_code
 from .provenance import build_provenance, load_json_object
-from .trace import TraceSummary
+from .trace import GraphTrace, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -120,7 +121,7 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     )
 
 
-def _read_text(path, where: str, diagnostics: Diagnostics) -> str | None:
+def _read_text(path: Path, where: str, diagnostics: Diagnostics) -> str | None:
     try:
         size = path.stat().st_size
         if size > _MAX_FILE_BYTES:
@@ -143,7 +144,9 @@ def _graph_id(folder: GraphFolder, context: GraphContext) -> str:
     return name
 
 
-def _provenance(texts, traced, where, diagnostics: Diagnostics) -> Provenance | None:
+def _provenance(
+    texts: dict[str, str], traced: GraphTrace | None, where: Callable[[str], str], diagnostics: Diagnostics
+) -> Provenance | None:
     name = "inductor_provenance_tracking_node_mappings.json"
     if name in texts:
         mappings = load_json_object(texts[name], where(name), diagnostics)

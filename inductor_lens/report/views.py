@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import CompileRun, GraphRecord, KernelRecord, Launch
+from ..records import CompileRun, DynamoFrame, GraphRecord, KernelRecord, Launch
 from .drawing import CATEGORY_COLOURS, Drawing, KernelGroup, draw_fx_graph
 from .highlight import highlight
 
@@ -57,6 +57,11 @@ class KernelRow:
     def graph_url(self) -> str:
         return graph_url(self.graph)
 
+    @property
+    def name_ops(self) -> str | None:
+        """Where Inductor recorded no ATen ops (C++ backward kernels), the ops its name lists."""
+        return None if self.aten_ops or self.kind == "extern" else ops_from_name(self.name)
+
 
 @dataclass(frozen=True)
 class SummaryItem:
@@ -84,10 +89,12 @@ class GraphPage:
     legend: tuple[tuple[str, str], ...]
     fx_code: Markup | None
     fx_readable_code: Markup | None
+    ir_pre_text: Markup | None
     ir_text: Markup | None
+    fusion_summary: str
     output_code: Markup
     provenance_rows: tuple[dict[str, Any], ...]
-    frame: Any
+    frame: DynamoFrame | None
     unlaunched: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -159,7 +166,7 @@ def index_page(run: CompileRun) -> IndexPage:
     return IndexPage(run, _summary(run, counts), tuple(rows), dict(counts), graph_rows)
 
 
-def _frame(run: CompileRun, graph: GraphRecord) -> Any:
+def _frame(run: CompileRun, graph: GraphRecord) -> DynamoFrame | None:
     if graph.compile_id is None:
         return None
     return next((f for f in run.frames if f.compile_id == graph.compile_id), None)
@@ -171,6 +178,8 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
     if settings is not None:
         mode = settings.mode if settings.mode != "unknown" else "not recorded"
         options = ", ".join(f"{k}={v}" for k, v in settings.options.items())
+        if settings.mode == "unknown" and options:
+            options = f"non-default Inductor config (fx_graph_runnable.py): {options}"
         extra = " · ".join(
             x
             for x in (
@@ -303,7 +312,14 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         categories = dict.fromkeys(g.category for g in groups.values())
         legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
     readable = graph.fx_graph("readable")
-    post_fusion = graph.ir_dump("post_fusion")
+    pre_fusion, post_fusion = graph.ir_dump("pre_fusion"), graph.ir_dump("post_fusion")
+    fusion_summary = ""
+    if pre_fusion is not None and post_fusion is not None:
+        fused = sum(1 for n in post_fusion.nodes if len(n.members) > 1)
+        fusion_summary = (
+            f"{len(pre_fusion.nodes)} scheduler nodes before fusion, {len(post_fusion.nodes)} after "
+            f"({fused} fused group{'s' if fused != 1 else ''})"
+        )
     provenance_rows: list[dict[str, Any]] = []
     if graph.provenance is not None:
         for handle, nodes in graph.provenance.kernel_to_post.items():
@@ -320,7 +336,9 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         fx_readable_code=highlight(readable.code, "python", "fxr")
         if readable is not None and fx is not readable
         else None,
+        ir_pre_text=highlight(pre_fusion.text, "text", "irpre") if pre_fusion is not None else None,
         ir_text=highlight(post_fusion.text, "text", "ir") if post_fusion is not None else None,
+        fusion_summary=fusion_summary,
         output_code=highlight(graph.output_code, "python", "code"),
         provenance_rows=tuple(provenance_rows),
         frame=_frame(run, graph),
@@ -401,9 +419,8 @@ def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
         if key in config:
             facts.append(SummaryItem(label, str(config[key])))
     if isinstance(config.get("config_args"), dict):
-        facts.append(
-            SummaryItem("Template config", ", ".join(f"{k}={v}" for k, v in config["config_args"].items()))
-        )
+        config_text = ", ".join(f"{k}={v}" for k, v in config["config_args"].items())
+        facts.append(SummaryItem("Template config", config_text, tone="config"))
     return tuple(facts)
 
 
