@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ class ReportResult:
     run: CompileRun
     index: Path
     error: LensError | None = None
+    # Seconds spent parsing the debug output and writing the report (not compiling).
+    report_s: float | None = None
 
 
 def default_out_dir(spec: CompileSpec) -> Path:
@@ -54,6 +57,7 @@ def compile_model(
     out_dir = out_dir or default_out_dir(spec)
     _prepare_out_dir(out_dir, replace_capture=True)
     captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo)
+    started = time.perf_counter()
     run = parse_debug_folder(
         out_dir,
         strict=strict,
@@ -64,13 +68,14 @@ def compile_model(
         capture=captured.outcome,
     )
     index = render(run, out_dir, draw=draw)
-    return ReportResult(run=run, index=index, error=captured.error())
+    return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)
 
 
 def report_folder(
     folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
 ) -> ReportResult:
     """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json."""
+    started = time.perf_counter()
     previous = _previous_run(folder)
     if out_dir is None:
         out_dir = folder if previous is not None else REPORTS_ROOT / (folder.resolve().name or "report")
@@ -91,7 +96,8 @@ def report_folder(
             raise
         run = previous  # a report copied without its capture/ folder: re-render what lens.json holds
     _prepare_out_dir(out_dir, replace_capture=False)
-    return ReportResult(run=run, index=render(run, out_dir, draw=draw))
+    index = render(run, out_dir, draw=draw)
+    return ReportResult(run=run, index=index, report_s=time.perf_counter() - started)
 
 
 def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:

@@ -188,6 +188,8 @@ def _finish(result: api.ReportResult, open_browser: bool) -> None:
     summary = f"{len(run.graphs)} graph(s), {kernels} kernel(s)"
     if warnings:
         summary += f", {warnings} parse warning(s) (listed in the report)"
+    if result.report_s is not None:
+        summary += f"; report written in {result.report_s:.1f} s"
     click.echo(f"inductor-lens: {summary}", err=True)
     click.echo(f"report: {result.index}")
     if open_browser:

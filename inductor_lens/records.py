@@ -7,6 +7,9 @@ round-trip the whole model, so a report can be re-rendered or compared without r
 Schema history (bump SCHEMA_VERSION on any change that an older reader would misread):
   1: first version: run settings, environment, capture outcome, Dynamo frames, graphs with
      kernels, launches, FX graphs, IR dumps, provenance, and parse diagnostics.
+  2: source lines (SourceLine) on FX nodes and kernels; placeholder roles; buffers read and written
+     by each launch; kernel line origins; Dynamo frame details (call site, compile-time phases,
+     guards, recompile reasons); graph breaks; AUTOTUNE tables; the user's source files.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 GraphKind = Literal["forward", "backward", "inference", "unknown"]
 KernelBackend = Literal["triton", "cpp"]
@@ -58,6 +61,8 @@ class CompileSettings:
     dtype: str | None = None
     fullgraph: bool = False
     dynamic: bool | None = None
+    # Options inductor-lens itself set for the capture (they change comments, not code).
+    capture_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,31 @@ class CaptureOutcome:
 
 
 @dataclass(frozen=True)
+class SourceLine:
+    """A line of user code: where an op, a kernel or a graph break came from."""
+
+    filename: str
+    line: int
+    function: str | None = None
+    code: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.filename}:{self.line}"
+
+
+@dataclass(frozen=True)
+class CompilePhase:
+    """One slice of a frame's compile time, from the trace's compilation metrics."""
+
+    name: str
+    seconds: float
+    how: str
+    # True for an item that is part of one of the other phases (not added to the total).
+    within: bool = False
+
+
+@dataclass(frozen=True)
 class DynamoFrame:
     """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
 
@@ -108,6 +138,63 @@ class DynamoFrame:
     compile_time_s: float | None = None
     graph_breaks: int | None = None
     fail_reason: str | None = None
+    call_site: SourceLine | None = None
+    phases: tuple[CompilePhase, ...] = ()
+    guard_count: int | None = None
+    guards: str = ""
+    recompile_reasons: tuple[str, ...] = ()
+    restart_reasons: tuple[str, ...] = ()
+    cache: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """A place where Dynamo stopped tracing and split the model into several graphs."""
+
+    compile_id: str
+    reason: str
+    detail: str = ""
+    location: SourceLine | None = None
+    user_stack: tuple[SourceLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutotuneChoice:
+    name: str
+    ms: float
+    percent: float | None = None
+    kind: Literal["extern", "triton", "other"] = "other"
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AutotuneTable:
+    """One ``AUTOTUNE op(shapes)`` table Inductor printed while choosing an implementation."""
+
+    op: str
+    shapes: tuple[str, ...]
+    choices: tuple[AutotuneChoice, ...]
+    strides: str = ""
+    dtypes: str = ""
+    num_choices: int | None = None
+    benchmark_s: float | None = None
+    precompile_s: float | None = None
+    graph_id: str | None = None
+    # What the winner became in the graph: a kernel name (Triton template) or a launch position.
+    chosen_kernel: str | None = None
+    chosen_launch: int | None = None
+
+    @property
+    def winner(self) -> AutotuneChoice | None:
+        return min(self.choices, key=lambda c: c.ms) if self.choices else None
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """The text of a user source file the graphs refer to (read where the report was built)."""
+
+    path: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -137,6 +224,16 @@ class InductorBenchmark:
 
 
 @dataclass(frozen=True)
+class OriginSegment:
+    """Lines of a kernel's source that Inductor marked (``# ORIGIN:``) as generated for these ops."""
+
+    first_line: int
+    last_line: int
+    ops: tuple[str, ...]
+    source: tuple[SourceLine, ...] = ()
+
+
+@dataclass(frozen=True)
 class KernelRecord:
     """A kernel Inductor generated: Triton (GPU) or C++ (CPU)."""
 
@@ -161,6 +258,8 @@ class KernelRecord:
     kernel_path: str | None = None
     post_grad_nodes: tuple[str, ...] = ()
     user_stack: tuple[str, ...] = ()
+    source_lines: tuple[SourceLine, ...] = ()
+    origins: tuple[OriginSegment, ...] = ()
     launches: tuple[int, ...] = ()
     inductor_benchmark: InductorBenchmark | None = None
 
@@ -180,6 +279,11 @@ class Launch:
     handle: str | None = None
     # Index of the graph partition (CUDA-graph-able region) the launch runs in, if any.
     partition: int | None = None
+    # Buffers and graph inputs the launch reads and writes (``buf3``, ``arg0_1``, ``primals_2``).
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    # The positional arguments as written, matching the kernel's parameters one by one.
+    args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,8 +293,12 @@ class FxNode:
     target: str
     type: str | None = None
     inputs: tuple[str, ...] = ()
-    source: str | None = None
+    source: SourceLine | None = None
     line: int = 0
+    # Placeholders: "input", "parameter", "buffer" (from Dynamo's graph), "tangent" or "saved" (backward).
+    role: str | None = None
+    # Placeholders that are parameters or buffers: their name in the model (``self.fc1.weight``).
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +360,12 @@ class GraphRecord:
     fx_graphs: tuple[FxGraph, ...] = ()
     ir: tuple[IRDump, ...] = ()
     provenance: Provenance | None = None
+    # Buffer or input name -> its tensor type ("bf16[1024, 8192]"), from call()'s allocations and the FX graph.
+    buffers: Mapping[str, str] = field(default_factory=dict)
+    # Names in call() that reuse or view another's storage, mapped to it (``buf1 = buf0  # reuse``).
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    # What call() returns.
+    outputs: tuple[str, ...] = ()
 
     def kernel(self, name: str) -> KernelRecord | None:
         return next((k for k in self.kernels if k.name == name), None)
@@ -297,8 +411,15 @@ class CompileRun:
     capture: CaptureOutcome | None = None
     frames: tuple[DynamoFrame, ...] = ()
     graphs: tuple[GraphRecord, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    autotune: tuple[AutotuneTable, ...] = ()
+    sources: tuple[SourceFile, ...] = ()
     log_text: str = ""
     stats: ParseStats = field(default_factory=ParseStats)
+
+    @property
+    def recompiles(self) -> tuple[DynamoFrame, ...]:
+        return tuple(f for f in self.frames if f.recompile_reasons)
 
     def all_kernels(self) -> Iterator[tuple[GraphRecord, KernelRecord]]:
         for graph in self.graphs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,20 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, captured.out, captured.err)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def large_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of samples/transformer24.py compiled with --train on CPU (about two minutes, once)."""
+    out = tmp_path_factory.mktemp("large") / "report"
+    result = run_cli_process(
+        "compile", SAMPLES / "transformer24.py", "--device", "cpu", "--train", "--out", out
+    )
+    assert result.code == 0, result.stderr
+    written = re.search(r"report written in ([\d.]+) s", result.stderr)
+    assert written is not None, result.stderr
+    print(f"\n24-layer transformer (forward + backward): report written in {written.group(1)} s")
+    return out
 
 
 def run_cli_process(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> CliResult:

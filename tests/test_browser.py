@@ -71,7 +71,7 @@ def _open(browser, url: str):
 
 def test_every_page_loads_without_console_errors(browser, block_report: Path) -> None:
     pages = sorted(block_report.rglob("*.html"))
-    assert len(pages) == 12  # index, log, 2 graphs, 8 kernels
+    assert len(pages) == 14  # index, compile, source, log, 2 graphs, 8 kernels
     for html in pages:
         page, problems = _open(browser, html.as_uri())
         assert page.title().endswith("· inductor-lens"), html
@@ -115,3 +115,18 @@ def test_launch_link_opens_the_code_at_its_line(browser, block_report: Path) -> 
     assert page.locator(".line-target").count() == 1
     assert problems == []
     page.close()
+
+
+@pytest.mark.slow
+def test_large_report_pages_load(browser, large_report: Path) -> None:
+    """The 24-layer transformer's pages (several MB, hundreds of launches drawn) load cleanly."""
+    graphs = sorted((large_report / "graphs").glob("*.html"))
+    for html in [
+        large_report / "index.html",
+        large_report / "compile.html",
+        large_report / "source.html",
+        *graphs,
+    ]:
+        page, problems = _open(browser, html.as_uri())
+        assert problems == [], f"{html.name}: {problems}"
+        page.close()

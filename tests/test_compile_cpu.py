@@ -66,13 +66,39 @@ def test_sample_compiles_with_train(tmp_path: Path, sample: str) -> None:
     assert run["settings"]["train"] is True
 
 
-def test_graph_break_sample_has_two_frames(tmp_path: Path) -> None:
+def test_graph_break_sample_reports_the_break(tmp_path: Path) -> None:
     assert _compile(tmp_path, SAMPLES / "graphbreak.py").code == 0
-    run = _lens(tmp_path / "report")
+    report = tmp_path / "report"
+    run = _lens(report)
     assert [g["compile_id"] for g in run["graphs"]] == ["0/0_1", "1/0"]
-    functions = [f["function"] for f in run["frames"]]
-    assert functions == ["forward", "torch_dynamo_resume_in_forward_at_20"]
-    assert all(f["graph_breaks"] == 1 for f in run["frames"])
+    assert [(f["compile_id"], f["function"]) for f in run["frames"]] == [
+        ("0/0_1", "forward"),
+        ("1/0", "torch_dynamo_resume_in_forward_at_20"),
+    ]
+    (graph_break,) = run["graph_breaks"]
+    assert graph_break["reason"].startswith("Unsupported Tensor.item() call")
+    location = graph_break["location"]
+    assert location["filename"] == str(SAMPLES / "graphbreak.py") and location["line"] == 20
+    assert location["code"] == "if y.sum().item() > 0:  # data-dependent Python control flow: a graph break"
+    compile_page = (report / "compile.html").read_text()
+    assert "Unsupported Tensor.item() call" in compile_page and "graphbreak.py:20" in compile_page
+    # each graph links to its frame, and each frame lists its graph
+    for graph in run["graphs"]:
+        anchor = "frame-" + graph["compile_id"].replace("/", "-")
+        assert f'href="../compile.html#{anchor}"' in (report / "graphs" / f"{graph['id']}.html").read_text()
+        frame_section = compile_page.split(f'id="{anchor}"', 1)[1].split("</section>", 1)[0]
+        assert f'href="graphs/{graph["id"]}.html"' in frame_section
+    source_page = (report / "source.html").read_text()
+    line_20 = source_page.split('id="f0-L20"', 1)[1].split("</tr>", 1)[0]
+    assert "graph break" in line_20 and "cpp_fused" in line_20
+
+
+def test_source_page_annotates_the_model_file(tmp_path: Path) -> None:
+    assert _compile(tmp_path, SAMPLES / "softmax_ln.py").code == 0
+    source_page = (tmp_path / "report" / "source.html").read_text()
+    forward = source_page.split('id="f0-L19"', 1)[1].split("</tr>", 1)[0]
+    assert "return self.norm(torch.softmax(x * 0.125 + self.bias, dim=-1)) + x" in forward
+    assert 'href="kernels/model__0_inference_0.0/cpp_fused_' in forward
 
 
 def test_options_modes_and_dtype_are_recorded(tmp_path: Path) -> None:

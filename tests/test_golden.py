@@ -3,7 +3,8 @@
 The expected pages live in tests/golden/<case>/. Paths of the unpacked fixture and the tool version
 are scrubbed; the clock is fixed. What third-party tools produce is left out, since it changes with
 their versions: drawings are off (Graphviz), and highlighted code blocks and the inlined stylesheet
-(Pygments) are replaced by placeholders; test_report.py checks those structurally. After an intended change to the report, run
+(Pygments) are replaced by placeholders; test_report.py checks those structurally. The inlined
+script, a static file, is replaced too. After an intended change to the report, run
 ``make update-golden`` (pytest --update-golden) and review the diff. On a mismatch the actual
 output is saved under tests/actual/<case>/.
 """
@@ -29,12 +30,14 @@ CASES = {"cpu-mlp-train": CPU_CASE, "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg"
 
 _HIGHLIGHTED = re.compile(r'<div class="highlight">.*?</div>', re.S)
 _STYLE = re.compile(r"<style>.*?</style>", re.S)
+_SCRIPT = re.compile(r"<script>.*?</script>", re.S)
 
 
 def _scrub(text: str, root: Path) -> str:
     text = text.replace(str(root), "<FIXTURE>")
     text = _HIGHLIGHTED.sub('<div class="highlight">[highlighted code]</div>', text)
     text = _STYLE.sub("<style>[stylesheet]</style>", text)
+    text = _SCRIPT.sub("<script>[lens.js]</script>", text)
     return re.sub(r"inductor-lens \d+\.\d+\.\d+\S*", "inductor-lens <VERSION>", text)
 
 

@@ -25,6 +25,15 @@ def test_sample_compiles_to_triton_on_cuda(tmp_path: Path, sample: str, category
     assert any(k["category"] == category for k in kernels)
     assert all(k["bytes_accessed"] for k in kernels)
     assert run["capture"]["accuracy"]["within_tolerance"] is True
+    # comment_origin: Inductor marked which kernel lines come from which op
+    assert all(k["origins"] for k in kernels)
+    if sample == "softmax_ln":  # (an nn.Sequential like mlp.py has no forward() of the user's own)
+        assert any(
+            s["filename"].endswith("softmax_ln.py")
+            for k in kernels
+            for o in k["origins"]
+            for s in o["source"]
+        )
 
 
 def test_train_on_cuda_has_backward_triton_kernels(tmp_path: Path) -> None:

@@ -170,7 +170,12 @@ def test_fx_graph_and_fused_ir_groups(unpacked) -> None:
     assert addmm.target == "aten.addmm.default"
     assert addmm.type == "f32[2048, 1536]"
     assert addmm.inputs == ("arg4_1", "view", "permute")
-    assert addmm.source is not None and "block.py" in addmm.source
+    assert addmm.source is not None and addmm.source.filename.endswith("block.py")
+    assert addmm.source.line == 14 and addmm.source.function == "forward"
+    assert (
+        addmm.source.code
+        == "q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)"
+    )
     post = graph.ir_dump("post_fusion")
     assert post is not None
     fused = [n for n in post.nodes if n.node_type == "FusedSchedulerNode"]

@@ -13,6 +13,8 @@ from inductor_lens.parse.ir import parse_ir
 from inductor_lens.parse.logs import debug_trace_compile_ids, parse_bench_k, parse_runnable_header
 from inductor_lens.parse.output_code import parse_output_code
 from inductor_lens.parse.pyliteral import literal
+from inductor_lens.parse.source_lines import from_traceback, user_frames
+from inductor_lens.records import SourceLine
 
 OLD_STYLE = textwrap.dedent(
     """
@@ -173,7 +175,7 @@ def test_fx_graph_lines() -> None:
     ]
     add = graph.nodes[3]
     assert add.target == "aten.add.Tensor" and add.inputs == ("relu", "arg1_1")
-    assert add.source == "/m/model.py:12 in forward, code: y = x.relu() + b"
+    assert add.source == SourceLine("/m/model.py", 12, "forward", "y = x.relu() + b")
     assert graph.nodes[5].source is None and graph.nodes[5].inputs == ("var_mean",)
     assert graph.nodes[-1].inputs == ("add", "getitem")
     assert [d.level for d in diagnostics.stats().diagnostics] == ["note"]
@@ -208,3 +210,20 @@ def test_runnable_header() -> None:
     facts, config = parse_runnable_header(text)
     assert facts == {"version": "2.11.0+cu130", "cuda version": "13.0", "gpu": "NVIDIA H200"}
     assert config == {"max_autotune": True, "max_autotune_gemm_backends": "TRITON"}
+
+
+def test_traceback_frames_and_user_code() -> None:
+    text = (
+        '  File "/m/model.py", line 15, in <module>\n    out = cm(x)\n          ^^^^^\n'
+        '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl\n'
+        "    return self._call_impl(*args, **kwargs)\n"
+        '  File "/m/model.py", line 9, in forward\n    if y.sum().item() > 0:\n       ^^^^^^^^^^^^\n'
+    )
+    frames = from_traceback(text)
+    assert [(f.line, f.function) for f in frames] == [
+        (15, "<module>"),
+        (1778, "_wrapped_call_impl"),
+        (9, "forward"),
+    ]
+    assert frames[2].code == "if y.sum().item() > 0:"
+    assert [f.line for f in user_frames(frames)] == [15, 9]

@@ -101,16 +101,28 @@ def test_hostile_names_are_escaped(unpacked) -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;&#34;&amp;" in files["index.html"]
 
 
-def test_drawing_groups_nodes_by_kernel(unpacked) -> None:
+def _drawings(page: str) -> list[str]:
+    return [part.split("</svg>", 1)[0] for part in page.split('<div class="drawing">')[1:]]
+
+
+def test_fx_drawing_has_one_group_per_fused_kernel(unpacked) -> None:
     if drawing.dot_binary() is None:
         pytest.skip("Graphviz dot is not installed")
     run = _run(unpacked, "block_default")
-    page = render_report(run)["graphs/model__1_inference_3.1.html"]
-    svg = page.split('<div class="drawing">', 1)[1].split("</svg>", 1)[0]
-    assert svg.startswith("<svg")
-    for kernel in run.graphs[1].kernels:
-        assert "<title>cluster_" in svg
-        assert f'href="../kernels/model__1_inference_3.1/{kernel.name}.html"' in svg, kernel.name
+    graph = run.graphs[1]
+    kernel_view, fx_view = _drawings(render_report(run)["graphs/model__1_inference_3.1.html"])
+    assert fx_view.startswith("<svg")
+    # one cluster per launch: 4 Triton kernels and 5 extern calls, each with the FX nodes it computes
+    assert fx_view.count("<title>cluster_") == len(graph.launches) == 9
+    for kernel in graph.kernels:
+        assert f'<a xlink:href="../kernels/model__1_inference_3.1/{kernel.name}.html"' in fx_view, kernel.name
+    assert "self.qkv.weight" in fx_view and "parameter" in fx_view  # placeholders named by their role
+    # the kernel-level view: one node per launch, with data edges between them
+    for launch in graph.launches:
+        assert f"<title>launch{launch.position}</title>" in kernel_view
+    assert (
+        "<title>launch4&#45;&gt;launch5</title>" in kernel_view
+    )  # the proj matmul feeds the residual LayerNorm
 
 
 def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,8 +136,9 @@ def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPat
 
 def test_oversized_graphs_are_not_drawn(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(drawing, "MAX_DRAWN_NODES", 5)
+    monkeypatch.setattr(drawing, "MAX_DRAWN_LAUNCHES", 3)
     page = render_report(_run(unpacked, "block_default"))["graphs/model__0_forward_1.0.html"]
-    assert "drawings are limited to 5" in page and "<svg" not in page
+    assert "op-level drawings stop at 5" in page and "drawings stop at 3" in page and "<svg" not in page
 
 
 def test_write_report_writes_every_file(unpacked, tmp_path: Path) -> None:

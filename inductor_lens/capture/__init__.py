@@ -109,6 +109,7 @@ def settings_from_result(spec: CompileSpec, data: dict[str, Any]) -> CompileSett
         dtype=spec.dtype,
         fullgraph=spec.fullgraph,
         dynamic=spec.dynamic,
+        capture_options=dict(reported.get("capture_options") or {}),
     )
 
 

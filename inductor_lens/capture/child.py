@@ -32,6 +32,10 @@ TOLERANCES = {
 }
 
 
+# Inductor options inductor-lens adds to every capture (a user's --option of the same name wins).
+CAPTURE_OPTIONS = {"comment_origin": True}
+
+
 class Failure(Exception):
     """Ends the run with an error kind the parent maps to an exit code (see errors.py)."""
 
@@ -121,8 +125,15 @@ def execute(run: Run) -> None:
 
     train = bool(spec["train"])
     mode_options = dict(torch._inductor.list_mode_options(spec["mode"], spec.get("dynamic")))
-    options = {**mode_options, **spec["options"]}
-    run.result["settings"] = {"mode_options": mode_options, "device": str(device), "dtype": spec.get("dtype")}
+    # comment_origin makes Inductor mark, inside each kernel, the lines generated for each op.
+    capture_options = {k: v for k, v in CAPTURE_OPTIONS.items() if k not in spec["options"]}
+    options = {**mode_options, **capture_options, **spec["options"]}
+    run.result["settings"] = {
+        "mode_options": mode_options,
+        "capture_options": capture_options,
+        "device": str(device),
+        "dtype": spec.get("dtype"),
+    }
 
     run.phase("eager run")
     eager_outputs, eager_grads, eager_s = step(torch, model, inputs, train, device, "eager")

@@ -2,8 +2,9 @@
 
 ``parse_debug_folder(path)`` reads a TORCH_COMPILE_DEBUG tree (plus the TORCH_TRACE log and the
 process log when they are there) into the data model of ``records.py``. One module per artifact:
-``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace``, ``logs``; ``layout`` finds the files,
-``graph`` joins them per graph, ``compat`` holds every torch-version difference. Unknown content
+``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace``, ``logs``, ``autotune``; ``layout`` finds
+the files, ``graph`` joins them per graph, ``frames`` builds Dynamo frames and graph breaks, ``compat``
+holds every torch-version difference. Unknown content
 is counted in ``CompileRun.stats``; ``strict=True`` raises ParseError instead.
 """
 
@@ -17,10 +18,13 @@ from typing import Any
 
 from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphRecord
 from ..version import __version__
+from .autotune import link_tables, parse_autotune_tables
 from .diagnostics import Diagnostics
+from .frames import dynamo_frame, fold_restarts, graph_breaks
 from .graph import GraphContext, parse_graph_folder
 from .layout import DebugLayout, locate
 from .logs import debug_trace_compile_ids, parse_runnable_header
+from .sources import read_sources
 from .trace import TraceSummary, read_traces
 
 __all__ = ["parse_debug_folder"]
@@ -55,6 +59,9 @@ def parse_debug_folder(
         multiple_runs=len(layout.run_dirs) > 1,
     )
     graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
+    frame_traces = fold_restarts(traces.frames)
+    frames = tuple(dynamo_frame(trace) for trace in frame_traces)
+    breaks = tuple(b for trace in frame_traces for b in graph_breaks(trace))
     if not graphs and (capture is None or capture.status == "ok"):
         diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
@@ -68,8 +75,11 @@ def parse_debug_folder(
         environment=_merge_environment(environment, inferred),
         settings=settings or CompileSettings(mode="unknown", options=_compile_choices(runnable_config)),
         capture=capture,
-        frames=tuple(traces.frames[k] for k in sorted(traces.frames, key=_compile_id_order)),
+        frames=frames,
         graphs=graphs,
+        graph_breaks=breaks,
+        autotune=link_tables(parse_autotune_tables(log_text), graphs),
+        sources=read_sources(graphs, frames, breaks, diagnostics),
         log_text=log_text,
         stats=diagnostics.stats(),
     )
@@ -169,8 +179,3 @@ def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:
     if capture is not None:
         return capture.model_name
     return layout.root.name
-
-
-def _compile_id_order(compile_id: str) -> tuple[int, ...]:
-    numbers = [int(p) for p in compile_id.replace("!", "").replace("_", "/").split("/") if p.isdigit()]
-    return tuple(numbers)

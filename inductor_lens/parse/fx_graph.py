@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..records import FxGraph, FxNode
+from ..records import FxGraph, FxNode, SourceLine
 from .diagnostics import Diagnostics
+from .source_lines import from_fx_comment
 
 _CLASS = re.compile(r"^class \S+\(.*\):\s*$")
 _FORWARD = re.compile(r"^def forward\(self,?\s*(?P<params>.*)\):\s*$")
@@ -38,7 +39,7 @@ def parse_fx_graph(
 ) -> FxGraph:
     nodes: list[FxNode] = []
     known: set[str] = set()
-    source: str | None = None
+    source: SourceLine | None = None
     seen_forward = False
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -66,7 +67,7 @@ def parse_fx_graph(
             continue
         if line.startswith("#"):
             if match := _FILE_COMMENT.match(line):
-                source = match["source"]
+                source = from_fx_comment(match["source"])
             elif line.startswith(_NO_STACK):
                 source = None
             continue
@@ -86,7 +87,7 @@ def parse_fx_graph(
     return FxGraph(stage=stage, nodes=tuple(nodes), code=text)
 
 
-def _node(line: str, number: int, known: set[str], source: str | None) -> FxNode | None:
+def _node(line: str, number: int, known: set[str], source: SourceLine | None) -> FxNode | None:
     match = _NODE.match(line)
     if match is None:
         return None

@@ -13,15 +13,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
-from ..records import FxGraph, GraphKind, GraphRecord, InductorBenchmark, KernelRecord, Launch, Provenance
+from ..records import (
+    FxGraph,
+    GraphKind,
+    GraphRecord,
+    InductorBenchmark,
+    KernelRecord,
+    Launch,
+    Provenance,
+    SourceLine,
+)
 from . import compat
 from .diagnostics import Diagnostics
 from .fx_graph import parse_fx_graph
 from .ir import parse_ir
 from .layout import DebugLayout, GraphFolder
 from .logs import parse_bench_k
-from .output_code import parse_output_code
+from .output_code import OutputCode, parse_output_code
 from .provenance import build_provenance, load_json_object
+from .source_lines import from_traceback, user_frames
 from .trace import GraphTrace, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -61,12 +71,10 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     def where(name: str) -> str:
         return f"{where_folder}/{name}"
 
-    kernels: tuple[KernelRecord, ...] = ()
-    launches: tuple[Launch, ...] = ()
+    parsed = OutputCode(kernels=(), launches=())
     output_code = texts.get("output_code.py", "")
     if output_code:
         parsed = parse_output_code(output_code, where("output_code.py"), diagnostics)
-        kernels, launches = parsed.kernels, parsed.launches
     else:
         diagnostics.warn(where_folder, "no output_code.py (the compile of this graph may have failed)")
 
@@ -86,23 +94,29 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     provenance = _provenance(texts, traced, where, diagnostics)
     name = folder.path.name
     compile_id = traced.compile_id if traced else context.logged_compile_ids.get(name)
+    match = compat.GRAPH_FOLDER.match(name)
+    kind: GraphKind = match["kind"] if match else "unknown"  # type: ignore[assignment]
 
+    frame = context.traces.frames.get(compile_id) if compile_id else None
+    fx_graphs = tuple(_with_roles(g, kind, frame.placeholders if frame else []) for g in fx_graphs)
+    transformed = next((g for g in fx_graphs if g.stage == "transformed"), None) or (
+        fx_graphs[0] if fx_graphs else None
+    )
+    kernels, launches = parsed.kernels, parsed.launches
     if provenance is not None:
-        transformed = next((g for g in fx_graphs if g.stage == "transformed"), None) or (
-            fx_graphs[0] if fx_graphs else None
-        )
         kernels, launches = _join_provenance(
             kernels, launches, provenance, transformed, where_folder, diagnostics
         )
+    kernels = tuple(replace(k, source_lines=_kernel_source_lines(k, transformed)) for k in kernels)
     if "bench_k.txt" in texts:
         kernels = _join_benchmarks(
             kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics)
         )
 
-    match = compat.GRAPH_FOLDER.match(name)
     if match is None:
         diagnostics.note(where_folder, "folder name does not follow <model>__<aot>_<kind>_<n>.<k>")
-    kind: GraphKind = match["kind"] if match else "unknown"  # type: ignore[assignment]
+    buffers = {n.name: n.type for g in fx_graphs for n in g.nodes if n.op == "placeholder" and n.type}
+    buffers.update(parsed.buffers)
     return GraphRecord(
         id=_graph_id(folder, context),
         name=match.group(0).rsplit(".", 1)[0] if match and match["counter"] else name,
@@ -118,6 +132,9 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         fx_graphs=fx_graphs,
         ir=ir,
         provenance=provenance,
+        buffers=buffers,
+        aliases=parsed.aliases,
+        outputs=parsed.outputs,
     )
 
 
@@ -234,3 +251,66 @@ def _join_benchmarks(
         result = next((r for prefix, r in results.items() if stem.startswith(prefix)), None)
         joined.append(replace(kernel, inductor_benchmark=result) if result else kernel)
     return tuple(joined)
+
+
+# --- placeholders and source lines ----------------------------------------------------------------
+
+_DYNAMO_NAME = re.compile(r"^L_(?P<path>.+?)_?$")
+
+
+def _with_roles(fx_graph: FxGraph, kind: str, placeholders: list[tuple[str, str]]) -> FxGraph:
+    """Mark each placeholder as a model input, parameter or buffer (forward/inference graphs, from
+    Dynamo's own graph, whose placeholders come in the same order) or as a tangent / saved tensor
+    (backward graphs)."""
+    inputs = [n for n in fx_graph.nodes if n.op == "placeholder"]
+    roles: dict[str, tuple[str, str | None]] = {}
+    if kind == "backward":
+        roles = {n.name: ("tangent" if n.name.startswith("tangents_") else "saved", None) for n in inputs}
+    elif len(placeholders) == len(inputs) and all(
+        (n.type or "").split("[")[0] == t.split("[")[0] and _shape(n.type) == _shape(t)
+        for n, (_, t) in zip(inputs, placeholders, strict=True)
+    ):
+        for node, (dynamo_name, _) in zip(inputs, placeholders, strict=True):
+            roles[node.name] = _dynamo_role(dynamo_name)
+    if not roles:
+        return fx_graph
+    nodes = tuple(
+        replace(n, role=roles[n.name][0], origin=roles[n.name][1]) if n.name in roles else n
+        for n in fx_graph.nodes
+    )
+    return replace(fx_graph, nodes=nodes)
+
+
+def _shape(type_text: str | None) -> str:
+    """``f32[8, 256, 512][131072, 512, 1]cuda:0`` -> ``8, 256, 512``."""
+    return (type_text or "").split("[", 1)[-1].split("]", 1)[0]
+
+
+def _dynamo_role(name: str) -> tuple[str, str | None]:
+    """``L_self_modules_fc1_parameters_weight_`` -> ("parameter", "self.fc1.weight")."""
+    match = _DYNAMO_NAME.match(name)
+    path = match["path"] if match else name
+    readable = path.replace("_modules_", ".").replace("_parameters_", ".").replace("_buffers_", ".")
+    if "_parameters_" in path:
+        return "parameter", readable
+    if "_buffers_" in path:
+        return "buffer", readable
+    return "input", readable
+
+
+def _kernel_source_lines(kernel: KernelRecord, fx_graph: FxGraph | None) -> tuple[SourceLine, ...]:
+    """The user lines a kernel's ops came from: FX node comments, provenance stack traces, ORIGIN blocks."""
+    names = {n for m in kernel.node_mappings for n in m.aten_nodes} | set(kernel.post_grad_nodes)
+    found: list[SourceLine] = []
+    if fx_graph is not None:
+        found.extend(n.source for n in fx_graph.nodes if n.name in names and n.source is not None)
+    for trace in kernel.user_stack:
+        found.extend(user_frames(from_traceback(trace)))
+    for segment in kernel.origins:
+        found.extend(segment.source)
+    unique: dict[tuple[str, int], SourceLine] = {}
+    for line in found:
+        key = (line.filename, line.line)
+        if key not in unique or (unique[key].code is None and line.code):
+            unique[key] = line
+    return tuple(sorted(unique.values(), key=lambda s: (s.filename, s.line)))

@@ -14,19 +14,26 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
+from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping, OriginSegment
 from . import compat
 from .diagnostics import Diagnostics
 from .pyliteral import dotted_name, literal
+from .source_lines import from_traceback, user_frames
 
 
 @dataclass(frozen=True)
 class OutputCode:
     kernels: tuple[KernelRecord, ...]
     launches: tuple[Launch, ...]
+    # Buffers call() allocates or views, with their tensor type ("bf16[1024, 8192]").
+    buffers: dict[str, str] = field(default_factory=dict)
+    # Names that share another's storage (``buf1 = buf0  # reuse``, views), mapped to it.
+    aliases: dict[str, str] = field(default_factory=dict)
+    # What call() returns, in order.
+    outputs: tuple[str, ...] = ()
 
 
 def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> OutputCode:
@@ -45,13 +52,21 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
     if call is None:
         diagnostics.warn(where, "no call() function found; launch order unknown")
         return OutputCode(kernels=tuple(kernels), launches=())
-    backends = {k.name: k.backend for k in kernels}
-    launches = tuple(_launches(call, _partition_functions(tree), lines, backends, where, diagnostics))
+    by_name = {k.name: k for k in kernels}
+    partitions = _partition_functions(tree)
+    flow = _DataFlow.of(call, partitions)
+    launches = tuple(_launches(call, partitions, lines, by_name, flow, where, diagnostics))
     positions: dict[str, list[int]] = {}
     for launch in launches:
         positions.setdefault(launch.target, []).append(launch.position)
     kernels = [replace(k, launches=tuple(positions.get(k.name, ()))) for k in kernels]
-    return OutputCode(kernels=tuple(kernels), launches=launches)
+    return OutputCode(
+        kernels=tuple(kernels),
+        launches=launches,
+        buffers=flow.types,
+        aliases=flow.aliases,
+        outputs=flow.outputs,
+    )
 
 
 # --- kernel definitions ----------------------------------------------------------------------
@@ -81,7 +96,13 @@ def _kernel_definition(
         diagnostics.warn(where, f"kernel {name}: no source string in {definer}(...)")
         return None
     header = _comment_block_above(lines, statement.lineno)
-    common: dict[str, Any] = {"name": name, "source": source, "definition_line": statement.lineno, **header}
+    common: dict[str, Any] = {
+        "name": name,
+        "source": source,
+        "definition_line": statement.lineno,
+        "origins": origin_segments(source),
+        **header,
+    }
     if backend == "triton":
         return _triton_kernel(common, where, diagnostics)
     return _cpp_kernel(common, statement.value)
@@ -319,10 +340,12 @@ def _launches(
     call: ast.FunctionDef,
     partitions: list[ast.FunctionDef],
     lines: list[str],
-    kernel_backends: dict[str, str],
+    kernels: dict[str, KernelRecord],
+    flow: _DataFlow,
     where: str,
     diagnostics: Diagnostics,
 ) -> Iterator[Launch]:
+    kernel_backends = {name: kernel.backend for name, kernel in kernels.items()}
     found: list[tuple[ast.stmt, int | None, LaunchKind, str]] = []
     for statement, partition in _statements(call.body, partitions):
         target = _launch_target(statement, kernel_backends, where, diagnostics)
@@ -343,6 +366,9 @@ def _launches(
             elif match := compat.PROVENANCE_HANDLE_COMMENT.match(stripped):
                 handle = match["handle"]
         end = statement.end_lineno or statement.lineno
+        reads, writes = flow.accesses(statement, kernels.get(target))
+        call_node = getattr(statement, "value", None)
+        args = tuple(ast.unparse(a) for a in call_node.args) if isinstance(call_node, ast.Call) else ()
         yield Launch(
             position=position,
             kind=kind,
@@ -354,6 +380,9 @@ def _launches(
             aten_ops=aten,
             handle=handle,
             partition=partition,
+            reads=reads,
+            writes=writes,
+            args=args,
         )
 
 
@@ -386,3 +415,176 @@ def _launch_target(
         return None
     diagnostics.warn(where, f"call(): unrecognised call {target}")
     return None
+
+
+# --- data flow between launches ------------------------------------------------------------------
+
+# Short dtype names as FX prints them in its type annotations.
+_DTYPES = {
+    "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
+    "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
+}  # fmt: skip
+_ALLOCATORS = ("empty_strided",)
+_VIEW_HELPERS = {"reinterpret_tensor", "torch.as_strided", "as_strided"}
+
+
+@dataclass
+class _DataFlow:
+    """Buffer types and aliases in call(): ``buf1 = buf0  # reuse`` makes buf1 the same storage as buf0."""
+
+    types: dict[str, str]
+    aliases: dict[str, str]
+    outputs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, call: ast.FunctionDef, partitions: list[ast.FunctionDef]) -> _DataFlow:
+        flow = cls(types={}, aliases={})
+        for statement in call.body:
+            if isinstance(statement, ast.Return) and isinstance(statement.value, (ast.Tuple, ast.List)):
+                flow.outputs = tuple(
+                    n for e in statement.value.elts if (n := flow._tensor_name(e)) is not None
+                )
+        for statement, _ in _statements(call.body, partitions):
+            if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+                continue
+            target = statement.targets[0]
+            if not isinstance(target, ast.Name):
+                continue
+            value = statement.value
+            if isinstance(value, ast.Call) and (dotted_name(value.func) or "").startswith(_ALLOCATORS):
+                flow.types[target.id] = _allocation_type(value)
+            elif not isinstance(value, ast.Call) or dotted_name(value.func) in _VIEW_HELPERS:
+                # `buf1 = buf0`, `buf6 = buf5[0]`, `buf16 = reinterpret_tensor(buf15, ...)`: same storage
+                base = flow._tensor_name(value)
+                if base is not None and base != target.id:
+                    flow.aliases[target.id] = base
+                    if isinstance(value, ast.Call) and base in flow.types and len(value.args) > 1:
+                        flow.types[target.id] = _view_type(flow.types[base], value.args[1])
+                    elif base in flow.types:
+                        flow.types.setdefault(target.id, flow.types[base])
+        return flow
+
+    def resolve(self, name: str) -> str:
+        seen = set()
+        while name in self.aliases and name not in seen:
+            seen.add(name)
+            name = self.aliases[name]
+        return name
+
+    def accesses(
+        self, statement: ast.stmt, kernel: KernelRecord | None
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(reads, writes) of one launch, by the roles of the kernel's parameters or the extern's ``out=``."""
+        call = getattr(statement, "value", None)
+        if not isinstance(call, ast.Call):
+            return (), ()
+        reads: list[str] = []
+        writes: list[str] = []
+        params = [a.name for a in kernel.args] if kernel is not None else []
+        for index, argument in enumerate(call.args):
+            name = self._tensor_name(argument)
+            if name is None:
+                continue
+            param = params[index] if index < len(params) else ""
+            if param.startswith("in_out_ptr"):
+                reads.append(name)
+                writes.append(name)
+            elif param.startswith("out_ptr"):
+                writes.append(name)
+            else:
+                reads.append(name)
+        for keyword in call.keywords:
+            name = self._tensor_name(keyword.value)
+            if name is not None and keyword.arg == "out":
+                writes.append(name)
+            elif name is not None and keyword.arg not in ("stream", "grid"):
+                reads.append(name)
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                writes.extend(e.id for e in elements if isinstance(e, ast.Name))
+        return tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(writes))
+
+    def _tensor_name(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call) and dotted_name(node.func) in _VIEW_HELPERS and node.args:
+            return self._tensor_name(node.args[0])
+        if isinstance(node, ast.Subscript):
+            return self._tensor_name(node.value)
+        return None
+
+
+def _allocation_type(call: ast.Call) -> str:
+    """``empty_strided_cuda((1024, 8192), (8192, 1), torch.bfloat16)`` -> ``bf16[1024, 8192]``."""
+    size = literal(call.args[0]) if call.args else []
+    dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
+    short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
+    dims = ", ".join(str(s) for s in size) if isinstance(size, list) else str(size)
+    return f"{short}[{dims}]"
+
+
+def _view_type(base_type: str, size: ast.expr) -> str:
+    """The type of ``reinterpret_tensor(base, size, ...)``: the base's dtype with the view's size."""
+    dtype = base_type.split("[", 1)[0]
+    dims = literal(size)
+    return f"{dtype}[{', '.join(str(d) for d in dims)}]" if isinstance(dims, list) else base_type
+
+
+# --- ORIGIN comments -------------------------------------------------------------------------------
+
+
+def origin_segments(source: str) -> tuple[OriginSegment, ...]:
+    """Read Inductor's ``# ORIGIN:`` blocks (written with config.comment_origin) in a kernel's source.
+
+    Each block names the FX ops (and their user stack) whose code follows it, up to the next block::
+
+        # ORIGIN:
+        # call_function aten.exp.default seq_nr:-1
+        #   File "/m/model.py", line 11, in forward\\    y = torch.softmax(x * 0.5, dim=-1)\\
+        # END ORIGIN
+        tmp6 = libdevice.exp(tmp5)
+    """
+    segments: list[OriginSegment] = []
+    pending_ops: list[str] = []
+    pending_source: list = []
+    current: dict[str, Any] | None = None
+    in_block = False
+    for number, raw in enumerate(source.splitlines(), start=1):
+        line = raw.strip()
+        if line == "# ORIGIN:":
+            in_block = True
+            if current is not None:
+                segments.append(_segment(current))
+                current = None
+            continue
+        if in_block and line.startswith("#"):
+            body = line.lstrip("#").strip()
+            if body.startswith("File "):
+                pending_source.extend(user_frames(from_traceback(line.lstrip("#"))))
+            elif body and body != "END ORIGIN":
+                parts = body.split()
+                pending_ops.append(parts[1] if len(parts) > 1 else parts[0])
+            continue
+        in_block = False
+        if not line or line.startswith("#"):
+            continue
+        if pending_ops:
+            if current is not None:
+                segments.append(_segment(current))
+            current = {"first": number, "last": number, "ops": pending_ops, "source": pending_source}
+            pending_ops, pending_source = [], []
+        elif current is not None:
+            current["last"] = number
+    if current is not None:
+        segments.append(_segment(current))
+    return tuple(segments)
+
+
+def _segment(current: dict[str, Any]) -> OriginSegment:
+    return OriginSegment(
+        first_line=current["first"],
+        last_line=current["last"],
+        ops=tuple(dict.fromkeys(current["ops"])),
+        source=tuple(dict.fromkeys(current["source"])),
+    )

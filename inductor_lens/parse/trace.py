@@ -4,31 +4,39 @@ Each record is a glog-prefixed line holding a JSON envelope, followed by its pay
 start with a TAB; ``has_payload`` is the payload's md5 (the format tlparse reads). Logs can be
 hundreds of MB, so they are streamed and only the payloads this stage uses are kept.
 
-What is read here:
+What is read here, per compile id (``frame/frame_compile``, ``_attempt`` after a restart):
 - ``inductor_output_code``: its md5 equals the md5 of the graph folder's ``output_code.py``, which
-  ties each folder to its Dynamo compile id, and the provenance artifacts that follow it in the same
-  compile id belong to that graph;
-- ``compilation_metrics``: one DynamoFrame per compile id, plus torch/triton/CUDA versions.
-Other record kinds are valid content that this version does not show; they are counted, not warned.
+  ties each folder to its compile id; the provenance artifacts that follow it belong to that graph;
+- ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
+  placeholders name the model's parameters), ``dynamo_cpp_guards_str``, the artifacts
+  ``dynamo_graph_break_reason`` and ``recompile_reasons``, and ``compilation_metrics`` /
+  ``bwd_compilation_metrics`` (timings, versions);
+- ``str`` records: the interned file names the stacks refer to.
+Other record kinds are valid content this version does not show; they are counted, not warned.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import DynamoFrame
+from ..records import SourceLine
 from . import compat
 from .diagnostics import Diagnostics
 
-_KEPT_ARTIFACTS = {
+# Artifacts whose payload is kept, and the attribute of GraphTrace / FrameTrace it goes to.
+_GRAPH_ARTIFACTS = {
     "inductor_provenance_tracking_node_mappings": "mappings",
     "inductor_provenance_tracking_kernel_stack_traces": "stack_traces",
 }
+_FRAME_ARTIFACTS = {"dynamo_graph_break_reason", "recompile_reasons"}
+_FRAME_PAYLOADS = {"dynamo_cpp_guards_str", "dynamo_output_graph"}
+_PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
 
 
 @dataclass
@@ -41,12 +49,31 @@ class GraphTrace:
 
 
 @dataclass
+class FrameTrace:
+    """What the trace says about one compile id."""
+
+    compile_id: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    backward_metrics: list[dict[str, Any]] = field(default_factory=list)
+    stack: list[SourceLine] = field(default_factory=list)
+    guards: str = ""
+    graph_breaks: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    # Placeholders of Dynamo's output graph, in order: (name, type) such as
+    # ("L_self_modules_fc1_parameters_weight_", "f32[4096, 1024][1024, 1]cuda:0").
+    placeholders: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
 class TraceSummary:
     files: list[str] = field(default_factory=list)
     graphs: dict[str, GraphTrace] = field(default_factory=dict)
-    frames: dict[str, DynamoFrame] = field(default_factory=dict)
+    frames: dict[str, FrameTrace] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     record_kinds: Counter[str] = field(default_factory=Counter)
+
+    def frame(self, compile_id: str) -> FrameTrace:
+        return self.frames.setdefault(compile_id, FrameTrace(compile_id))
 
 
 @dataclass(frozen=True)
@@ -58,7 +85,7 @@ class _Envelope:
 
 
 def format_compile_id(meta: dict[str, Any]) -> str | None:
-    """``[frame/frame_compile]``, ``_attempt`` when > 0, ``!ca/`` for compiled autograd (tlparse's style)."""
+    """``frame/frame_compile``, ``_attempt`` when > 0, ``!ca/`` for compiled autograd (tlparse's style)."""
     frame, compile_ = meta.get("frame_id"), meta.get("frame_compile_id")
     if frame is None or compile_ is None:
         return None
@@ -76,33 +103,62 @@ def read_traces(paths: list[Path], root: Path, diagnostics: Diagnostics) -> Trac
         where = _relative(path, root)
         summary.files.append(where)
         diagnostics.files_seen += 1
+        strings: dict[int, str] = {}
         last_graph: GraphTrace | None = None
         for envelope in _envelopes(path, where, diagnostics):
             summary.record_kinds[envelope.kind] += 1
             compile_id = format_compile_id(envelope.meta)
-            if envelope.kind == "inductor_output_code" and compile_id is not None:
+            if envelope.kind == "str" and isinstance(envelope.body, list) and len(envelope.body) == 2:
+                strings[int(envelope.body[1])] = str(envelope.body[0])
+            elif envelope.kind == "inductor_output_code" and compile_id is not None:
                 md5 = envelope.meta.get("has_payload")
                 if isinstance(md5, str):
                     last_graph = summary.graphs.setdefault(md5, GraphTrace(compile_id=compile_id))
             elif envelope.kind == "artifact" and isinstance(envelope.body, dict):
-                slot = _KEPT_ARTIFACTS.get(str(envelope.body.get("name")))
-                if (
-                    slot
-                    and last_graph is not None
-                    and last_graph.compile_id == compile_id
-                    and envelope.payload
-                ):
-                    try:
-                        setattr(last_graph, slot, json.loads(envelope.payload))
-                    except json.JSONDecodeError:
-                        diagnostics.warn(where, f"artifact {envelope.body.get('name')}: payload is not JSON")
+                _artifact(envelope, compile_id, last_graph, summary, where, diagnostics)
+            elif compile_id is None:
+                continue
+            elif envelope.kind == "dynamo_start" and isinstance(envelope.body, dict):
+                summary.frame(compile_id).stack = _stack(envelope.body.get("stack"), strings)
+            elif envelope.kind == "dynamo_cpp_guards_str" and envelope.payload:
+                summary.frame(compile_id).guards = envelope.payload.strip("\n")
+            elif envelope.kind == "dynamo_output_graph" and envelope.payload:
+                summary.frame(compile_id).placeholders = _placeholders(envelope.payload)
             elif envelope.kind == "compilation_metrics" and isinstance(envelope.body, dict):
-                _metrics(envelope.body, compile_id, summary)
+                summary.frame(compile_id).metrics = envelope.body
+                _versions(envelope.body, summary)
+            elif envelope.kind == "bwd_compilation_metrics" and isinstance(envelope.body, dict):
+                summary.frame(compile_id).backward_metrics.append(envelope.body)
         diagnostics.files_parsed += 1
     return summary
 
 
-def _metrics(metrics: dict[str, Any], compile_id: str | None, summary: TraceSummary) -> None:
+def _artifact(
+    envelope: _Envelope,
+    compile_id: str | None,
+    last_graph: GraphTrace | None,
+    summary: TraceSummary,
+    where: str,
+    diagnostics: Diagnostics,
+) -> None:
+    name = str(envelope.body.get("name"))
+    if name in _GRAPH_ARTIFACTS:
+        if last_graph is not None and last_graph.compile_id == compile_id and envelope.payload:
+            try:
+                setattr(last_graph, _GRAPH_ARTIFACTS[name], json.loads(envelope.payload))
+            except json.JSONDecodeError:
+                diagnostics.warn(where, f"artifact {name}: payload is not JSON")
+    elif name in _FRAME_ARTIFACTS and compile_id is not None and envelope.payload:
+        frame = summary.frame(compile_id)
+        if name == "dynamo_graph_break_reason":
+            frame.graph_breaks.append(envelope.payload)
+        else:
+            frame.recompile_reasons.extend(
+                line.strip() for line in envelope.payload.splitlines() if line.strip()
+            )
+
+
+def _versions(metrics: dict[str, Any], summary: TraceSummary) -> None:
     for key, name in (
         ("pytorch_version", "torch"),
         ("triton_version", "triton"),
@@ -111,18 +167,28 @@ def _metrics(metrics: dict[str, Any], compile_id: str | None, summary: TraceSumm
     ):
         if isinstance(metrics.get(key), str) and metrics[key].strip():
             summary.versions[name] = metrics[key].split(" ")[0]
-    frame_id = compile_id or metrics.get("compile_id")
-    if not isinstance(frame_id, str):
-        return
-    summary.frames[frame_id] = DynamoFrame(
-        compile_id=frame_id,
-        function=metrics.get("co_name"),
-        filename=metrics.get("co_filename"),
-        line=metrics.get("co_firstlineno"),
-        compile_time_s=metrics.get("entire_frame_compile_time_s"),
-        graph_breaks=metrics.get("num_graph_breaks"),
-        fail_reason=metrics.get("fail_reason"),
-    )
+
+
+def _stack(frames: Any, strings: dict[int, str]) -> list[SourceLine]:
+    if not isinstance(frames, list):
+        return []
+    stack = []
+    for frame in frames:
+        if not isinstance(frame, dict) or not isinstance(frame.get("line"), int):
+            continue
+        filename = frame.get("filename")
+        path = strings.get(filename, str(filename)) if isinstance(filename, int) else str(filename)
+        stack.append(SourceLine(path, frame["line"], frame.get("name"), frame.get("loc")))
+    return stack
+
+
+def _placeholders(payload: str) -> list[tuple[str, str]]:
+    """The ``forward(self, L_x_: "f32[...]", ...)`` parameters of Dynamo's output graph."""
+    for line in payload.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("def forward(self"):
+            return _PLACEHOLDER.findall(stripped)
+    return []
 
 
 def _envelopes(path: Path, where: str, diagnostics: Diagnostics) -> Iterator[_Envelope]:
@@ -157,11 +223,18 @@ def _envelopes(path: Path, where: str, diagnostics: Diagnostics) -> Iterator[_En
                 diagnostics.warn(where, f"line {number}: envelope is not a JSON object")
                 continue
             header = parsed
-            kind = _kind(parsed)
-            keep = kind == "artifact" and str(parsed.get("artifact", {}).get("name")) in _KEPT_ARTIFACTS
-            payload = [] if keep else None
+            payload = [] if _keeps_payload(parsed) else None
         if header is not None:
             yield _finish(header, payload)
+
+
+def _keeps_payload(header: dict[str, Any]) -> bool:
+    kind = _kind(header)
+    if kind == "artifact":
+        artifact = header.get("artifact")
+        name = artifact.get("name") if isinstance(artifact, dict) else None
+        return name in _GRAPH_ARTIFACTS or name in _FRAME_ARTIFACTS
+    return kind in _FRAME_PAYLOADS
 
 
 def _kind(header: dict[str, Any]) -> str:

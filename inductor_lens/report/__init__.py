@@ -14,8 +14,10 @@ from pathlib import Path
 from ..errors import RenderError
 from ..records import CompileRun
 from ..version import __version__
+from .compile_view import compile_page
 from .env import environment
 from .highlight import stylesheet
+from .source_view import line_anchor, line_urls, source_page
 from .views import graph_page, graph_url, index_page, kernel_pages, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_report", "write_report"]
@@ -26,17 +28,21 @@ LENS_JSON = "lens.json"
 def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
     env = environment()
     common = {"run": run, "version": __version__, "pygments_css": stylesheet()}
-    files: dict[str, str] = {}
-    files["index.html"] = env.get_template("index.html.j2").render(page=index_page(run), root="", **common)
+
+    def page(template: str, root: str, **values: object) -> str:
+        return env.get_template(template).render(root=root, **common, **values)
+
+    urls = line_urls(run)
+    files: dict[str, str] = {"index.html": page("index.html.j2", "", page=index_page(run))}
     for graph in run.graphs:
-        files[graph_url(graph)] = env.get_template("graph.html.j2").render(
-            page=graph_page(run, graph, draw=draw), root="../", **common
-        )
-        for page in kernel_pages(run, graph):
-            files[kernel_url(graph, page.kernel.name)] = env.get_template("kernel.html.j2").render(
-                page=page, root="../../", **common
+        files[graph_url(graph)] = page("graph.html.j2", "../", page=graph_page(run, graph, draw=draw))
+        for kernel_page in kernel_pages(run, graph, urls):
+            files[kernel_url(graph, kernel_page.kernel.name)] = page(
+                "kernel.html.j2", "../../", page=kernel_page
             )
-    files["log.html"] = env.get_template("log.html.j2").render(lines=log_lines(run), root="", **common)
+    files["compile.html"] = page("compile.html.j2", "", page=compile_page(run))
+    files["source.html"] = page("source.html.j2", "", page=source_page(run), anchor=line_anchor)
+    files["log.html"] = page("log.html.j2", "", lines=log_lines(run))
     files[LENS_JSON] = run.to_json()
     return files
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import CompileRun, DynamoFrame, GraphRecord, KernelRecord, Launch
-from .drawing import CATEGORY_COLOURS, Drawing, KernelGroup, draw_fx_graph
+from ..records import AutotuneTable, CompileRun, DynamoFrame, GraphRecord, KernelRecord, Launch, SourceLine
+from .dataflow import reads_by_launch
+from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
 from .highlight import highlight
 
 KIND_LABELS = {"triton": "Triton", "cpp": "C++", "extern": "extern"}
@@ -33,6 +34,18 @@ def launch_url(graph: GraphRecord, launch: Launch) -> str:
     if launch.kind == "extern":
         return f"{graph_url(graph)}#launch-{launch.position}"
     return kernel_url(graph, launch.target)
+
+
+def frame_anchor(compile_id: str) -> str:
+    """``0/0_1`` -> ``frame-0-0_1``: an HTML id for a compile id on the compilation page."""
+    return "frame-" + re.sub(r"[^A-Za-z0-9_]", "-", compile_id)
+
+
+def launch_category(graph: GraphRecord, launch: Launch) -> str:
+    if launch.kind == "extern":
+        return "extern"
+    kernel = graph.kernel(launch.target)
+    return kernel.category if kernel is not None else "other"
 
 
 def ops_from_name(name: str) -> str | None:
@@ -78,6 +91,7 @@ class IndexPage:
     kernel_rows: tuple[KernelRow, ...]
     kernel_counts: dict[str, int]
     graph_rows: tuple[dict[str, Any], ...]
+    compile_summary: str
 
 
 @dataclass(frozen=True)
@@ -85,8 +99,10 @@ class GraphPage:
     run: CompileRun
     graph: GraphRecord
     launches: tuple[dict[str, Any], ...]
-    drawing: Drawing | None
+    kernel_drawing: Drawing | None
+    fx_drawing: Drawing | None
     legend: tuple[tuple[str, str], ...]
+    roles: tuple[tuple[str, str], ...]
     fx_code: Markup | None
     fx_readable_code: Markup | None
     ir_pre_text: Markup | None
@@ -95,7 +111,19 @@ class GraphPage:
     output_code: Markup
     provenance_rows: tuple[dict[str, Any], ...]
     frame: DynamoFrame | None
+    frame_url: str | None
     unlaunched: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class KernelInput:
+    """A buffer a kernel reads, and which launch produced it (None: a graph input)."""
+
+    name: str
+    kind: str | None
+    producer: Launch | None
+    producer_url: str | None
+    role: str | None
 
 
 @dataclass(frozen=True)
@@ -110,6 +138,14 @@ class KernelPage:
     previous: tuple[str, str] | None
     next: tuple[str, str] | None
     name_ops: str | None
+    # (parameter, type, argument passed at the first launch, that argument's tensor type)
+    arguments: tuple[tuple[str, str, str, str], ...]
+    inputs: tuple[KernelInput, ...]
+    # FX nodes attributed to this kernel that an earlier kernel, whose output it reads, computed.
+    computed_elsewhere: tuple[tuple[Launch, str, tuple[str, ...]], ...]
+    autotune: tuple[AutotuneTable, ...]
+    # The user lines its ops came from, each with its anchor on the source page (None if not shown there).
+    source_lines: tuple[tuple[SourceLine, str | None], ...]
 
 
 # --- index ---------------------------------------------------------------------------------------
@@ -160,10 +196,27 @@ def index_page(run: CompileRun) -> IndexPage:
             "externs": sum(1 for launch in g.launches if launch.kind == "extern"),
             "launches": len(g.launches),
             "frame": _frame(run, g),
+            "frame_anchor": frame_anchor(g.compile_id) if g.compile_id else "",
         }
         for g in run.graphs
     )
-    return IndexPage(run, _summary(run, counts), tuple(rows), dict(counts), graph_rows)
+    return IndexPage(run, _summary(run, counts), tuple(rows), dict(counts), graph_rows, compile_summary(run))
+
+
+def compile_summary(run: CompileRun) -> str:
+    """One line: how many graphs, Dynamo frames, graph breaks, recompiles and autotuned ops."""
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    parts = [count(len(run.graphs), "graph")]
+    if run.frames:
+        parts[0] += f" from {count(len(run.frames), 'Dynamo frame')}"
+    parts.append(count(len(run.graph_breaks), "graph break"))
+    parts.append(count(len(run.recompiles), "recompile"))
+    if run.autotune:
+        parts.append(count(len(run.autotune), "autotuned op"))
+    return ", ".join(parts)
 
 
 def _frame(run: CompileRun, graph: GraphRecord) -> DynamoFrame | None:
@@ -289,28 +342,33 @@ def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, Kernel
 
 
 def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphPage:
-    kernels = {k.name: k for k in graph.kernels}
+    autotuned = {t.chosen_launch: t for t in run.autotune if t.graph_id == graph.id and t.chosen_launch}
     launches = tuple(
         {
             "launch": launch,
             "url": "../" + launch_url(graph, launch),
             "label": launch.aten_op if launch.kind == "extern" else launch.target,
-            "category": "extern"
-            if launch.kind == "extern"
-            else kernels[launch.target].category
-            if launch.target in kernels
-            else "other",
+            "category": launch_category(graph, launch),
+            "autotune": autotuned.get(launch.position),
         }
         for launch in graph.launches
     )
     fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
-    drawing = None
+    kernel_drawing = fx_drawing = None
     legend: tuple[tuple[str, str], ...] = ()
-    if draw and fx is not None:
-        groups = node_groups(graph)
-        drawing = draw_fx_graph(fx, groups)
-        categories = dict.fromkeys(g.category for g in groups.values())
+    roles: tuple[tuple[str, str], ...] = ()
+    if draw:
+        kernel_drawing = draw_kernel_graph(
+            graph,
+            lambda launch: "../" + launch_url(graph, launch),
+            lambda launch: launch_category(graph, launch),
+        )
+        categories = dict.fromkeys(launch_category(graph, launch) for launch in graph.launches)
         legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
+        if fx is not None:
+            fx_drawing = draw_fx_graph(fx, node_groups(graph))
+            used = dict.fromkeys(n.role or "input" for n in fx.nodes if n.op == "placeholder")
+            roles = tuple((role, ROLE_LABELS.get(role, role)) for role in used)
     readable = graph.fx_graph("readable")
     pre_fusion, post_fusion = graph.ir_dump("pre_fusion"), graph.ir_dump("post_fusion")
     fusion_summary = ""
@@ -326,12 +384,15 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
             pre = tuple(dict.fromkeys(p for n in nodes for p in graph.provenance.post_to_pre.get(n, ())))
             provenance_rows.append({"handle": handle, "post": nodes, "pre": pre})
     launched = {launch.target for launch in graph.launches}
+    frame = _frame(run, graph)
     return GraphPage(
         run=run,
         graph=graph,
         launches=launches,
-        drawing=drawing,
+        kernel_drawing=kernel_drawing,
+        fx_drawing=fx_drawing,
         legend=legend,
+        roles=roles,
         fx_code=highlight(fx.code, "python", "fx") if fx is not None else None,
         fx_readable_code=highlight(readable.code, "python", "fxr")
         if readable is not None and fx is not readable
@@ -341,7 +402,8 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         fusion_summary=fusion_summary,
         output_code=highlight(graph.output_code, "python", "code"),
         provenance_rows=tuple(provenance_rows),
-        frame=_frame(run, graph),
+        frame=frame,
+        frame_url=f"../compile.html#{frame_anchor(graph.compile_id)}" if graph.compile_id else None,
         unlaunched=tuple(k.name for k in graph.kernels if k.name not in launched),
     )
 
@@ -349,13 +411,29 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
 # --- kernel page ---------------------------------------------------------------------------------
 
 
-def kernel_pages(run: CompileRun, graph: GraphRecord) -> list[KernelPage]:
+def kernel_pages(
+    run: CompileRun, graph: GraphRecord, line_urls: dict[tuple[str, int], str] | None = None
+) -> list[KernelPage]:
     pages = []
     ordered = sorted(graph.kernels, key=lambda k: (k.launches[0] if k.launches else 1 << 30, k.name))
+    reads = reads_by_launch(graph)
+    roles = {n.name: n.role for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
+    by_position = {launch.position: launch for launch in graph.launches}
     for index, kernel in enumerate(ordered):
         previous = ordered[index - 1] if index > 0 else None
         following = ordered[index + 1] if index + 1 < len(ordered) else None
         language = "cpp" if kernel.backend == "cpp" else "python"
+        launches = tuple(launch for launch in graph.launches if launch.target == kernel.name)
+        inputs = tuple(
+            KernelInput(
+                name=read.name,
+                kind=read.kind,
+                producer=by_position.get(read.producer) if read.producer else None,
+                producer_url=launch_url(graph, by_position[read.producer]) if read.producer else None,
+                role=roles.get(read.name),
+            )
+            for read in (reads.get(launches[0].position, []) if launches else [])
+        )
         pages.append(
             KernelPage(
                 run=run,
@@ -364,13 +442,53 @@ def kernel_pages(run: CompileRun, graph: GraphRecord) -> list[KernelPage]:
                 source=highlight(kernel.source, language, "src"),
                 fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
                 facts=_kernel_facts(kernel),
-                launches=tuple(launch for launch in graph.launches if launch.target == kernel.name),
+                launches=launches,
                 previous=(previous.name, f"{previous.name}.html") if previous else None,
                 next=(following.name, f"{following.name}.html") if following else None,
                 name_ops=ops_from_name(kernel.name),
+                arguments=_arguments(graph, kernel, launches[0] if launches else None),
+                inputs=inputs,
+                computed_elsewhere=_computed_elsewhere(graph, kernel, inputs),
+                autotune=tuple(
+                    t for t in run.autotune if t.graph_id == graph.id and t.chosen_kernel == kernel.name
+                ),
+                source_lines=tuple(
+                    (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
+                ),
             )
         )
     return pages
+
+
+def _arguments(
+    graph: GraphRecord, kernel: KernelRecord, launch: Launch | None
+) -> tuple[tuple[str, str, str, str], ...]:
+    passed = launch.args if launch is not None else ()
+    rows = []
+    for index, arg in enumerate(kernel.args):
+        value = passed[index] if index < len(passed) else ""
+        rows.append((arg.name, arg.type, value, graph.buffers.get(value, "")))
+    return tuple(rows)
+
+
+def _computed_elsewhere(
+    graph: GraphRecord, kernel: KernelRecord, inputs: tuple[KernelInput, ...]
+) -> tuple[tuple[Launch, str, tuple[str, ...]], ...]:
+    """Nodes Inductor attributes to this kernel that a producer of one of its inputs also lists:
+    the kernel reads their result rather than computing them (its name may still mention them)."""
+    mine = {n for m in kernel.node_mappings for n in m.aten_nodes} | set(kernel.post_grad_nodes)
+    found = []
+    for read in inputs:
+        if read.producer is None or read.producer.kind == "extern":
+            continue
+        producer = graph.kernel(read.producer.target)
+        if producer is None or producer.name == kernel.name:
+            continue
+        theirs = {n for m in producer.node_mappings for n in m.aten_nodes} | set(producer.post_grad_nodes)
+        shared = tuple(sorted(mine & theirs))
+        if shared:
+            found.append((read.producer, launch_url(graph, read.producer), shared))
+    return tuple(found)
 
 
 def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:

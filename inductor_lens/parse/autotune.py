@@ -1,0 +1,199 @@
+"""Parse stage: the AUTOTUNE tables Inductor prints while choosing between implementations.
+
+Under max-autotune, every matmul-like op is benchmarked with each candidate: the library (extern)
+call and Triton template configs. The process log holds, per op::
+
+    Autotune Choices Stats:
+    {"num_choices": 18, "num_triton_choices": 16, "best_kernel": "addmm", ...}
+    AUTOTUNE addmm(256x4096, 256x1024, 1024x4096)
+    strides: [0, 1], [1024, 1], [1, 1024]
+    dtypes: torch.float32, torch.float32, torch.float32
+      addmm 0.0749 ms 100.0%
+      triton_mm_9 0.1364 ms 54.9% ACC_TYPE='tl.float32', ..., BLOCK_M=64, num_stages=3, num_warps=4
+    SingleProcess AUTOTUNE benchmarking takes 0.6446 seconds and 5.2533 seconds precompiling for 18 choices
+
+Tables belong to the graph whose ``debug trace:`` line comes next in the log (Inductor logs it when
+the graph's compile ends). ``link_tables`` then finds what the winner became: a Triton template
+kernel with the winner's config, or the extern call of that op.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import PurePath
+from typing import Any
+
+from ..records import AutotuneChoice, AutotuneTable, GraphRecord
+from . import compat
+
+_GLOG_PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\]\s?(?:\[[^\]]*\]\s)?")
+_HEADER = re.compile(r"^AUTOTUNE (?P<op>[\w.]+)\((?P<shapes>.*)\)\s*$")
+_CHOICE = re.compile(
+    r"^\s+(?P<name>\S+) (?P<ms>[\d.]+|inf|nan) ms (?P<percent>[\d.]+|inf|nan)%\s*(?P<config>.*)$"
+)
+_SUMMARY = re.compile(
+    r"AUTOTUNE benchmarking takes (?P<bench>[\d.]+) seconds and (?P<pre>[\d.]+) seconds precompiling"
+    r"(?: for (?P<n>\d+) choices)?"
+)
+_CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,]+)")
+
+
+def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
+    """Every table in the log, each tagged with the graph folder name it belongs to (``graph_id``)."""
+    tables: list[AutotuneTable] = []
+    open_graph: list[int] = []  # indexes of tables not yet assigned to a graph
+    stats: dict[str, Any] = {}
+    current: dict[str, Any] | None = None
+    expect_stats = False
+    for raw in log_text.splitlines():
+        line = _GLOG_PREFIX.sub("", raw.rstrip())
+        if expect_stats:
+            expect_stats = False
+            try:
+                stats = json.loads(line)
+            except json.JSONDecodeError:
+                stats = {}
+            continue
+        if line.startswith("Autotune Choices Stats:"):
+            expect_stats = True
+            continue
+        if match := _HEADER.match(line):
+            current = {"op": match["op"], "shapes": _shapes(match["shapes"]), "choices": [], "stats": stats}
+            stats = {}
+            tables.append(_table(current))
+            open_graph.append(len(tables) - 1)
+            continue
+        if current is not None:
+            if line.startswith("strides:"):
+                current["strides"] = line.partition(":")[2].strip()
+            elif line.startswith("dtypes:"):
+                current["dtypes"] = line.partition(":")[2].strip()
+            elif match := _CHOICE.match(line):
+                current["choices"].append(_choice(match))
+            elif match := _SUMMARY.search(line):
+                current["bench"], current["pre"] = float(match["bench"]), float(match["pre"])
+                if match["n"]:
+                    current["n"] = int(match["n"])
+                tables[-1] = _table(current)
+                current = None
+                continue
+            else:
+                current = None
+            if current is not None:
+                tables[-1] = _table(current)
+        if "debug trace:" in raw and (match := compat.DEBUG_TRACE_LINE.search(raw)):
+            folder = PurePath(match["path"].strip()).name
+            for index in open_graph:
+                tables[index] = replace(tables[index], graph_id=folder)
+            open_graph = []
+    return tables
+
+
+def _shapes(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _choice(match: re.Match[str]) -> AutotuneChoice:
+    name = match["name"]
+    config = {key: _value(value.strip()) for key, value in _CONFIG_ITEM.findall(match["config"])}
+    kind = "triton" if name.startswith("triton_") else ("other" if name.startswith("cpp_") else "extern")
+    return AutotuneChoice(
+        name=name, ms=float(match["ms"]), percent=float(match["percent"]), kind=kind, config=config
+    )
+
+
+def _value(text: str) -> Any:
+    if text[:1] in "'\"" and text[-1:] == text[:1]:
+        return text[1:-1]
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _table(current: dict[str, Any]) -> AutotuneTable:
+    stats = current["stats"]
+    return AutotuneTable(
+        op=current["op"],
+        shapes=current["shapes"],
+        choices=tuple(current["choices"]),
+        strides=current.get("strides", ""),
+        dtypes=current.get("dtypes", ""),
+        num_choices=current.get("n") or stats.get("num_choices"),
+        benchmark_s=current.get("bench"),
+        precompile_s=current.get("pre"),
+    )
+
+
+def link_tables(tables: list[AutotuneTable], graphs: tuple[GraphRecord, ...]) -> tuple[AutotuneTable, ...]:
+    """Tag each table with its graph's id and with the kernel or launch its winner became."""
+    by_folder = {PurePath(g.folder).name: g for g in graphs}
+    claimed: set[tuple[str, str]] = set()
+    linked = []
+    for table in tables:
+        graph = by_folder.get(table.graph_id or "")
+        if graph is None:
+            linked.append(replace(table, graph_id=None))
+            continue
+        table = replace(table, graph_id=graph.id)
+        winner = table.winner
+        if winner is not None and winner.kind == "triton":
+            kernel = next(
+                (
+                    k
+                    for k in _templates(graph)
+                    if (graph.id, k.name) not in claimed and _same_config(k.launch_config, winner.config)
+                ),
+                None,
+            )
+            if kernel is not None:
+                claimed.add((graph.id, kernel.name))
+                table = replace(table, chosen_kernel=kernel.name)
+        elif winner is not None:
+            launch = next(
+                (
+                    launch
+                    for launch in graph.launches
+                    if launch.kind == "extern"
+                    and (graph.id, f"launch{launch.position}") not in claimed
+                    and _same_op(launch.aten_op or "", table.op, winner.name)
+                ),
+                None,
+            )
+            if launch is not None:
+                claimed.add((graph.id, f"launch{launch.position}"))
+                table = replace(table, chosen_launch=launch.position)
+        linked.append(table)
+    return tuple(linked)
+
+
+def _templates(graph: GraphRecord) -> list:
+    ordered = sorted(graph.kernels, key=lambda k: k.launches[0] if k.launches else 1 << 30)
+    return [k for k in ordered if k.category == "template"]
+
+
+def _same_config(launch_config: Any, choice_config: Any) -> bool:
+    """A template kernel was built from a choice when its block sizes, warps and stages match."""
+    args = launch_config.get("config_args") if isinstance(launch_config, dict) else None
+    if not isinstance(args, dict) or not choice_config:
+        return False
+    keys = [k for k in choice_config if k in args]
+    if not keys:
+        return False
+    same_args = all(str(args[k]) == str(choice_config[k]) for k in keys)
+    same_launch = all(
+        str(launch_config.get(k)) == str(choice_config[k])
+        for k in ("num_warps", "num_stages")
+        if k in choice_config
+    )
+    return same_args and same_launch
+
+
+def _same_op(aten_op: str, table_op: str, winner: str) -> bool:
+    """``aten.addmm`` ran the ``addmm`` table's extern winner (``addmm``, ``bias_addmm``, ``mm``...)."""
+    base = aten_op.removeprefix("aten.").split(".")[0]
+    return base in (table_op, winner) or winner.endswith(base) or table_op.endswith(base)

@@ -1,0 +1,185 @@
+"""Parse stage: Dynamo frames and graph breaks, built from what the trace recorded per compile id.
+
+Compile time comes from the ``compilation_metrics`` record of each frame. Its fields nest (the whole
+frame > the backend > Inductor > code generation), and autotuning and kernel compilation happen
+inside Inductor's time, so the phases are: four slices that add up to the frame's time, plus
+"within" items that are part of those slices, and the backward graph, which compiles later, at the
+first ``.backward()``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..records import CompilePhase, DynamoFrame, GraphBreak, SourceLine
+from .source_lines import from_traceback, is_user_file, user_frames
+from .trace import FrameTrace
+
+_BREAK_LOCATION = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
+_BREAK_REASON = re.compile(r"^Graph Break Reason:\s*(?P<reason>.*)$", re.M)
+GUARDS_LINE_LIMIT = 400
+
+
+def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
+    """One Python frame whose first attempt restarted (``0/0``, then ``0/0_1`` after a graph break) is
+    shown once: the stub attempt, which has no compilation metrics, is folded into the final one."""
+    folded = {key: trace for key, trace in frames.items()}
+    for key, trace in frames.items():
+        if trace.metrics:
+            continue
+        later = sorted((k for k in frames if k.startswith(key + "_")), key=_attempt)
+        if not later:
+            continue
+        target = folded[later[-1]]
+        target.graph_breaks[:0] = trace.graph_breaks
+        target.recompile_reasons[:0] = trace.recompile_reasons
+        target.stack = target.stack or trace.stack
+        del folded[key]
+    return [folded[key] for key in sorted(folded, key=compile_id_order)]
+
+
+def compile_id_order(compile_id: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.split(r"[/_]", compile_id.replace("!", "")) if p.isdigit())
+
+
+def _attempt(compile_id: str) -> int:
+    _, _, attempt = compile_id.rpartition("_")
+    return int(attempt) if attempt.isdigit() else 0
+
+
+def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
+    metrics = trace.metrics
+    guards = trace.guards
+    lines = guards.splitlines()
+    if len(lines) > GUARDS_LINE_LIMIT:
+        guards = "\n".join(lines[:GUARDS_LINE_LIMIT]) + f"\n[... {len(lines) - GUARDS_LINE_LIMIT} more lines]"
+    recompile = list(trace.recompile_reasons)
+    if (
+        not recompile
+        and isinstance(metrics.get("recompile_reason"), str)
+        and metrics["recompile_reason"].strip()
+    ):
+        recompile = [metrics["recompile_reason"].strip()]
+    return DynamoFrame(
+        compile_id=trace.compile_id,
+        function=metrics.get("co_name"),
+        filename=metrics.get("co_filename"),
+        line=metrics.get("co_firstlineno"),
+        compile_time_s=metrics.get("entire_frame_compile_time_s"),
+        graph_breaks=metrics.get("num_graph_breaks"),
+        fail_reason=metrics.get("fail_reason"),
+        call_site=_call_site(trace.stack),
+        phases=compile_phases(metrics, trace.backward_metrics),
+        guard_count=metrics.get("guard_count"),
+        guards=guards,
+        recompile_reasons=tuple(recompile),
+        restart_reasons=tuple(str(r) for r in metrics.get("restart_reasons") or ()),
+        cache=_cache_state(metrics),
+    )
+
+
+def _call_site(stack: list[SourceLine]) -> SourceLine | None:
+    """The last line of user code that led to the compiled frame (the frame itself excluded)."""
+    callers = [f for f in stack[:-1] if is_user_file(f.filename) and f.code]
+    return callers[-1] if callers else None
+
+
+def _cache_state(metrics: dict[str, Any]) -> str | None:
+    hits, misses = (
+        metrics.get("inductor_fx_local_cache_hit_count"),
+        metrics.get("inductor_fx_local_cache_miss_count"),
+    )
+    if not isinstance(hits, int) or not isinstance(misses, int):
+        return None
+    return f"FX graph cache: {hits} hit(s), {misses} miss(es)"
+
+
+def compile_phases(metrics: dict[str, Any], backward: list[dict[str, Any]]) -> tuple[CompilePhase, ...]:
+    entire = _seconds(metrics, "entire_frame_compile_time_s")
+    backend = _seconds(metrics, "backend_compile_time_s")
+    inductor = _seconds(metrics, "inductor_compile_time_s")
+    codegen = _seconds(metrics, "code_gen_time_s")
+    phases: list[CompilePhase] = []
+
+    def add(name: str, seconds: float | None, how: str, within: bool = False) -> None:
+        if seconds is not None and seconds >= 0:
+            phases.append(CompilePhase(name=name, seconds=seconds, how=how, within=within))
+
+    if entire is not None and backend is not None:
+        add("Dynamo tracing", entire - backend, "entire_frame_compile_time_s - backend_compile_time_s")
+    if backend is not None and inductor is not None:
+        add("AOTAutograd", backend - inductor, "backend_compile_time_s - inductor_compile_time_s")
+    if inductor is not None and codegen is not None:
+        add(
+            "Inductor lowering and scheduling",
+            inductor - codegen,
+            "inductor_compile_time_s - code_gen_time_s",
+        )
+    add("Inductor code generation", codegen, "code_gen_time_s")
+    add(
+        "of which kernel compilation",
+        _micro(metrics, "triton_compile_time_us"),
+        "triton_compile_time_us (Triton, or the C++ compiler on CPU)",
+        within=True,
+    )
+    add(
+        "of which autotuning",
+        _micro(metrics, "compile_time_autotune_time_us"),
+        "compile_time_autotune_time_us (max-autotune benchmarking of choices)",
+        within=True,
+    )
+    for index, record in enumerate(backward, start=1):
+        suffix = f" {index}" if len(backward) > 1 else ""
+        add(
+            f"Backward graph{suffix} (compiled at the first .backward())",
+            _seconds(record, "inductor_compile_time_s"),
+            "bwd_compilation_metrics inductor_compile_time_s",
+        )
+    return tuple(phases)
+
+
+def _seconds(metrics: dict[str, Any], key: str) -> float | None:
+    value = metrics.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _micro(metrics: dict[str, Any], key: str) -> float | None:
+    value = _seconds(metrics, key)
+    return value / 1e6 if value is not None else None
+
+
+def graph_breaks(trace: FrameTrace) -> list[GraphBreak]:
+    breaks = []
+    for text in trace.graph_breaks:
+        location = None
+        if match := _BREAK_LOCATION.search(text):
+            location = SourceLine(match["file"], int(match["line"]))
+        stack = user_frames(from_traceback(text.split("User code traceback:", 1)[-1]))
+        if location is not None:
+            # The frame of the break carries the code text the location line lacks.
+            location = next(
+                (f for f in reversed(stack) if f.filename == location.filename and f.line == location.line),
+                location,
+            )
+        breaks.append(
+            GraphBreak(
+                compile_id=trace.compile_id,
+                reason=_reason(text),
+                detail=text.strip(),
+                location=location,
+                user_stack=stack,
+            )
+        )
+    return breaks
+
+
+def _reason(text: str) -> str:
+    """The short cause: the first line after "Graph Break Reason:" that says what was unsupported."""
+    match = _BREAK_REASON.search(text)
+    if match is None:
+        return next((line.strip() for line in text.splitlines() if line.strip()), "graph break")
+    after = text[match.end() :].splitlines()
+    detail = next((line.strip() for line in after if line.strip()), "")
+    headline = match["reason"].strip().rstrip(":")
+    return f"{detail} ({headline})" if detail else headline

@@ -1,0 +1,59 @@
+"""Parse stage: lines of user code, as torch writes them in FX comments, tracebacks and ORIGIN blocks.
+
+- FX graph files: ``# File: /m/model.py:12 in forward, code: y = x.relu()``
+- tracebacks (provenance stack traces, graph break reasons)::
+
+      File "/m/model.py", line 12, in forward
+        y = x.relu()
+            ^^^^^^^^
+
+Frames inside torch, Python, site-packages or inductor-lens's own capture child are not the user's
+code and are dropped by ``user_frames``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..records import SourceLine
+
+_FX_COMMENT = re.compile(r"^(?P<file>.+?):(?P<line>\d+) in (?P<function>[^,]+?)(?:, code: (?P<code>.*))?$")
+_TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
+# Library code, and the capture child of inductor-lens itself, which calls the user's model.
+_LIBRARY_PATH = re.compile(
+    r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<|/inductor_lens/capture/child\.py$)"
+)
+
+
+def from_fx_comment(text: str) -> SourceLine | None:
+    match = _FX_COMMENT.match(text.strip())
+    if match is None:
+        return None
+    code = match["code"].strip() if match["code"] else None
+    return SourceLine(filename=match["file"], line=int(match["line"]), function=match["function"], code=code)
+
+
+def from_traceback(text: str) -> list[SourceLine]:
+    """Every frame of a Python traceback, with the code line under it (caret lines skipped)."""
+    lines = text.replace("\\\\", "\n").splitlines()
+    frames: list[SourceLine] = []
+    for index, line in enumerate(lines):
+        match = _TRACEBACK_FRAME.match(line)
+        if match is None:
+            continue
+        code = None
+        if index + 1 < len(lines) and not _TRACEBACK_FRAME.match(lines[index + 1]):
+            candidate = lines[index + 1].strip()
+            if candidate and set(candidate) - {"^", "~", " "}:
+                code = candidate
+        frames.append(SourceLine(match["file"], int(match["line"]), match["function"], code))
+    return frames
+
+
+def is_user_file(path: str) -> bool:
+    return not _LIBRARY_PATH.search(path)
+
+
+def user_frames(frames: Iterable[SourceLine]) -> tuple[SourceLine, ...]:
+    return tuple(f for f in frames if is_user_file(f.filename))

@@ -1,0 +1,51 @@
+"""Parse stage: the text of the user's source files that graphs, kernels and graph breaks point to.
+
+Only files that exist where the report is built and are not library code (torch, site-packages)
+are read, up to a size limit. A report built from a folder copied off another machine usually
+finds none; it then shows the code lines that torch copied into its comments instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..records import DynamoFrame, GraphBreak, GraphRecord, SourceFile
+from .diagnostics import Diagnostics
+from .source_lines import is_user_file
+
+SOURCE_SIZE_LIMIT = 1024 * 1024
+
+
+def referenced_files(
+    graphs: tuple[GraphRecord, ...], frames: tuple[DynamoFrame, ...], breaks: tuple[GraphBreak, ...]
+) -> list[str]:
+    names: dict[str, None] = {}
+    for graph in graphs:
+        for fx in graph.fx_graphs:
+            names.update((n.source.filename, None) for n in fx.nodes if n.source is not None)
+        for kernel in graph.kernels:
+            names.update((s.filename, None) for s in kernel.source_lines)
+    for frame in frames:
+        if frame.filename:
+            names[frame.filename] = None
+    for graph_break in breaks:
+        names.update((s.filename, None) for s in graph_break.user_stack)
+    return [name for name in names if is_user_file(name)]
+
+
+def read_sources(
+    graphs: tuple[GraphRecord, ...],
+    frames: tuple[DynamoFrame, ...],
+    breaks: tuple[GraphBreak, ...],
+    diagnostics: Diagnostics,
+) -> tuple[SourceFile, ...]:
+    sources = []
+    for name in referenced_files(graphs, frames, breaks):
+        path = Path(name)
+        try:
+            if not path.is_file() or path.stat().st_size > SOURCE_SIZE_LIMIT:
+                continue
+            sources.append(SourceFile(path=name, text=path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            diagnostics.note(name, "source file could not be read")
+    return tuple(sources)

@@ -1,0 +1,87 @@
+"""Report stage: the view model of the compilation page (Dynamo frames, graph breaks, recompiles,
+guards, compile time and autotuning), built from a CompileRun."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import AutotuneTable, CompilePhase, CompileRun, DynamoFrame, GraphBreak, GraphRecord
+from .views import frame_anchor, graph_url, kernel_url
+
+
+@dataclass(frozen=True)
+class PhaseBar:
+    phase: CompilePhase
+    percent: float  # of the frame's compile time (the sum of the non-"within" phases)
+    slot: int | None  # colour of a slice of the bar; None for "within" items
+
+
+@dataclass(frozen=True)
+class FrameView:
+    frame: DynamoFrame
+    anchor: str
+    graphs: tuple[GraphRecord, ...]
+    breaks: tuple[GraphBreak, ...]
+    bars: tuple[PhaseBar, ...]
+    total_s: float
+
+
+@dataclass(frozen=True)
+class AutotuneView:
+    table: AutotuneTable
+    graph: GraphRecord | None
+    chosen_url: str | None
+    chosen_label: str | None
+    slowest_ms: float
+
+
+@dataclass(frozen=True)
+class CompilePage:
+    run: CompileRun
+    frames: tuple[FrameView, ...]
+    autotune: tuple[AutotuneView, ...]
+    unframed_graphs: tuple[GraphRecord, ...]
+
+    @property
+    def recompiles(self) -> tuple[FrameView, ...]:
+        return tuple(view for view in self.frames if view.frame.recompile_reasons)
+
+
+def compile_page(run: CompileRun) -> CompilePage:
+    frames = []
+    for frame in run.frames:
+        slices = [p for p in frame.phases if not p.within]
+        total = sum(p.seconds for p in slices)
+        slots = {id(p): index for index, p in enumerate(slices, start=1)}
+        bars = tuple(
+            PhaseBar(p, 100.0 * p.seconds / total if total > 0 else 0.0, slots.get(id(p)))
+            for p in frame.phases
+        )
+        frames.append(
+            FrameView(
+                frame=frame,
+                anchor=frame_anchor(frame.compile_id),
+                graphs=tuple(g for g in run.graphs if g.compile_id == frame.compile_id),
+                breaks=tuple(b for b in run.graph_breaks if b.compile_id == frame.compile_id),
+                bars=bars,
+                total_s=total,
+            )
+        )
+    framed = {f.compile_id for f in run.frames}
+    return CompilePage(
+        run=run,
+        frames=tuple(frames),
+        autotune=tuple(_autotune_view(run, table) for table in run.autotune),
+        unframed_graphs=tuple(g for g in run.graphs if g.compile_id not in framed),
+    )
+
+
+def _autotune_view(run: CompileRun, table: AutotuneTable) -> AutotuneView:
+    graph = run.graph(table.graph_id) if table.graph_id else None
+    url = label = None
+    if graph is not None and table.chosen_kernel:
+        url, label = kernel_url(graph, table.chosen_kernel), table.chosen_kernel
+    elif graph is not None and table.chosen_launch:
+        url, label = f"{graph_url(graph)}#launch-{table.chosen_launch}", f"launch #{table.chosen_launch}"
+    slowest = max((c.ms for c in table.choices), default=0.0)
+    return AutotuneView(table=table, graph=graph, chosen_url=url, chosen_label=label, slowest_ms=slowest)

@@ -1,0 +1,140 @@
+"""Report stage: the view model of the source page: the user's code, each line annotated with the
+kernels (and library calls) its ops ended up in, and the graph breaks it caused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records import CompileRun, GraphRecord, SourceLine
+from .views import kernel_url, launch_category, launch_url
+
+
+@dataclass(frozen=True)
+class LineUse:
+    label: str
+    url: str
+    category: str
+    graph: str
+    backward: bool = False
+
+
+@dataclass
+class AnnotatedLine:
+    number: int
+    text: str
+    uses: list[LineUse] = field(default_factory=list)
+    breaks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SourceFileView:
+    path: str
+    anchor: str
+    lines: tuple[AnnotatedLine, ...]
+    complete: bool  # True: the whole file; False: only the lines torch quoted
+
+
+@dataclass(frozen=True)
+class SourcePage:
+    run: CompileRun
+    files: tuple[SourceFileView, ...]
+
+
+def line_anchor(file_index: int, line: int) -> str:
+    return f"f{file_index}-L{line}"
+
+
+def file_order(run: CompileRun) -> list[str]:
+    """Every user file the report refers to: files with text first, then quoted-only ones."""
+    names = dict.fromkeys(s.path for s in run.sources)
+    for filename, _ in _uses(run):
+        names.setdefault(filename, None)
+    return list(names)
+
+
+def line_urls(run: CompileRun) -> dict[tuple[str, int], str]:
+    """(file, line) -> its anchor on the source page, for every line the report refers to."""
+    index = {name: i for i, name in enumerate(file_order(run))}
+    urls = {}
+    for graph in run.graphs:
+        for kernel in graph.kernels:
+            for line in kernel.source_lines:
+                if line.filename in index:
+                    urls[(line.filename, line.line)] = (
+                        f"source.html#{line_anchor(index[line.filename], line.line)}"
+                    )
+    for graph_break in run.graph_breaks:
+        for line in (graph_break.location, *graph_break.user_stack):
+            if line is not None and line.filename in index:
+                urls[(line.filename, line.line)] = (
+                    f"source.html#{line_anchor(index[line.filename], line.line)}"
+                )
+    return urls
+
+
+def _uses(run: CompileRun) -> dict[tuple[str, int], tuple[SourceLine, list[LineUse]]]:
+    uses: dict[tuple[str, int], tuple[SourceLine, list[LineUse]]] = {}
+
+    def add(line: SourceLine, use: LineUse) -> None:
+        entry = uses.setdefault((line.filename, line.line), (line, []))
+        if use not in entry[1]:
+            entry[1].append(use)
+
+    for graph in run.graphs:
+        for kernel in graph.kernels:
+            use = LineUse(
+                kernel.name,
+                kernel_url(graph, kernel.name),
+                kernel.category,
+                graph.id,
+                graph.kind == "backward",
+            )
+            for line in kernel.source_lines:
+                add(line, use)
+        _extern_uses(graph, add)
+    return uses
+
+
+def _extern_uses(graph: GraphRecord, add) -> None:
+    """Library calls reach user lines through the FX nodes their provenance handle names."""
+    fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
+    if fx is None or graph.provenance is None:
+        return
+    sources = {n.name: n.source for n in fx.nodes if n.source is not None}
+    for launch in graph.launches:
+        if launch.kind != "extern":
+            continue
+        use = LineUse(
+            launch.aten_op or launch.target,
+            launch_url(graph, launch),
+            launch_category(graph, launch),
+            graph.id,
+            graph.kind == "backward",
+        )
+        for node in graph.provenance.kernel_to_post.get(launch.handle or "", ()):
+            if node in sources:
+                add(sources[node], use)
+
+
+def source_page(run: CompileRun) -> SourcePage:
+    uses = _uses(run)
+    breaks: dict[tuple[str, int], list[str]] = {}
+    for graph_break in run.graph_breaks:
+        if graph_break.location is not None:
+            key = (graph_break.location.filename, graph_break.location.line)
+            breaks.setdefault(key, []).append(graph_break.reason)
+    texts = {s.path: s.text for s in run.sources}
+    files = []
+    for index, name in enumerate(file_order(run)):
+        if name in texts:
+            lines = [AnnotatedLine(n, text) for n, text in enumerate(texts[name].splitlines(), start=1)]
+            complete = True
+        else:
+            quoted = sorted((line for (f, _), (line, _) in uses.items() if f == name), key=lambda s: s.line)
+            lines = [AnnotatedLine(s.line, s.code or "") for s in quoted]
+            complete = False
+        for line in lines:
+            line.uses = sorted(uses.get((name, line.number), (None, []))[1], key=lambda u: (u.graph, u.label))
+            line.breaks = breaks.get((name, line.number), [])
+        files.append(SourceFileView(path=name, anchor=f"file-{index}", lines=tuple(lines), complete=complete))
+    return SourcePage(run=run, files=tuple(files))
