@@ -9,7 +9,8 @@ Schema history (bump SCHEMA_VERSION on any change that an older reader would mis
      kernels, launches, FX graphs, IR dumps, provenance, and parse diagnostics.
   2: source lines (SourceLine) on FX nodes and kernels; placeholder roles; buffers read and written
      by each launch; kernel line origins; Dynamo frame details (call site, compile-time phases,
-     guards, recompile reasons); graph breaks; AUTOTUNE tables; the user's source files.
+     guards, recompile reasons); graph breaks; AUTOTUNE tables; per-kernel autotune info; the user's
+     source files.
 """
 
 from __future__ import annotations
@@ -260,6 +261,8 @@ class KernelRecord:
     user_stack: tuple[str, ...] = ()
     source_lines: tuple[SourceLine, ...] = ()
     origins: tuple[OriginSegment, ...] = ()
+    # What the trace's triton_kernel_info recorded: configs tried, coordinate descent, cache state...
+    autotune_info: Mapping[str, Any] = field(default_factory=dict)
     launches: tuple[int, ...] = ()
     inductor_benchmark: InductorBenchmark | None = None
 

@@ -166,3 +166,21 @@ def test_origin_comments_map_kernel_lines_to_ops() -> None:
     assert exp.source and exp.source[0].code == "y = torch.softmax(x * 0.5, dim=-1)"
     # segments are ordered and do not overlap
     assert all(a.last_line < b.first_line for a, b in itertools.pairwise(segments))
+
+
+def test_pointwise_and_reduction_autotuning_from_the_trace(unpacked) -> None:
+    coord = _run(unpacked, "softmax_ln_coord")
+    (kernel,) = coord.graphs[0].kernels
+    assert kernel.autotune_info["coordesc_tuning"] is True
+    assert kernel.autotune_info["coordesc_tuning_start_config"] == [["R0_BLOCK", 1024], ["XBLOCK", 1], ["num_warps", 8],
+                                                                    ["num_stages", 1]]  # fmt: skip
+    block = _run(unpacked, "block_default")
+    layer_norm = block.graphs[0].kernel("triton_per_fused_native_layer_norm_0")
+    assert layer_norm is not None and layer_norm.autotune_info["only_config"] == [["XBLOCK", 2], ["num_warps", 1],
+                                                                                     ["num_stages", 1]]  # fmt: skip
+    page = render_report(coord, draw=False)["compile.html"]
+    table = page.split('id="kernel-tuning"', 1)[1].split("</table>", 1)[0]
+    assert (
+        table.count("<tr>") == 1 + 2
+        and "coordinate descent from R0_BLOCK=1024, XBLOCK=1, num_warps=8" in table
+    )

@@ -107,7 +107,13 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         kernels, launches = _join_provenance(
             kernels, launches, provenance, transformed, where_folder, diagnostics
         )
-    kernels = tuple(replace(k, source_lines=_kernel_source_lines(k, transformed)) for k in kernels)
+    kernel_info = frame.kernel_info if frame else {}
+    kernels = tuple(
+        replace(
+            k, source_lines=_kernel_source_lines(k, transformed), autotune_info=kernel_info.get(k.name, {})
+        )
+        for k in kernels
+    )
     if "bench_k.txt" in texts:
         kernels = _join_benchmarks(
             kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics)

@@ -11,6 +11,8 @@ What is read here, per compile id (``frame/frame_compile``, ``_attempt`` after a
   placeholders name the model's parameters), ``dynamo_cpp_guards_str``, the artifacts
   ``dynamo_graph_break_reason`` and ``recompile_reasons``, and ``compilation_metrics`` /
   ``bwd_compilation_metrics`` (timings, versions);
+- ``triton_kernel_info`` artifacts: per Triton kernel, the configs Inductor tried or fixed, coordinate
+  descent, the autotune cache state and the kernel's compile time;
 - ``str`` records: the interned file names the stacks refer to.
 Other record kinds are valid content this version does not show; they are counted, not warned.
 """
@@ -34,7 +36,7 @@ _GRAPH_ARTIFACTS = {
     "inductor_provenance_tracking_node_mappings": "mappings",
     "inductor_provenance_tracking_kernel_stack_traces": "stack_traces",
 }
-_FRAME_ARTIFACTS = {"dynamo_graph_break_reason", "recompile_reasons"}
+_FRAME_ARTIFACTS = {"dynamo_graph_break_reason", "recompile_reasons", "triton_kernel_info"}
 _FRAME_PAYLOADS = {"dynamo_cpp_guards_str", "dynamo_output_graph"}
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
 
@@ -62,6 +64,8 @@ class FrameTrace:
     # Placeholders of Dynamo's output graph, in order: (name, type) such as
     # ("L_self_modules_fc1_parameters_weight_", "f32[4096, 1024][1024, 1]cuda:0").
     placeholders: list[tuple[str, str]] = field(default_factory=list)
+    # Triton kernel name -> what Inductor recorded when compiling it (configs, autotune cache, time).
+    kernel_info: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,6 +156,14 @@ def _artifact(
         frame = summary.frame(compile_id)
         if name == "dynamo_graph_break_reason":
             frame.graph_breaks.append(envelope.payload)
+        elif name == "triton_kernel_info":
+            try:
+                info = json.loads(envelope.payload)
+            except json.JSONDecodeError:
+                diagnostics.warn(where, "artifact triton_kernel_info: payload is not JSON")
+                return
+            if isinstance(info, dict):
+                frame.kernel_info.update({str(k): v for k, v in info.items() if isinstance(v, dict)})
         else:
             frame.recompile_reasons.extend(
                 line.strip() for line in envelope.payload.splitlines() if line.strip()

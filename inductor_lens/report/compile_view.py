@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..records import AutotuneTable, CompilePhase, CompileRun, DynamoFrame, GraphBreak, GraphRecord
-from .views import frame_anchor, graph_url, kernel_url
+from .views import autotune_summary, frame_anchor, graph_url, kernel_url
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,23 @@ class AutotuneView:
 
 
 @dataclass(frozen=True)
+class KernelTuning:
+    """How one Triton kernel's launch config was chosen, from the trace's triton_kernel_info."""
+
+    graph: GraphRecord
+    kernel: str
+    url: str
+    value: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class CompilePage:
     run: CompileRun
     frames: tuple[FrameView, ...]
     autotune: tuple[AutotuneView, ...]
     unframed_graphs: tuple[GraphRecord, ...]
+    kernel_tuning: tuple[KernelTuning, ...]
 
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
@@ -73,6 +85,13 @@ def compile_page(run: CompileRun) -> CompilePage:
         frames=tuple(frames),
         autotune=tuple(_autotune_view(run, table) for table in run.autotune),
         unframed_graphs=tuple(g for g in run.graphs if g.compile_id not in framed),
+        kernel_tuning=tuple(
+            KernelTuning(
+                graph, kernel.name, kernel_url(graph, kernel.name), *autotune_summary(kernel.autotune_info)
+            )
+            for graph, kernel in run.all_kernels()
+            if kernel.autotune_info
+        ),
     )
 
 

@@ -536,10 +536,38 @@ def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
     ):
         if key in config:
             facts.append(SummaryItem(label, str(config[key])))
+    info = kernel.autotune_info
+    if info:
+        facts.append(SummaryItem("Autotuning", *autotune_summary(info)))
     if isinstance(config.get("config_args"), dict):
         config_text = ", ".join(f"{k}={v}" for k, v in config["config_args"].items())
         facts.append(SummaryItem("Template config", config_text, tone="config"))
     return tuple(facts)
+
+
+def autotune_summary(info: Any) -> tuple[str, str]:
+    """What triton_kernel_info says about how a kernel's launch config was chosen."""
+
+    def config(pairs: Any) -> str:
+        return ", ".join(f"{k}={v}" for k, v in pairs) if isinstance(pairs, list) else str(pairs)
+
+    compile_s = info.get("compile_time_us")
+    detail = f"compiled in {compile_s / 1e6:.2f} s" if isinstance(compile_s, (int, float)) else ""
+    cache = info.get("autotune_cache_state")
+    if "best_config" in info:
+        value = f"best: {config(info['best_config'])}"
+    elif "only_config" in info:
+        value = f"one config: {config(info['only_config'])}"
+    elif "num_configs" in info:
+        value = f"{info['num_configs']} config(s) benchmarked at the first run"
+    else:
+        value = str(cache or "recorded")
+    if info.get("coordesc_tuning"):
+        start = info.get("coordesc_tuning_start_config")
+        detail += f"; coordinate descent from {config(start)}" if start else "; coordinate descent"
+    if cache and cache not in value:
+        detail += f"; autotune cache: {cache}"
+    return value, detail.strip("; ")
 
 
 # --- log page ------------------------------------------------------------------------------------
