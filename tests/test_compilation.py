@@ -9,7 +9,7 @@ import re
 import pytest
 
 from inductor_lens.parse import parse_debug_folder
-from inductor_lens.parse.output_code import origin_segments
+from inductor_lens.parse.origins import origin_segments
 from inductor_lens.records import CompileRun
 from inductor_lens.report import render_report
 

@@ -4,9 +4,9 @@ The file is valid Python, so it is read with ``ast`` (never imported or run):
 - module-level ``name = async_compile.triton('name', '''source''', ...)`` and
   ``name = async_compile.cpp_pybinding([...], r'''source''')`` define the kernels; the comment block
   above each (kernel path, source nodes, ATen ops, node mapping, graph fragment) is read by line;
-- ``call()`` is walked statement by statement; kernel launches and extern calls become Launches,
-  with the ``# Topologically Sorted Source Nodes`` / ``# [Provenance debug handles]`` comments
-  written since the previous launch.
+- ``call()`` is walked statement by statement (``call_flow``); kernel launches and extern calls become
+  Launches, with the ``# Topologically Sorted Source Nodes`` / ``# [Provenance debug handles]``
+  comments written since the previous launch, and the buffers each reads and writes.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping, OriginSegment
+from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
 from . import compat
+from .call_flow import DataFlow, call_statements, find_call, partition_functions
 from .diagnostics import Diagnostics
+from .origins import origin_segments
 from .pyliteral import dotted_name, literal
-from .source_lines import from_traceback, user_frames
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,13 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
         kernel = _kernel_definition(statement, lines, where, diagnostics)
         if kernel is not None:
             kernels.append(kernel)
-    call = _find_call(tree)
+    call = find_call(tree)
     if call is None:
         diagnostics.warn(where, "no call() function found; launch order unknown")
         return OutputCode(kernels=tuple(kernels), launches=())
     by_name = {k.name: k for k in kernels}
-    partitions = _partition_functions(tree)
-    flow = _DataFlow.of(call, partitions)
+    partitions = partition_functions(tree)
+    flow = DataFlow.of(call, partitions)
     launches = tuple(_launches(call, partitions, lines, by_name, flow, where, diagnostics))
     positions: dict[str, list[int]] = {}
     for launch in launches:
@@ -281,73 +282,18 @@ def _cpp_kernel(common: dict[str, Any], call: ast.Call) -> KernelRecord:
 # --- call() ------------------------------------------------------------------------------------
 
 
-def _find_call(tree: ast.Module) -> ast.FunctionDef | None:
-    for statement in tree.body:
-        if isinstance(statement, ast.ClassDef) and statement.name in compat.CALL_CONTAINERS:
-            for item in statement.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "call":
-                    return item
-    for statement in tree.body:
-        if isinstance(statement, ast.FunctionDef) and statement.name == "call":
-            return statement
-    return None
-
-
-def _partition_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    """Graph partitions (cudagraph trees, seen 2.11): ``runner = Runner(partitions=[partition_0, ...])``."""
-    functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
-    for statement in tree.body:
-        if (
-            isinstance(statement, ast.Assign)
-            and isinstance(statement.value, ast.Call)
-            and dotted_name(statement.value.func) in compat.CALL_CONTAINERS
-        ):
-            for keyword in statement.value.keywords:
-                if keyword.arg == "partitions" and isinstance(keyword.value, (ast.List, ast.Tuple)):
-                    names = [dotted_name(e) for e in keyword.value.elts]
-                    return [functions[n] for n in names if n in functions]
-    return []
-
-
-def _statements(
-    body: list[ast.stmt], partitions: list[ast.FunctionDef], partition: int | None = None
-) -> Iterator[tuple[ast.stmt, int | None]]:
-    """Every simple statement of call() in execution order, with partition bodies inlined."""
-    for statement in body:
-        if isinstance(statement, (ast.With, ast.If, ast.For, ast.While, ast.Try)):
-            yield from _statements(statement.body, partitions, partition)
-            yield from _statements(getattr(statement, "orelse", []), partitions, partition)
-            continue
-        index = _partition_call(statement)
-        if index is not None and index < len(partitions):
-            yield from _statements(partitions[index].body, partitions, index)
-            continue
-        yield statement, partition
-
-
-def _partition_call(statement: ast.stmt) -> int | None:
-    """``self.partitions[0](args)`` -> 0."""
-    value = getattr(statement, "value", None)
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript):
-        subscript = value.func
-        if dotted_name(subscript.value) == "self.partitions" and isinstance(subscript.slice, ast.Constant):
-            index = subscript.slice.value
-            return index if isinstance(index, int) else None
-    return None
-
-
 def _launches(
     call: ast.FunctionDef,
     partitions: list[ast.FunctionDef],
     lines: list[str],
     kernels: dict[str, KernelRecord],
-    flow: _DataFlow,
+    flow: DataFlow,
     where: str,
     diagnostics: Diagnostics,
 ) -> Iterator[Launch]:
     kernel_backends = {name: kernel.backend for name, kernel in kernels.items()}
     found: list[tuple[ast.stmt, int | None, LaunchKind, str]] = []
-    for statement, partition in _statements(call.body, partitions):
+    for statement, partition in call_statements(call.body, partitions):
         target = _launch_target(statement, kernel_backends, where, diagnostics)
         if target is not None:
             found.append((statement, partition, *target))
@@ -415,176 +361,3 @@ def _launch_target(
         return None
     diagnostics.warn(where, f"call(): unrecognised call {target}")
     return None
-
-
-# --- data flow between launches ------------------------------------------------------------------
-
-# Short dtype names as FX prints them in its type annotations.
-_DTYPES = {
-    "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
-    "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
-}  # fmt: skip
-_ALLOCATORS = ("empty_strided",)
-_VIEW_HELPERS = {"reinterpret_tensor", "torch.as_strided", "as_strided"}
-
-
-@dataclass
-class _DataFlow:
-    """Buffer types and aliases in call(): ``buf1 = buf0  # reuse`` makes buf1 the same storage as buf0."""
-
-    types: dict[str, str]
-    aliases: dict[str, str]
-    outputs: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, call: ast.FunctionDef, partitions: list[ast.FunctionDef]) -> _DataFlow:
-        flow = cls(types={}, aliases={})
-        for statement in call.body:
-            if isinstance(statement, ast.Return) and isinstance(statement.value, (ast.Tuple, ast.List)):
-                flow.outputs = tuple(
-                    n for e in statement.value.elts if (n := flow._tensor_name(e)) is not None
-                )
-        for statement, _ in _statements(call.body, partitions):
-            if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-                continue
-            target = statement.targets[0]
-            if not isinstance(target, ast.Name):
-                continue
-            value = statement.value
-            if isinstance(value, ast.Call) and (dotted_name(value.func) or "").startswith(_ALLOCATORS):
-                flow.types[target.id] = _allocation_type(value)
-            elif not isinstance(value, ast.Call) or dotted_name(value.func) in _VIEW_HELPERS:
-                # `buf1 = buf0`, `buf6 = buf5[0]`, `buf16 = reinterpret_tensor(buf15, ...)`: same storage
-                base = flow._tensor_name(value)
-                if base is not None and base != target.id:
-                    flow.aliases[target.id] = base
-                    if isinstance(value, ast.Call) and base in flow.types and len(value.args) > 1:
-                        flow.types[target.id] = _view_type(flow.types[base], value.args[1])
-                    elif base in flow.types:
-                        flow.types.setdefault(target.id, flow.types[base])
-        return flow
-
-    def resolve(self, name: str) -> str:
-        seen = set()
-        while name in self.aliases and name not in seen:
-            seen.add(name)
-            name = self.aliases[name]
-        return name
-
-    def accesses(
-        self, statement: ast.stmt, kernel: KernelRecord | None
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(reads, writes) of one launch, by the roles of the kernel's parameters or the extern's ``out=``."""
-        call = getattr(statement, "value", None)
-        if not isinstance(call, ast.Call):
-            return (), ()
-        reads: list[str] = []
-        writes: list[str] = []
-        params = [a.name for a in kernel.args] if kernel is not None else []
-        for index, argument in enumerate(call.args):
-            name = self._tensor_name(argument)
-            if name is None:
-                continue
-            param = params[index] if index < len(params) else ""
-            if param.startswith("in_out_ptr"):
-                reads.append(name)
-                writes.append(name)
-            elif param.startswith("out_ptr"):
-                writes.append(name)
-            else:
-                reads.append(name)
-        for keyword in call.keywords:
-            name = self._tensor_name(keyword.value)
-            if name is not None and keyword.arg == "out":
-                writes.append(name)
-            elif name is not None and keyword.arg not in ("stream", "grid"):
-                reads.append(name)
-        if isinstance(statement, ast.Assign):
-            for target in statement.targets:
-                elements = target.elts if isinstance(target, ast.Tuple) else [target]
-                writes.extend(e.id for e in elements if isinstance(e, ast.Name))
-        return tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(writes))
-
-    def _tensor_name(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Call) and dotted_name(node.func) in _VIEW_HELPERS and node.args:
-            return self._tensor_name(node.args[0])
-        if isinstance(node, ast.Subscript):
-            return self._tensor_name(node.value)
-        return None
-
-
-def _allocation_type(call: ast.Call) -> str:
-    """``empty_strided_cuda((1024, 8192), (8192, 1), torch.bfloat16)`` -> ``bf16[1024, 8192]``."""
-    size = literal(call.args[0]) if call.args else []
-    dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
-    short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
-    dims = ", ".join(str(s) for s in size) if isinstance(size, list) else str(size)
-    return f"{short}[{dims}]"
-
-
-def _view_type(base_type: str, size: ast.expr) -> str:
-    """The type of ``reinterpret_tensor(base, size, ...)``: the base's dtype with the view's size."""
-    dtype = base_type.split("[", 1)[0]
-    dims = literal(size)
-    return f"{dtype}[{', '.join(str(d) for d in dims)}]" if isinstance(dims, list) else base_type
-
-
-# --- ORIGIN comments -------------------------------------------------------------------------------
-
-
-def origin_segments(source: str) -> tuple[OriginSegment, ...]:
-    """Read Inductor's ``# ORIGIN:`` blocks (written with config.comment_origin) in a kernel's source.
-
-    Each block names the FX ops (and their user stack) whose code follows it, up to the next block::
-
-        # ORIGIN:
-        # call_function aten.exp.default seq_nr:-1
-        #   File "/m/model.py", line 11, in forward\\    y = torch.softmax(x * 0.5, dim=-1)\\
-        # END ORIGIN
-        tmp6 = libdevice.exp(tmp5)
-    """
-    segments: list[OriginSegment] = []
-    pending_ops: list[str] = []
-    pending_source: list = []
-    current: dict[str, Any] | None = None
-    in_block = False
-    for number, raw in enumerate(source.splitlines(), start=1):
-        line = raw.strip()
-        if line == "# ORIGIN:":
-            in_block = True
-            if current is not None:
-                segments.append(_segment(current))
-                current = None
-            continue
-        if in_block and line.startswith("#"):
-            body = line.lstrip("#").strip()
-            if body.startswith("File "):
-                pending_source.extend(user_frames(from_traceback(line.lstrip("#"))))
-            elif body and body != "END ORIGIN":
-                parts = body.split()
-                pending_ops.append(parts[1] if len(parts) > 1 else parts[0])
-            continue
-        in_block = False
-        if not line or line.startswith("#"):
-            continue
-        if pending_ops:
-            if current is not None:
-                segments.append(_segment(current))
-            current = {"first": number, "last": number, "ops": pending_ops, "source": pending_source}
-            pending_ops, pending_source = [], []
-        elif current is not None:
-            current["last"] = number
-    if current is not None:
-        segments.append(_segment(current))
-    return tuple(segments)
-
-
-def _segment(current: dict[str, Any]) -> OriginSegment:
-    return OriginSegment(
-        first_line=current["first"],
-        last_line=current["last"],
-        ops=tuple(dict.fromkeys(current["ops"])),
-        source=tuple(dict.fromkeys(current["source"])),
-    )

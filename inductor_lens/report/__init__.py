@@ -17,8 +17,9 @@ from ..version import __version__
 from .compile_view import compile_page
 from .env import environment
 from .highlight import stylesheet
+from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
-from .views import graph_page, graph_url, index_page, kernel_pages, kernel_url, log_lines
+from .views import graph_page, graph_url, index_page, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_report", "write_report"]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..records import AutotuneTable, CompilePhase, CompileRun, DynamoFrame, GraphBreak, GraphRecord
-from .views import autotune_summary, frame_anchor, graph_url, kernel_url
+from .kernel_view import autotune_summary
+from .views import frame_anchor, graph_url, kernel_url
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import AutotuneTable, CompileRun, DynamoFrame, GraphRecord, KernelRecord, Launch, SourceLine
-from .dataflow import reads_by_launch
+from ..records import CompileRun, DynamoFrame, GraphRecord, Launch
 from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
 from .highlight import highlight
 
@@ -113,39 +112,6 @@ class GraphPage:
     frame: DynamoFrame | None
     frame_url: str | None
     unlaunched: tuple[str, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class KernelInput:
-    """A buffer a kernel reads, and which launch produced it (None: a graph input)."""
-
-    name: str
-    kind: str | None
-    producer: Launch | None
-    producer_url: str | None
-    role: str | None
-
-
-@dataclass(frozen=True)
-class KernelPage:
-    run: CompileRun
-    graph: GraphRecord
-    kernel: KernelRecord
-    source: Markup
-    fragment: Markup | None
-    facts: tuple[SummaryItem, ...]
-    launches: tuple[Launch, ...]
-    previous: tuple[str, str] | None
-    next: tuple[str, str] | None
-    name_ops: str | None
-    # (parameter, type, argument passed at the first launch, that argument's tensor type)
-    arguments: tuple[tuple[str, str, str, str], ...]
-    inputs: tuple[KernelInput, ...]
-    # FX nodes attributed to this kernel that an earlier kernel, whose output it reads, computed.
-    computed_elsewhere: tuple[tuple[Launch, str, tuple[str, ...]], ...]
-    autotune: tuple[AutotuneTable, ...]
-    # The user lines its ops came from, each with its anchor on the source page (None if not shown there).
-    source_lines: tuple[tuple[SourceLine, str | None], ...]
 
 
 # --- index ---------------------------------------------------------------------------------------
@@ -406,168 +372,6 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         frame_url=f"../compile.html#{frame_anchor(graph.compile_id)}" if graph.compile_id else None,
         unlaunched=tuple(k.name for k in graph.kernels if k.name not in launched),
     )
-
-
-# --- kernel page ---------------------------------------------------------------------------------
-
-
-def kernel_pages(
-    run: CompileRun, graph: GraphRecord, line_urls: dict[tuple[str, int], str] | None = None
-) -> list[KernelPage]:
-    pages = []
-    ordered = sorted(graph.kernels, key=lambda k: (k.launches[0] if k.launches else 1 << 30, k.name))
-    reads = reads_by_launch(graph)
-    roles = {n.name: n.role for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
-    by_position = {launch.position: launch for launch in graph.launches}
-    for index, kernel in enumerate(ordered):
-        previous = ordered[index - 1] if index > 0 else None
-        following = ordered[index + 1] if index + 1 < len(ordered) else None
-        language = "cpp" if kernel.backend == "cpp" else "python"
-        launches = tuple(launch for launch in graph.launches if launch.target == kernel.name)
-        inputs = tuple(
-            KernelInput(
-                name=read.name,
-                kind=read.kind,
-                producer=by_position.get(read.producer) if read.producer else None,
-                producer_url=launch_url(graph, by_position[read.producer]) if read.producer else None,
-                role=roles.get(read.name),
-            )
-            for read in (reads.get(launches[0].position, []) if launches else [])
-        )
-        pages.append(
-            KernelPage(
-                run=run,
-                graph=graph,
-                kernel=kernel,
-                source=highlight(kernel.source, language, "src"),
-                fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
-                facts=_kernel_facts(kernel),
-                launches=launches,
-                previous=(previous.name, f"{previous.name}.html") if previous else None,
-                next=(following.name, f"{following.name}.html") if following else None,
-                name_ops=ops_from_name(kernel.name),
-                arguments=_arguments(graph, kernel, launches[0] if launches else None),
-                inputs=inputs,
-                computed_elsewhere=_computed_elsewhere(graph, kernel, inputs),
-                autotune=tuple(
-                    t for t in run.autotune if t.graph_id == graph.id and t.chosen_kernel == kernel.name
-                ),
-                source_lines=tuple(
-                    (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
-                ),
-            )
-        )
-    return pages
-
-
-def _arguments(
-    graph: GraphRecord, kernel: KernelRecord, launch: Launch | None
-) -> tuple[tuple[str, str, str, str], ...]:
-    passed = launch.args if launch is not None else ()
-    rows = []
-    for index, arg in enumerate(kernel.args):
-        value = passed[index] if index < len(passed) else ""
-        rows.append((arg.name, arg.type, value, graph.buffers.get(value, "")))
-    return tuple(rows)
-
-
-def _computed_elsewhere(
-    graph: GraphRecord, kernel: KernelRecord, inputs: tuple[KernelInput, ...]
-) -> tuple[tuple[Launch, str, tuple[str, ...]], ...]:
-    """Nodes Inductor attributes to this kernel that a producer of one of its inputs also lists:
-    the kernel reads their result rather than computing them (its name may still mention them)."""
-    mine = {n for m in kernel.node_mappings for n in m.aten_nodes} | set(kernel.post_grad_nodes)
-    found = []
-    for read in inputs:
-        if read.producer is None or read.producer.kind == "extern":
-            continue
-        producer = graph.kernel(read.producer.target)
-        if producer is None or producer.name == kernel.name:
-            continue
-        theirs = {n for m in producer.node_mappings for n in m.aten_nodes} | set(producer.post_grad_nodes)
-        shared = tuple(sorted(mine & theirs))
-        if shared:
-            found.append((read.producer, launch_url(graph, read.producer), shared))
-    return tuple(found)
-
-
-def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
-    facts = [
-        SummaryItem("Backend", KIND_LABELS[kernel.backend]),
-        SummaryItem("Category", kernel.category),
-    ]
-    if kernel.size_hints:
-        facts.append(
-            SummaryItem(
-                "Size hints",
-                ", ".join(f"{k}={v:,}" for k, v in kernel.size_hints.items()),
-                "iteration space Inductor planned for (x: pointwise, r0_: reduction)",
-            )
-        )
-    if kernel.bytes_accessed is not None:
-        facts.append(
-            SummaryItem(
-                "Bytes moved",
-                f"{kernel.bytes_accessed:,} B",
-                "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch",
-            )
-        )
-    if kernel.flops:
-        facts.append(SummaryItem("FLOPs", f"{kernel.flops:,}", "inductor_meta kernel_flop, one launch"))
-    counts = [
-        f"{n} {label}"
-        for n, label in (
-            (kernel.num_load, "loads"),
-            (kernel.num_store, "stores"),
-            (kernel.num_reduction, "reductions"),
-        )
-        if n is not None
-    ]
-    if counts:
-        facts.append(
-            SummaryItem("Memory ops", ", ".join(counts), "tl.load / tl.store / reductions in the source")
-        )
-    config = kernel.launch_config
-    for key, label in (
-        ("num_warps", "Warps"),
-        ("num_stages", "Pipeline stages"),
-        ("grid_type", "Grid"),
-        ("reduction_hint", "Reduction hint"),
-    ):
-        if key in config:
-            facts.append(SummaryItem(label, str(config[key])))
-    info = kernel.autotune_info
-    if info:
-        facts.append(SummaryItem("Autotuning", *autotune_summary(info)))
-    if isinstance(config.get("config_args"), dict):
-        config_text = ", ".join(f"{k}={v}" for k, v in config["config_args"].items())
-        facts.append(SummaryItem("Template config", config_text, tone="config"))
-    return tuple(facts)
-
-
-def autotune_summary(info: Any) -> tuple[str, str]:
-    """What triton_kernel_info says about how a kernel's launch config was chosen."""
-
-    def config(pairs: Any) -> str:
-        return ", ".join(f"{k}={v}" for k, v in pairs) if isinstance(pairs, list) else str(pairs)
-
-    compile_s = info.get("compile_time_us")
-    detail = f"compiled in {compile_s / 1e6:.2f} s" if isinstance(compile_s, (int, float)) else ""
-    cache = info.get("autotune_cache_state")
-    if "best_config" in info:
-        value = f"best: {config(info['best_config'])}"
-    elif "only_config" in info:
-        value = f"one config: {config(info['only_config'])}"
-    elif "num_configs" in info:
-        value = f"{info['num_configs']} config(s) benchmarked at the first run"
-    else:
-        value = str(cache or "recorded")
-    if info.get("coordesc_tuning"):
-        start = info.get("coordesc_tuning_start_config")
-        detail += f"; coordinate descent from {config(start)}" if start else "; coordinate descent"
-    if cache and cache not in value:
-        detail += f"; autotune cache: {cache}"
-    return value, detail.strip("; ")
 
 
 # --- log page ------------------------------------------------------------------------------------
