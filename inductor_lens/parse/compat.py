@@ -39,9 +39,6 @@ GRAPH_FILES = {
     "bench_k.txt": "output of `python output_code.py -k`",
 }
 
-# Files directly under run_*/torchinductor/ and run_*/torchdynamo/. Seen in 2.11 and 2.13.
-RUN_LEVEL_FILE = re.compile(r"^(aot_.*_debug\.log|debug\.log)$")
-
 TRACE_FILE = re.compile(r"^dedicated_log_torch_trace.*\.log$")
 
 # Logged by torch/_inductor/debug.py for every graph folder (a WARNING on stderr):
@@ -96,7 +93,6 @@ TRITON_NAME_CATEGORIES = {
     "triton_tem_": "template",
     "triton_for_": "foreach",
 }
-TRITON_CATEGORIES = ("pointwise", "reduction", "persistent reduction", "template", "foreach", "user", "other")
 
 # Where the wrapper's call() lives:
 #   class Runner: def call(self, args)   seen 2.11, 2.13 (graph partitions)

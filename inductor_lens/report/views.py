@@ -88,7 +88,6 @@ class IndexPage:
     run: CompileRun
     summary: tuple[SummaryItem, ...]
     kernel_rows: tuple[KernelRow, ...]
-    kernel_counts: dict[str, int]
     graph_rows: tuple[dict[str, Any], ...]
     compile_summary: str
 
@@ -166,7 +165,7 @@ def index_page(run: CompileRun) -> IndexPage:
         }
         for g in run.graphs
     )
-    return IndexPage(run, _summary(run, counts), tuple(rows), dict(counts), graph_rows, compile_summary(run))
+    return IndexPage(run, _summary(run, counts), tuple(rows), graph_rows, compile_summary(run))
 
 
 def compile_summary(run: CompileRun) -> str:
