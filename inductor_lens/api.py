@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from .bench import attach_measurements
 from .capture import CAPTURE_DIR, capture
 from .capture.runner import ProgressCallback
 from .errors import InputFolderError, LensError, UsageError
@@ -67,6 +68,7 @@ def compile_model(
         environment=captured.environment,
         capture=captured.outcome,
     )
+    run = attach_measurements(run, out_dir / CAPTURE_DIR, strict=strict)
     index = render(run, out_dir, draw=draw)
     return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)
 
@@ -89,8 +91,14 @@ def report_folder(
                 environment=previous.environment,
                 capture=previous.capture,
             )
+            run = attach_measurements(run, folder / CAPTURE_DIR, strict=strict)
         else:
             run = parse_debug_folder(folder, strict=strict)
+            # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
+            for capture_dir in (folder / CAPTURE_DIR, folder):
+                if (capture_dir / "capture.json").is_file():
+                    run = attach_measurements(run, capture_dir, strict=strict)
+                    break
     except InputFolderError:
         if previous is None:
             raise

@@ -107,6 +107,9 @@ def cli() -> None:
     show_default=True,
     help="Seconds before the model process is killed.",
 )
+@click.option(
+    "--no-bench", "no_bench", is_flag=True, help="Skip timing (end to end, per kernel, device ceilings)."
+)
 @click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
 @lens_command
@@ -121,6 +124,7 @@ def compile_command(
     dynamic: bool | None,
     out_dir: Path | None,
     timeout_s: float,
+    no_bench: bool,
     strict: bool,
     open_browser: bool,
     verbose: bool,
@@ -136,6 +140,7 @@ def compile_command(
         fullgraph=fullgraph,
         dynamic=dynamic,
         timeout_s=timeout_s,
+        bench=not no_bench,
     )
     target = out_dir or api.default_out_dir(spec)
     click.echo(f"inductor-lens: compiling {model} (mode {mode}, device {device}) into {target}/", err=True)

@@ -49,6 +49,7 @@ class CompileSpec:
     fullgraph: bool = False
     dynamic: bool | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    bench: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

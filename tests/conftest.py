@@ -30,6 +30,7 @@ GPU_CASES = (
     "softmax_ln_default",
 )
 CPU_CASE = "cpu-torch2.13-mlp-train"
+TIMED_CASE = "h200-block-autotune-timed"  # a capture/ folder with measurements
 FIXED_TIME = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 
 

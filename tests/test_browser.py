@@ -130,3 +130,26 @@ def test_large_report_pages_load(browser, large_report: Path) -> None:
         page, problems = _open(browser, html.as_uri())
         assert problems == [], f"{html.name}: {problems}"
         page.close()
+
+
+def test_timed_report_draws_the_step_and_the_roofline(browser, unpacked, tmp_path: Path) -> None:
+    out = tmp_path / "timed"
+    report_folder(unpacked("h200-block-autotune-timed"), out, strict=True)
+    page, problems = _open(browser, (out / "index.html").as_uri())
+    segments = page.locator(".timebar a")
+    assert segments.count() == 9 + 1  # one per launch, and the GPU's idle time
+    assert segments.first.bounding_box()["width"] > 0
+    widths = [segments.nth(i).bounding_box()["width"] for i in range(segments.count())]
+    bar = page.locator(".timebar").bounding_box()["width"]
+    assert sum(widths) == pytest.approx(bar, rel=0.02)  # the segments fill the step
+    assert "aten.mm" in (segments.nth(7).get_attribute("title") or "")
+    assert page.locator("svg.chart").count() == 2
+    assert page.locator("svg.chart circle").count() == 4 + 4 + 4  # roofline: 4 matmuls; bandwidth: 8 kernels
+    rows = page.locator("#kernel-table tbody tr")
+    first = rows.nth(0).locator("td").nth(1).inner_text()
+    assert first == "aten.mm"  # slowest first
+    segments.nth(7).click()  # a segment opens its launch
+    page.wait_for_load_state("load")
+    assert "/graphs/" in page.url
+    assert problems == []
+    page.close()

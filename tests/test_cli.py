@@ -11,7 +11,7 @@ import pytest
 
 from inductor_lens.errors import InputFolderError, ParseError, UsageError
 
-from .conftest import CPU_CASE, GPU_CASES, assert_one_line_error, run_cli_process
+from .conftest import CPU_CASE, GPU_CASES, TIMED_CASE, assert_one_line_error, run_cli_process
 
 
 @pytest.mark.parametrize("case", GPU_CASES)
@@ -55,6 +55,44 @@ def test_report_of_a_corrupt_folder_warns_and_renders(run_cli, fixture_copy, tmp
     assert "triton_poi_fused_add_addmm_view_3" in index
     strict = run_cli("report", root, "--out", tmp_path / "s", "--strict")
     assert_one_line_error(strict, "not a structured-trace record")
+    assert strict.code == ParseError.exit_code
+
+
+def test_report_of_a_capture_folder_copied_off_a_gpu_box(run_cli, unpacked, tmp_path: Path) -> None:
+    result = run_cli("report", unpacked(TIMED_CASE), "--out", tmp_path / "r", "--strict")
+    assert result.code == 0, result.stderr
+    index = (tmp_path / "r" / "index.html").read_text()
+    assert "Where the time goes" in index and "NVIDIA H200" in index and "4,243 GB/s" in index
+    assert json.loads((tmp_path / "r" / "lens.json").read_text())["run"]["bench"]["step"]["steps"] == 20
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("profile_trace.json", "JSONDecodeError"),  # truncated trace
+        ("capture.json", "measurements not read"),  # bench entries of the wrong type
+    ],
+)
+def test_corrupt_measurements_warn_and_render(
+    run_cli, fixture_copy, tmp_path: Path, damage: str, message: str
+) -> None:
+    capture = fixture_copy(TIMED_CASE) / "capture"
+    if damage == "profile_trace.json":
+        text = (capture / damage).read_text()
+        (capture / damage).write_text(text[: len(text) // 2])
+    else:
+        data = json.loads((capture / damage).read_text())
+        data["bench"]["ceilings"]["copy"] = "fast"
+        data["bench"]["end_to_end"] = [1, 2]
+        (capture / damage).write_text(json.dumps(data))
+    result = run_cli("report", capture.parent, "--out", tmp_path / "r")
+    assert result.code == 0, result.stderr
+    assert "parse warning(s)" in result.stderr
+    index = (tmp_path / "r" / "index.html").read_text()
+    assert message in index and "Where the time goes" not in index
+    assert "triton_poi_fused_addmm_gelu_view_2" in index  # the kernels are all there
+    strict = run_cli("report", capture.parent, "--out", tmp_path / "s", "--strict")
+    assert_one_line_error(strict, "measurements not read")
     assert strict.code == ParseError.exit_code
 
 

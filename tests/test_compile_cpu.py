@@ -52,6 +52,21 @@ def test_sample_compiles_on_cpu(tmp_path: Path, sample: str) -> None:
             assert (tmp_path / "report" / "kernels" / graph["id"] / f"{kernel['name']}.html").is_file()
     assert (tmp_path / "report" / "capture" / "capture.log").is_file()
     assert list((tmp_path / "report" / "capture" / "trace").glob("*.log"))
+    _assert_cpu_timings(run, index)
+
+
+def _assert_cpu_timings(run: dict, index: str) -> None:
+    """Timed on CPU: end to end, the profiled step, and every C++ kernel from its profiler range."""
+    bench = run["bench"]
+    assert bench["device"] == "cpu" and bench["error"] is None and bench["ceilings"] is None
+    e2e = bench["end_to_end"]
+    assert e2e["eager"]["median_ms"] > 0 and e2e["compiled"]["median_ms"] > 0 and e2e["speedup"] > 0
+    step = bench["step"]
+    assert step["steps"] == 20 and 0 < step["attributed_us"] <= step["total_us"]
+    kernels = [k for g in run["graphs"] for k in g["kernels"]]
+    assert all(k["timing"]["in_context_us"] > 0 and k["timing"]["launches"] >= 1 for k in kernels)
+    assert all(k["timing"]["isolated"] is None for k in kernels)  # isolated timing is for Triton kernels
+    assert "Where the time goes" in index and "CPU" in index
 
 
 @pytest.mark.parametrize("sample", SAMPLE_NAMES)
@@ -64,6 +79,21 @@ def test_sample_compiles_with_train(tmp_path: Path, sample: str) -> None:
     assert run["capture"]["accuracy"]["compared"] == "outputs and parameter gradients"
     assert run["capture"]["accuracy"]["grad_max_abs_error"] is not None
     assert run["settings"]["train"] is True
+    # the profiled step is forward + backward, so the backward graph's C++ kernels are timed too
+    backward = [k for g in run["graphs"] if g["kind"] == "backward" for k in g["kernels"]]
+    assert backward and all(k["timing"]["in_context_us"] > 0 for k in backward)
+
+
+def test_no_bench_skips_timing(tmp_path: Path) -> None:
+    result = _compile(tmp_path, SAMPLES / "mlp.py", "--no-bench")
+    assert result.code == 0, result.stderr
+    report = tmp_path / "report"
+    run = _lens(report)
+    assert run["bench"] is None
+    assert all(k["timing"] is None for g in run["graphs"] for k in g["kernels"])
+    assert not (report / "capture" / "profile_trace.json").exists()
+    assert "bench" not in json.loads((report / "capture" / "capture.json").read_text())
+    assert "Where the time goes" not in (report / "index.html").read_text()
 
 
 def test_graph_break_sample_reports_the_break(tmp_path: Path) -> None:

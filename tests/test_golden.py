@@ -18,14 +18,19 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.bench import attach_measurements
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.report import render_report
 
-from .conftest import CPU_CASE, FIXED_TIME, ROOT
+from .conftest import CPU_CASE, FIXED_TIME, ROOT, TIMED_CASE
 
 GOLDEN = ROOT / "tests" / "golden"
 ACTUAL = ROOT / "tests" / "actual"
-CASES = {"cpu-mlp-train": CPU_CASE, "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg"}
+CASES = {
+    "cpu-mlp-train": CPU_CASE,
+    "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg",
+    "gpu-block-timed": TIMED_CASE,  # with measurements: timing section, charts, time columns
+}
 
 
 _HIGHLIGHTED = re.compile(r'<div class="highlight">.*?</div>', re.S)
@@ -44,7 +49,7 @@ def _scrub(text: str, root: Path) -> str:
 @pytest.mark.parametrize("golden_case", sorted(CASES))
 def test_report_matches_golden(unpacked, golden_case: str, request: pytest.FixtureRequest) -> None:
     root = unpacked(CASES[golden_case])
-    run = parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME)
+    run = attach_measurements(parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME), root / "capture")
     files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
     expected_dir = GOLDEN / golden_case
     if request.config.getoption("--update-golden"):

@@ -27,6 +27,11 @@ def test_sample_compiles_to_triton_on_cuda(tmp_path: Path, sample: str, category
     assert run["capture"]["accuracy"]["within_tolerance"] is True
     # comment_origin: Inductor marked which kernel lines come from which op
     assert all(k["origins"] for k in kernels)
+    # timings: ceilings measured, the profiled step tied to launches, every Triton kernel replayed alone
+    bench = run["bench"]
+    assert bench["device"] == "cuda" and bench["ceilings"]["copy_gb_per_s"] > 0
+    assert bench["step"]["attributed_us"] >= 0.9 * bench["step"]["total_us"]
+    assert all(k["timing"]["isolated"]["samples"] > 0 and k["timing"]["launches"] >= 1 for k in kernels)
     if sample == "softmax_ln":  # (an nn.Sequential like mlp.py has no forward() of the user's own)
         assert any(
             s["filename"].endswith("softmax_ln.py")
@@ -44,3 +49,5 @@ def test_train_on_cuda_has_backward_triton_kernels(tmp_path: Path) -> None:
     run = json.loads((tmp_path / "r" / "lens.json").read_text())["run"]
     backward = [g for g in run["graphs"] if g["kind"] == "backward"]
     assert backward and any(k["backend"] == "triton" for g in backward for k in g["kernels"])
+    # the profiled step is forward + backward: backward kernels (autograd's thread) get their time too
+    assert all(k["timing"]["in_context_us"] > 0 for g in backward for k in g["kernels"])

@@ -154,6 +154,37 @@ def execute(run: Run) -> None:
     run.phase("compare")
     run.result["accuracy"] = accuracy(torch, outputs, eager_outputs, grads, eager_grads)
 
+    if spec.get("bench", True):
+        run.phase("benchmark")
+        run.result["bench"] = benchmark(
+            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent
+        )
+
+
+def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], train: bool, device: Any, dtype: Any,
+              folder: Path) -> dict[str, Any]:  # fmt: skip
+    """Time the compiled model (see inductor_lens/bench/measure.py); a failure here is reported, not fatal."""
+    try:
+        from inductor_lens.bench.measure import measure
+
+        def one_step(fn: Any) -> None:
+            if train:
+                outputs = fn(*inputs)
+                sum(t.float().sum() for t in tensors_in(torch, outputs) if t.requires_grad).backward()
+            else:
+                with torch.no_grad():
+                    fn(*inputs)
+
+        matmul_dtype = dtype or next(
+            (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
+        )
+        return measure(
+            torch, one_step, model, compiled, device, matmul_dtype, str(folder / "profile_trace.json")
+        )
+    except Exception as exc:
+        traceback.print_exc()
+        return {"device": device.type, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+
 
 def load_model_file(run: Run, path: Path) -> Any:
     run.phase("load model file")

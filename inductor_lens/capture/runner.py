@@ -60,7 +60,7 @@ def run_child(
     result_path = capture_dir / RESULT_NAME
     spec_path.write_text(replace(spec, model_path=spec.model_path.resolve()).to_json())
     cache_root = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-"))
-    env = child_environment(capture_dir, cache_root)
+    env = child_environment(capture_dir, cache_root, bench=spec.bench)
     # Run as a script, not `-m`: the child needs only torch, not this package and its imports.
     command = [sys.executable, str(Path(__file__).with_name("child.py")), str(spec_path), str(result_path)]
     started = time.perf_counter()
@@ -106,8 +106,11 @@ def run_child(
     )
 
 
-def child_environment(capture_dir: Path, cache_root: Path) -> dict[str, str]:
+def child_environment(capture_dir: Path, cache_root: Path, *, bench: bool = True) -> dict[str, str]:
     env = dict(os.environ)
+    if bench:
+        # Wraps every C++ kernel in a profiler range named graph_<k>_<kernel>, for per-kernel CPU times.
+        env["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"
     env.update(
         TORCH_COMPILE_DEBUG="1",
         TORCH_COMPILE_DEBUG_DIR=str(capture_dir),

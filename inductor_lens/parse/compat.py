@@ -132,10 +132,16 @@ EXTERN_PREFIXES = ("extern_kernels.", "torch.ops.", "aten.", "inductor_ops.", "t
 TRITON_LAUNCH_METHOD = "run"
 
 
+# Python helpers among Inductor's extern kernels, by the ATen op they call (what the profiler shows):
+#   extern_kernels.bias_addmm(bias, a, b) -> torch.addmm with a broadcast bias   seen 2.11 (max-autotune)
+EXTERN_HELPER_OPS = {"bias_addmm": "addmm"}
+
+
 def extern_aten_op(target: str) -> str:
     """The ATen op an extern call runs: extern_kernels.addmm -> aten.addmm."""
     if target.startswith("extern_kernels."):
-        return "aten." + target.removeprefix("extern_kernels.")
+        name = target.removeprefix("extern_kernels.")
+        return "aten." + EXTERN_HELPER_OPS.get(name, name)
     if target.startswith("torch.ops."):
         return target.removeprefix("torch.ops.")
     return target

@@ -76,6 +76,9 @@ def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
         recompile_reasons=tuple(recompile),
         restart_reasons=tuple(str(r) for r in metrics.get("restart_reasons") or ()),
         cache=_cache_state(metrics),
+        cudagraph_skip_reason=metrics.get("cudagraph_skip_reason")
+        if isinstance(metrics.get("cudagraph_skip_reason"), str)
+        else None,
     )
 
 

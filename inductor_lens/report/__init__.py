@@ -19,6 +19,7 @@ from .env import environment
 from .highlight import stylesheet
 from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
+from .timing_view import timing_view
 from .views import graph_page, graph_url, index_page, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_report", "write_report"]
@@ -34,7 +35,9 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
         return env.get_template(template).render(root=root, **common, **values)
 
     urls = line_urls(run)
-    files: dict[str, str] = {"index.html": page("index.html.j2", "", page=index_page(run))}
+    files: dict[str, str] = {
+        "index.html": page("index.html.j2", "", page=index_page(run), timing=timing_view(run))
+    }
     for graph in run.graphs:
         files[graph_url(graph)] = page("graph.html.j2", "../", page=graph_page(run, graph, draw=draw))
         for kernel_page in kernel_pages(run, graph, urls):

@@ -35,6 +35,9 @@ def environment() -> jinja2.Environment:
         seconds=format_seconds,
         number=format_number,
         error=format_error,
+        micros=format_micros,
+        percent=format_percent,
+        number0=format_number0,
     )
     return env
 
@@ -78,3 +81,17 @@ def format_error(value: float | None) -> str:
     if not math.isfinite(value):
         return str(value)
     return "0" if value == 0 else f"{value:.2e}"
+
+
+def format_micros(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value / 1e3:,.2f} ms" if value >= 1e4 else f"{value:,.1f} µs"
+
+
+def format_percent(fraction: float | None) -> str:
+    return "—" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def format_number0(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"

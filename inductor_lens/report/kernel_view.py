@@ -45,6 +45,7 @@ class KernelPage:
     autotune: tuple[AutotuneTable, ...]
     # The user lines its ops came from, each with its anchor on the source page (None if not shown there).
     source_lines: tuple[tuple[SourceLine, str | None], ...]
+    timing: tuple[SummaryItem, ...] = ()
 
 
 def kernel_pages(
@@ -91,6 +92,7 @@ def kernel_pages(
                 source_lines=tuple(
                     (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
                 ),
+                timing=_timing_facts(run, kernel),
             )
         )
     return pages
@@ -125,6 +127,80 @@ def _computed_elsewhere(
         if shared:
             found.append((read.producer, launch_url(graph, read.producer), shared))
     return tuple(found)
+
+
+def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, ...]:
+    timing = kernel.timing
+    if timing is None:
+        return ()
+    step = run.bench.step if run.bench else None
+    facts = []
+    if timing.launches:
+        share = (
+            f", {100 * timing.in_context_us / step.total_us:.1f}% of the step"
+            if step and step.total_us
+            else ""
+        )
+        facts.append(
+            SummaryItem(
+                "In context",
+                f"{timing.in_context_us:,.1f} µs per step",
+                f"{timing.launches} launch(es), median over {step.steps if step else '?'} profiled steps{share}",
+            )
+        )
+    if timing.isolated is not None:
+        iso = timing.isolated
+        facts.append(
+            SummaryItem(
+                "Isolated",
+                f"{iso.median_ms * 1e3:,.1f} µs",
+                f"median of {iso.samples}; p10-p90 {iso.p10_ms * 1e3:,.1f}-{iso.p90_ms * 1e3:,.1f} µs",
+            )
+        )
+    for label, roofline in (
+        ("Achieved (in context)", timing.roofline),
+        ("Achieved (isolated)", timing.isolated_roofline),
+    ):
+        if roofline is None:
+            continue
+        rates = [
+            f"{roofline.gb_per_s:,.0f} GB/s" if roofline.gb_per_s else "",
+            f"{roofline.tflops:,.2f} TFLOP/s" if roofline.tflops else "",
+        ]
+        value = " · ".join(r for r in rates if r) or "—"
+        detail = f"{roofline.bytes:,} bytes" if roofline.bytes else ""
+        if roofline.percent is not None:
+            detail += f"; {roofline.percent:.0f}% of the {roofline.bound}-bound roofline of this device"
+        facts.append(
+            SummaryItem(
+                label,
+                value,
+                detail.strip("; "),
+                "bad" if roofline.percent is not None and roofline.percent < 30 else "",
+            )
+        )
+    if timing.config:
+        facts.append(
+            SummaryItem("Config after autotuning", timing.config, "the launcher Inductor kept", tone="config")
+        )
+    if timing.registers is not None:
+        facts.append(
+            SummaryItem(
+                "Registers / spills / shared memory",
+                " / ".join(
+                    "?" if value is None else f"{value:,}{unit}"
+                    for value, unit in (
+                        (timing.registers, ""),
+                        (timing.spills, ""),
+                        (timing.shared_mem, " B"),
+                    )
+                ),
+                "per thread / spilled / per block, from Triton's compiled launcher",
+            )
+        )
+    for flag in timing.flags:
+        facts.append(SummaryItem("Flag", flag, "", "bad"))
+    return tuple(facts)
 
 
 def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:

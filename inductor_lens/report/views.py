@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import CompileRun, DynamoFrame, GraphRecord, Launch
+from ..records import CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
 from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
 from .highlight import highlight
 
@@ -64,6 +64,11 @@ class KernelRow:
     aten_ops: tuple[str, ...]
     bytes_accessed: int | None
     launches: int
+    in_context_us: float | None = None  # per step, all launches
+    share: float | None = None  # of the step's device time
+    isolated_us: float | None = None
+    roofline: Roofline | None = None
+    flags: tuple[str, ...] = ()
 
     @property
     def graph_url(self) -> str:
@@ -112,6 +117,10 @@ class GraphPage:
     frame_url: str | None
     unlaunched: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def timed(self) -> bool:
+        return any(launch.timing is not None for launch in self.graph.launches)
+
 
 # --- index ---------------------------------------------------------------------------------------
 
@@ -119,10 +128,12 @@ class GraphPage:
 def index_page(run: CompileRun) -> IndexPage:
     rows: list[KernelRow] = []
     counts: Counter[str] = Counter()
+    step_us = run.bench.step.total_us if run.bench and run.bench.step else None
     for graph in run.graphs:
         for launch in graph.launches:
             if launch.kind == "extern":
                 counts["extern"] += 1
+                timing = launch.timing
                 rows.append(
                     KernelRow(
                         graph,
@@ -132,13 +143,17 @@ def index_page(run: CompileRun) -> IndexPage:
                         launch.aten_op or launch.target,
                         launch_url(graph, launch),
                         launch.aten_ops,
-                        None,
+                        timing.roofline.bytes if timing and timing.roofline else None,
                         1,
+                        in_context_us=timing.median_us if timing else None,
+                        share=timing.share if timing else None,
+                        roofline=timing.roofline if timing else None,
                     )
                 )
         for kernel in graph.kernels:
             counts[kernel.backend] += 1
             counts[f"{kernel.backend}:{kernel.category}"] += 1
+            timing = kernel.timing
             rows.append(
                 KernelRow(
                     graph,
@@ -148,11 +163,21 @@ def index_page(run: CompileRun) -> IndexPage:
                     kernel.name,
                     kernel_url(graph, kernel.name),
                     kernel.aten_ops,
-                    kernel.bytes_accessed,
+                    kernel.bytes_accessed
+                    if kernel.bytes_accessed is not None
+                    else (timing.roofline.bytes if timing and timing.roofline else None),
                     len(kernel.launches),
+                    in_context_us=timing.in_context_us if timing else None,
+                    share=timing.in_context_us / step_us if timing and step_us else None,
+                    isolated_us=timing.isolated.median_ms * 1e3 if timing and timing.isolated else None,
+                    roofline=timing.roofline if timing else None,
+                    flags=timing.flags if timing else (),
                 )
             )
-    rows.sort(key=lambda r: (run.graphs.index(r.graph), r.position or 1 << 30, r.name))
+    if step_us:
+        rows.sort(key=lambda r: -(r.in_context_us or 0.0))
+    else:
+        rows.sort(key=lambda r: (run.graphs.index(r.graph), r.position or 1 << 30, r.name))
     graph_rows = tuple(
         {
             "graph": g,

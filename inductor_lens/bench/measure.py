@@ -1,0 +1,249 @@
+"""Stage 4 of the pipeline (bench), the measuring side: runs inside the capture's child process.
+
+After the model has been compiled and checked, ``measure(...)`` times it on the device it ran on and
+returns plain JSON-ready data (the parent turns it into records, see ``bench/__init__.py``):
+
+- ceilings (GPU): the device's real bandwidth (a large device-to-device copy) and compute (a large
+  matmul in the model's dtype), measured here, once per run;
+- end to end: eager and compiled step latency (median and spread) and peak memory;
+- in context: one profiled run of several steps; every kernel the GPU ran (or, on CPU, every
+  kernel's profiler range) is tied to the launch of the compiled graph that issued it;
+- in isolation (GPU): each Triton kernel the step launched, replayed alone on a copy of the
+  arguments of its real launch (same shapes, strides, dtypes and values).
+
+GPU timings use ``triton.testing.do_bench`` (CUDA events; it clears the L2 cache before every
+repetition, so inputs do not sit in cache). Only torch, triton and the standard library are used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+WARMUP_MS = 25
+REP_MS = 100
+PROFILED_STEPS = 20
+CPU_REPEATS = 20
+STEP_MARK = "inductor_lens_step_"
+COPY_BYTES = 1 << 31  # 2 GiB, far beyond any L2
+MATMUL_SIZE = 8192
+
+
+def kernel_fingerprint(source: str) -> str:
+    """A hash of a Triton kernel's text from its ``def`` line on, blind to blank lines and trailing spaces.
+
+    The child sees the kernel as Triton holds it (``JITFunction.src``), the parent as output_code.py
+    prints it (imports and decorators above, the benchmark harness below): the function itself,
+    from ``def`` to the next top-level line, is the same text in both.
+    """
+    start = re.search(r"^def\s", source, re.MULTILINE)
+    lines: list[str] = []
+    for line in (source[start.start() :] if start else source).splitlines():
+        if lines and line.strip() and not line[0].isspace() and not line.startswith(")"):
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    return hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def stat(samples_ms: list[float], method: str) -> dict[str, Any]:
+    ordered = sorted(samples_ms)
+
+    def quantile(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+    return {
+        "median_ms": statistics.median(ordered),
+        "p10_ms": quantile(0.1),
+        "p90_ms": quantile(0.9),
+        "samples": len(ordered),
+        "method": method,
+    }
+
+
+def gpu_time(torch: Any, fn: Callable[[], Any]) -> dict[str, Any]:
+    from triton.testing import do_bench
+
+    samples = do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="all")
+    return stat(
+        [float(s) for s in samples],
+        f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {REP_MS} ms of repetitions, L2 cleared before each",
+    )
+
+
+def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> dict[str, Any]:
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return stat(samples, f"time.perf_counter around each of {repeats} calls after one warm-up call (CPU)")
+
+
+def ceilings(torch: Any, device: Any, dtype: Any) -> dict[str, Any]:
+    """The device's measured bandwidth and matmul throughput: the 100% lines of the roofline."""
+    free, _ = torch.cuda.mem_get_info(device)
+    nbytes = min(COPY_BYTES, free // 4)
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    copy = gpu_time(torch, lambda dst=dst, src=src: dst.copy_(src))
+    del src, dst
+    n = MATMUL_SIZE
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    matmul = gpu_time(torch, lambda a=a, b=b: a @ b)
+    del a, b
+    torch.cuda.empty_cache()
+    return {
+        "copy_bytes": 2 * nbytes,
+        "copy": copy,
+        "copy_gb_per_s": 2 * nbytes / (copy["median_ms"] * 1e-3) / 1e9,
+        "matmul_flop": 2 * n**3,
+        "matmul": matmul,
+        "matmul_tflops": 2 * n**3 / (matmul["median_ms"] * 1e-3) / 1e12,
+        "dtype": str(dtype).removeprefix("torch."),
+        "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+    }
+
+
+def end_to_end(
+    torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any, device: Any
+) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for name, fn in (("eager", eager), ("compiled", compiled)):
+        if device.type == "cuda":
+            result[name] = gpu_time(torch, lambda fn=fn: step(fn))
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            step(fn)
+            torch.cuda.synchronize(device)
+            result[f"{name}_peak_bytes"] = torch.cuda.max_memory_allocated(device)
+        else:
+            result[name] = cpu_time(lambda fn=fn: step(fn))
+    return result
+
+
+def profile_steps(
+    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any, path: str
+) -> dict[str, Any]:
+    """Profile PROFILED_STEPS compiled steps and save the Chrome trace; ``attribute`` reads it."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    for _ in range(3):
+        step(compiled)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    with profile(activities=activities) as prof:
+        for index in range(PROFILED_STEPS):
+            with record_function(f"{STEP_MARK}{index}"):
+                step(compiled)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+    prof.export_chrome_trace(path)
+    return {"steps": PROFILED_STEPS, "trace": path, "device": device.type}
+
+
+def record_launches(torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any) -> list[tuple]:
+    """Run one compiled step and keep, for every Triton kernel it launches, a copy of its first launch.
+
+    The copy holds the launch's arguments as they were just before it ran (tensors cloned with
+    their exact sizes, strides, offsets and values), so the kernel can be replayed alone later.
+    """
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    original = CachingAutotuner.run
+    launches: dict[int, tuple] = {}
+    budget = [torch.cuda.mem_get_info(device)[0] // 4]  # never clone more than a quarter of free memory
+
+    def recording(self, *args, **kwargs):
+        if id(self) not in launches:
+            launches[id(self)] = (self, _snapshot(torch, args, budget), dict(kwargs))
+        return original(self, *args, **kwargs)
+
+    CachingAutotuner.run = recording
+    try:
+        step(compiled)
+        torch.cuda.synchronize(device)
+    finally:
+        CachingAutotuner.run = original
+    return list(launches.values())
+
+
+def _snapshot(torch: Any, args: tuple, budget: list[int]) -> tuple | None:
+    """Clone the tensor arguments of a launch (sharing storage where the launch shares it)."""
+    clones: dict[int, Any] = {}
+    copied = []
+    for value in args:
+        if not isinstance(value, torch.Tensor):
+            copied.append(value)
+            continue
+        storage = value.untyped_storage()
+        if storage.data_ptr() not in clones:
+            budget[0] -= storage.nbytes()
+            if budget[0] < 0:
+                return None
+            clones[storage.data_ptr()] = storage.clone()
+        view = torch.empty(0, dtype=value.dtype, device=value.device)
+        view.set_(clones[storage.data_ptr()], value.storage_offset(), value.size(), value.stride())
+        copied.append(view)
+    return tuple(copied)
+
+
+def isolated_kernels(
+    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
+) -> dict[str, list[dict[str, Any]]]:
+    """Each Triton kernel of a compiled step, replayed alone on a copy of its real arguments.
+
+    Keyed by kernel name; graphs of one run can reuse a name, so each entry carries the kernel's
+    fingerprint too (``kernel_fingerprint``), which tells them apart.
+    """
+    results: dict[str, list[dict[str, Any]]] = {}
+    for kernel, args, kwargs in record_launches(torch, step, compiled, device):
+        entry: dict[str, Any]
+        if args is None:
+            entry = {
+                "error": "not replayed: copying its arguments would take more than a quarter of free memory"
+            }
+        else:
+            try:
+                entry = {"isolated": gpu_time(torch, lambda k=kernel, a=args, kw=kwargs: k.run(*a, **kw))}
+            except Exception as exc:  # a replay that fails is reported, not fatal
+                entry = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        if len(kernel.launchers) == 1:
+            launcher = kernel.launchers[0]
+            entry["config"] = str(getattr(launcher, "config", ""))
+            for name in ("n_regs", "n_spills", "shared"):
+                value = getattr(launcher, name, None)
+                if isinstance(value, int):
+                    entry[name] = value
+        entry["fingerprint"] = kernel_fingerprint(getattr(kernel.fn, "src", ""))
+        results.setdefault(kernel.fn.__name__, []).append(entry)
+    torch.cuda.empty_cache()
+    return results
+
+
+def measure(
+    torch: Any,
+    step: Callable[[Any], Any],
+    eager: Any,
+    compiled: Any,
+    device: Any,
+    dtype: Any,
+    trace_path: str,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {"device": device.type}
+    if device.type == "cuda":
+        data["ceilings"] = ceilings(torch, device, dtype)
+    data["end_to_end"] = end_to_end(torch, step, eager, compiled, device)
+    data["profile"] = profile_steps(torch, step, compiled, device, trace_path)
+    if device.type == "cuda":
+        data["isolated"] = isolated_kernels(torch, step, compiled, device)
+    json.dumps(data)  # everything here must be JSON-ready
+    return data

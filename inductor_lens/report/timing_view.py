@@ -1,0 +1,148 @@
+"""Report stage: the view model of "where the time goes": end to end, the device's ceilings, one profiled
+step as a bar, and the roofline and bandwidth charts of every timed kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from ..records import BenchResult, CompileRun
+from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
+from .views import SummaryItem, kernel_url, launch_category, launch_url
+
+
+@dataclass(frozen=True)
+class TimingView:
+    bench: BenchResult
+    device_label: str
+    cards: tuple[SummaryItem, ...]
+    bar: Markup | None
+    roofline: Markup | None
+    bandwidth: Markup | None
+    attributed_percent: float | None
+    unattributed: tuple[tuple[str, float], ...]
+    in_context_method: str = ""
+    isolated_method: str = ""
+
+
+def timing_view(run: CompileRun) -> TimingView | None:
+    bench = run.bench
+    if bench is None:
+        return None
+    gpu = bench.device == "cuda"
+    label = (
+        f"GPU: {run.environment.device_name}" if gpu and run.environment.device_name else bench.device.upper()
+    )
+    if bench.error:
+        return TimingView(bench, label, (), None, None, None, None, ())
+    segments: list[BarSegment] = []
+    points: list[ChartPoint] = []
+    step = bench.step
+    for graph in run.graphs:
+        for launch in graph.launches:
+            timing = launch.timing
+            if timing is None:
+                continue
+            category = launch_category(graph, launch)
+            name = launch.aten_op if launch.kind == "extern" else launch.target
+            url = launch_url(graph, launch)
+            segments.append(
+                BarSegment(f"{graph.id} #{launch.position} {name}", url, category, timing.median_us, 0.0)
+            )
+            if timing.roofline is not None:
+                points.append(
+                    ChartPoint(f"#{launch.position} {name}", url, category, timing.roofline, timing.share)
+                )
+        for kernel in graph.kernels:
+            if kernel.timing and kernel.timing.isolated_roofline and not kernel.launches:
+                points.append(
+                    ChartPoint(
+                        kernel.name,
+                        kernel_url(graph, kernel.name),
+                        kernel.category,
+                        kernel.timing.isolated_roofline,
+                        0.0,
+                    )
+                )
+    bar = None
+    if step is not None and segments:
+        whole = step.span_us if gpu and step.span_us else sum(s.us for s in segments)
+        segments = [BarSegment(s.label, s.url, s.category, s.us, 100.0 * s.us / whole) for s in segments]
+        if gpu and step.span_us and step.busy_us is not None:
+            idle = max(0.0, step.span_us - step.busy_us)
+            segments.append(BarSegment("GPU idle: gaps between kernels (launch overhead)", "#timing", "idle", idle,
+                                       100.0 * idle / whole))  # fmt: skip
+        bar = time_bar(segments)
+    ceilings = bench.ceilings
+    return TimingView(
+        bench=bench,
+        device_label=label,
+        cards=_cards(run, bench, gpu),
+        bar=bar,
+        roofline=roofline_chart(points, ceilings) if ceilings else None,
+        bandwidth=bandwidth_chart(points, ceilings) if ceilings else None,
+        attributed_percent=100.0 * step.attributed_us / step.total_us if step and step.total_us else None,
+        unattributed=tuple(sorted(step.unattributed.items(), key=lambda item: -item[1])[:10]) if step else (),
+        in_context_method=step.method if step else "",
+        isolated_method=next(
+            (
+                f"{k.timing.isolated.method}; the kernel replayed alone on a copy of its real launch's arguments"
+                for g in run.graphs
+                for k in g.kernels
+                if k.timing and k.timing.isolated
+            ),
+            "not measured" if gpu else "not measured on CPU",
+        ),
+    )
+
+
+def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem, ...]:
+    cards: list[SummaryItem] = []
+    e2e = bench.end_to_end
+    if e2e is not None:
+        tone = "good" if e2e.speedup >= 1.0 else "bad"
+        cards.append(
+            SummaryItem(
+                "Compiled step" + ("" if gpu else " (CPU)"),
+                f"{e2e.compiled.median_ms:.3f} ms",
+                f"eager {e2e.eager.median_ms:.3f} ms: {e2e.speedup:.2f}x; spread p10-p90 "
+                f"{e2e.compiled.p10_ms:.3f}-{e2e.compiled.p90_ms:.3f} ms over {e2e.compiled.samples} runs",
+                tone,
+            )
+        )
+        if e2e.compiled_peak_bytes is not None and e2e.eager_peak_bytes is not None:
+            cards.append(
+                SummaryItem(
+                    "Peak memory",
+                    f"{e2e.compiled_peak_bytes / 2**20:,.1f} MiB",
+                    f"eager {e2e.eager_peak_bytes / 2**20:,.1f} MiB (torch.cuda.max_memory_allocated over one step)",
+                )
+            )
+        if e2e.cudagraphs:
+            cards.append(
+                SummaryItem("CUDA graphs", e2e.cudagraphs.split(":")[0], e2e.cudagraphs.partition(": ")[2])
+            )
+    step = bench.step
+    if step is not None:
+        detail = f"{step.attributed_us:,.1f} µs tied to launches"
+        if gpu and step.span_us:
+            detail += f"; GPU busy {step.busy_us:,.1f} of {step.span_us:,.1f} µs from first to last kernel"
+        cards.append(
+            SummaryItem(
+                "Device time per step" if gpu else "Time in compiled graphs per step",
+                f"{step.total_us:,.1f} µs",
+                detail,
+            )
+        )
+    if bench.ceilings is not None:
+        c = bench.ceilings
+        cards.append(
+            SummaryItem(
+                "Measured ceilings",
+                f"{c.copy_gb_per_s:,.0f} GB/s · {c.matmul_tflops:,.0f} TFLOP/s",
+                f"device-to-device copy of {c.copy_bytes / 2 / 2**30:.0f} GiB; {c.matmul_size}³ {c.matmul_dtype} matmul"
+                + (" (TF32 on)" if c.tf32 else ""),
+            )
+        )
+    return tuple(cards)
