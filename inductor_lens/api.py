@@ -4,6 +4,8 @@ compile_model(spec)        capture -> parse -> report, returns a ReportResult
 report_folder(folder)      parse an existing debug folder (or re-render a report) -> ReportResult
 load_run(path)             read a lens.json back into a CompileRun
 render(run, out_dir)       write the HTML report and lens.json for a CompileRun
+check_handwritten(name...) run a hand-written Triton kernel against its torch reference
+bench_handwritten(name...) time it on the GPU next to torch eager and torch.compile
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from typing import TextIO
 from .bench import attach_measurements
 from .capture import CAPTURE_DIR, capture
 from .capture.runner import ProgressCallback
-from .errors import InputFolderError, LensError, UsageError
+from .errors import DeviceError, InputFolderError, KernelCheckError, LensError, UsageError
+from .handwritten import catalog, check
+from .handwritten.attach import attach_handwritten
+from .handwritten.check import CheckResult
 from .options import CompileSpec
 from .parse import parse_debug_folder
 from .records import CompileRun
@@ -69,6 +74,14 @@ def compile_model(
         capture=captured.outcome,
     )
     run = attach_measurements(run, out_dir / CAPTURE_DIR, strict=strict)
+    if progress is not None and spec.handwritten and captured.error() is None:
+        progress("hand-written kernels", time.perf_counter() - started)
+    run = attach_handwritten(
+        run,
+        out_dir / CAPTURE_DIR,
+        execute=spec.handwritten and captured.error() is None,
+        timeout_s=spec.timeout_s,
+    )
     index = render(run, out_dir, draw=draw)
     return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)
 
@@ -92,13 +105,17 @@ def report_folder(
                 capture=previous.capture,
             )
             run = attach_measurements(run, folder / CAPTURE_DIR, strict=strict)
+            run = attach_handwritten(run, folder / CAPTURE_DIR, execute=False)
         else:
             run = parse_debug_folder(folder, strict=strict)
             # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
-            for capture_dir in (folder / CAPTURE_DIR, folder):
-                if (capture_dir / "capture.json").is_file():
-                    run = attach_measurements(run, capture_dir, strict=strict)
-                    break
+            # and the hand-written kernels' results (handwritten.json)
+            capture_dir = next(
+                (d for d in (folder / CAPTURE_DIR, folder) if (d / "capture.json").is_file()), None
+            )
+            if capture_dir is not None:
+                run = attach_measurements(run, capture_dir, strict=strict)
+            run = attach_handwritten(run, capture_dir, execute=False)
     except InputFolderError:
         if previous is None:
             raise
@@ -106,6 +123,43 @@ def report_folder(
     _prepare_out_dir(out_dir, replace_capture=False)
     index = render(run, out_dir, draw=draw)
     return ReportResult(run=run, index=index, report_s=time.perf_counter() - started)
+
+
+def check_handwritten(name: str, shape: str | None, dtype: str, device: str = "auto") -> CheckResult:
+    """Run one hand-written kernel against its torch reference (CPU: under Triton's interpreter)."""
+    equivalent = catalog.get(name)
+    values = catalog.parse_shape(shape) if shape else equivalent.default_shape
+    dims, dtype = equivalent.shape(values), catalog.kernel_dtype(dtype)
+    if device == "auto":
+        device = "cuda" if _cuda_available() else "cpu"
+    elif device == "cuda" and not _cuda_available():
+        raise DeviceError("--device cuda: no CUDA device here (use --device cpu for Triton's interpreter)")
+    if device == "cpu" and dtype not in equivalent.interpreter_dtypes:
+        raise UsageError(f"{name} in {dtype} cannot be checked on a CPU: {equivalent.interpreter_note}")
+    try:
+        return check.check(name, dims, dtype, device)
+    except (RuntimeError, ValueError, TypeError, AssertionError) as exc:
+        raise KernelCheckError(f"{name} failed to run: {type(exc).__name__}: {exc}") from exc
+
+
+def bench_handwritten(
+    name: str, shape: str | None, dtype: str, *, compiled: bool = True
+) -> check.BenchResult:
+    """Time one hand-written kernel, torch eager and torch.compile of its reference on the GPU."""
+    equivalent = catalog.get(name)
+    values = catalog.parse_shape(shape) if shape else equivalent.bench_shape
+    dims, dtype = equivalent.shape(values), catalog.kernel_dtype(dtype)
+    if not _cuda_available():
+        raise DeviceError(
+            "handwritten bench needs a CUDA device; `handwritten check --device cpu` runs on a CPU"
+        )
+    return check.bench(name, dims, dtype, compiled=compiled)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:

@@ -71,3 +71,15 @@ class RenderError(LensError):
     """The report could not be written (templates missing, output folder not writable)."""
 
     exit_code = 9
+
+
+class KernelCheckError(LensError):
+    """A hand-written kernel disagreed with its torch reference, or could not run."""
+
+    exit_code = 10
+
+
+class DeviceError(LensError):
+    """The command needs a device this machine does not have (e.g. `handwritten bench` without CUDA)."""
+
+    exit_code = 11

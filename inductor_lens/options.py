@@ -50,6 +50,8 @@ class CompileSpec:
     dynamic: bool | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     bench: bool = True
+    # Check (and on a GPU time) hand-written Triton equivalents of the kernels, after the capture.
+    handwritten: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -13,6 +13,8 @@ Schema history (bump SCHEMA_VERSION on any change that an older reader would mis
      source files.
   3: timings (BenchResult): device ceilings, end-to-end latency and memory, the profiled step, and per
      launch and per kernel: in-context and isolated times, bytes, FLOPs and the roofline.
+  4: hand-written equivalents (HandwrittenMatch, HandwrittenRun): the match of every generated kernel
+     and extern matmul/attention call, and each hand-written kernel's check and timing.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 GraphKind = Literal["forward", "backward", "inference", "unknown"]
 KernelBackend = Literal["triton", "cpp"]
 LaunchKind = Literal["triton", "cpp", "extern"]
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
+MatchKind = Literal["exact", "composed", "partial", "none"]
 
 
 @dataclass(frozen=True)
@@ -485,6 +488,49 @@ class GraphRecord:
 
 
 @dataclass(frozen=True)
+class HandwrittenRun:
+    """One hand-written kernel checked against its torch reference (and, on a GPU, timed) on given shapes."""
+
+    name: str
+    shape: Mapping[str, int]
+    dtype: str
+    device: str
+    # The shape really checked: smaller than ``shape`` under the Triton interpreter (CPU).
+    checked_shape: Mapping[str, int] = field(default_factory=dict)
+    interpreter: bool = False
+    ok: bool | None = None
+    max_rel_error: float | None = None  # max |out - ref| / max |ref| over its outputs
+    tolerance: float | None = None
+    timing: Timing | None = None
+    eager: Timing | None = None  # torch's own op(s) on the same inputs
+    # The kernel replayed from a CUDA graph: its GPU time without the launcher's Python overhead.
+    gpu_alone: Timing | None = None
+    roofline: Roofline | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class HandwrittenMatch:
+    """The hand-written kernel(s) that do the job of one Inductor kernel or extern call."""
+
+    graph_id: str
+    target: str  # the kernel's name, or the extern call's target
+    launch: int | None  # position of the launch whose shapes were used
+    kind: MatchKind
+    equivalents: tuple[str, ...] = ()  # in the order the Inductor kernel computes their work
+    concepts: tuple[str, ...] = ()  # what the Inductor kernel computes (see handwritten/match.py)
+    not_covered: tuple[str, ...] = ()
+    shape: Mapping[str, int] = field(default_factory=dict)
+    dtype: str = "float32"
+    note: str = ""
+    runs: tuple[HandwrittenRun, ...] = ()  # one per equivalent, once run
+
+    @property
+    def key(self) -> str:
+        return f"{self.graph_id}:{self.launch}:{self.target}"
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """Something a parser met and did not understand (``warning``) or wants to point out (``note``)."""
 
@@ -522,6 +568,7 @@ class CompileRun:
     autotune: tuple[AutotuneTable, ...] = ()
     sources: tuple[SourceFile, ...] = ()
     bench: BenchResult | None = None
+    handwritten: tuple[HandwrittenMatch, ...] = ()
     log_text: str = ""
     stats: ParseStats = field(default_factory=ParseStats)
 
@@ -536,6 +583,9 @@ class CompileRun:
 
     def graph(self, graph_id: str) -> GraphRecord | None:
         return next((g for g in self.graphs if g.id == graph_id), None)
+
+    def handwritten_for(self, graph_id: str, target: str) -> HandwrittenMatch | None:
+        return next((m for m in self.handwritten if m.graph_id == graph_id and m.target == target), None)
 
     def to_json(self) -> str:
         document = {"schema_version": SCHEMA_VERSION, "run": to_jsonable(self)}

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# The hand-written kernel tests run on CPU tensors under Triton's interpreter, which must be on before
+# Triton is first imported in this process. Child processes (captures, the kernel checks of a compile,
+# the CLI run as a process) get it removed again unless they need it.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 import datetime as dt
 import re
 import shutil
@@ -125,12 +132,14 @@ def large_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_cli_process(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> CliResult:
     """Run ``python -m inductor_lens ARGS`` as a real process (exit codes, no tracebacks)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     completed = subprocess.run(
         [sys.executable, "-m", "inductor_lens", *[str(a) for a in args]],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=timeout,
+        env=env,
     )
     return CliResult(completed.returncode, completed.stdout, completed.stderr)
 

@@ -71,7 +71,7 @@ def _open(browser, url: str):
 
 def test_every_page_loads_without_console_errors(browser, block_report: Path) -> None:
     pages = sorted(block_report.rglob("*.html"))
-    assert len(pages) == 14  # index, compile, source, log, 2 graphs, 8 kernels
+    assert len(pages) == 15  # index, compile, hand-written, source, log, 2 graphs, 8 kernels
     for html in pages:
         page, problems = _open(browser, html.as_uri())
         assert page.title().endswith("· inductor-lens"), html
@@ -113,6 +113,28 @@ def test_launch_link_opens_the_code_at_its_line(browser, block_report: Path) -> 
     page.click("#launch-5 td:first-child a")
     assert page.locator("#output-code").evaluate("element => element.open") is True
     assert page.locator(".line-target").count() == 1
+    assert problems == []
+    page.close()
+
+
+def test_handwritten_page_and_kernel_side_by_side(browser, block_report: Path) -> None:
+    page, problems = _open(browser, (block_report / "handwritten.html").as_uri())
+    rows = page.locator("#handwritten-table tbody tr")
+    assert rows.count() == 18  # 8 Triton kernels and 10 extern matmul/attention calls, both graphs
+    composed = rows.filter(has_text="triton_per_fused_add_native_layer_norm_view_1")
+    assert "bias_residual" in composed.inner_text() and "layernorm" in composed.inner_text()
+    composed.locator("td").nth(1).locator("a").click()
+    assert page.url.endswith("#model__0_forward_1.0:5:triton_per_fused_add_native_layer_norm_view_1")
+    page.locator("a:has-text('Hand-written')").first.click()  # the top bar, from any page
+    page.goto(
+        (
+            block_report / "kernels" / "model__1_inference_3.1" / "triton_poi_fused_addmm_gelu_view_2.html"
+        ).as_uri()
+    )
+    pair = page.locator("#handwritten ~ .source-pair").first
+    assert pair.locator("h4").nth(0).inner_text() == "Inductor's kernel"
+    assert "bias_gelu" in pair.locator("h4").nth(1).inner_text()
+    assert pair.locator(".pane").nth(1).inner_text().count("@triton.jit") == 1
     assert problems == []
     page.close()
 

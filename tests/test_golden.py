@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens.bench import attach_measurements
+from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.report import render_report
 
@@ -50,6 +51,7 @@ def _scrub(text: str, root: Path) -> str:
 def test_report_matches_golden(unpacked, golden_case: str, request: pytest.FixtureRequest) -> None:
     root = unpacked(CASES[golden_case])
     run = attach_measurements(parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME), root / "capture")
+    run = attach_handwritten(run, root / "capture", execute=False)
     files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
     expected_dir = GOLDEN / golden_case
     if request.config.getoption("--update-golden"):

@@ -85,9 +85,9 @@ def run_child(
                 process.wait(timeout=spec.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(process)
+                kill_group(process)
             except KeyboardInterrupt:
-                _kill_group(process)
+                kill_group(process)
                 raise
             _kill_stragglers(process)
             reader.join(timeout=10)
@@ -124,6 +124,8 @@ def child_environment(capture_dir: Path, cache_root: Path, *, bench: bool = True
     )
     # A forced cache-disable leaks temp dirs and changes nothing with a fresh cache dir.
     env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
+    # Inductor's own Triton kernels must run compiled, whatever the calling process had set.
+    env.pop("TRITON_INTERPRET", None)
     return env
 
 
@@ -155,7 +157,7 @@ def _kill_stragglers(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def kill_group(process: subprocess.Popen[bytes]) -> None:
     """Stop the child and everything it started (Inductor's compile worker pool)."""
     for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:

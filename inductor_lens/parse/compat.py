@@ -202,3 +202,16 @@ TRACE_ENVELOPE_FIELDS = {
     "compiled_autograd_id",
     "rank",
 }
+
+# --- extern attention calls -------------------------------------------------------------------
+
+# Where `is_causal` sits among the positional arguments of each SDPA kernel Inductor calls
+# (native_functions.yaml). Seen in 2.11 (efficient, flash on the H200) and 2.13 (flash_attention_for_cpu).
+SDPA_CAUSAL_POSITION = {
+    "_scaled_dot_product_efficient_attention": 6,  # q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal
+    "_scaled_dot_product_flash_attention": 4,  # q, k, v, dropout_p, is_causal
+    "_scaled_dot_product_flash_attention_for_cpu": 4,  # q, k, v, dropout_p, is_causal
+    "_scaled_dot_product_cudnn_attention": 6,  # q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal
+    "_scaled_dot_product_attention_math": 5,  # q, k, v, attn_mask, dropout_p, is_causal
+    "scaled_dot_product_attention": 5,  # q, k, v, attn_mask, dropout_p, is_causal
+}

@@ -16,6 +16,7 @@ from ..records import CompileRun
 from ..version import __version__
 from .compile_view import compile_page
 from .env import environment
+from .handwritten_view import handwritten_page
 from .highlight import stylesheet
 from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
@@ -45,6 +46,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
                 "kernel.html.j2", "../../", page=kernel_page
             )
     files["compile.html"] = page("compile.html.j2", "", page=compile_page(run))
+    files["handwritten.html"] = page("handwritten.html.j2", "", page=handwritten_page(run))
     files["source.html"] = page("source.html.j2", "", page=source_page(run), anchor=line_anchor)
     files["log.html"] = page("log.html.j2", "", lines=log_lines(run))
     files[LENS_JSON] = run.to_json()

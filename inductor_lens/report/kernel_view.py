@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
 from .dataflow import reads_by_launch
+from .handwritten_view import HandwrittenRow, handwritten_row
 from .highlight import highlight
 from .views import KIND_LABELS, SummaryItem, launch_url, ops_from_name
 
@@ -46,6 +47,9 @@ class KernelPage:
     # The user lines its ops came from, each with its anchor on the source page (None if not shown there).
     source_lines: tuple[tuple[SourceLine, str | None], ...]
     timing: tuple[SummaryItem, ...] = ()
+    handwritten: HandwrittenRow | None = None
+    # The kernel's source again, for the side-by-side with its hand-written equivalent.
+    compact_source: Markup | None = None
 
 
 def kernel_pages(
@@ -93,6 +97,8 @@ def kernel_pages(
                     (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
                 ),
                 timing=_timing_facts(run, kernel),
+                handwritten=(row := handwritten_row(run, graph, kernel.name)),
+                compact_source=highlight(kernel.source, language, "ind") if row and row.steps else None,
             )
         )
     return pages

@@ -1,0 +1,8 @@
+"""Stage 4 of the pipeline (bench), hand-written side: Triton kernels written by hand, set next to Inductor's.
+
+catalog.py   what each hand-written kernel computes, its shapes, cost and tolerance (no torch import)
+kernels/     the kernels, tutorial style: @triton.jit kernel, launcher, torch reference, input maker
+check.py     run one against its reference on given shapes (CPU: Triton's interpreter), and time it (GPU)
+match.py     which hand-written kernel does the job of each Inductor kernel, on which shapes
+runner.py    the child process that checks and times the matches of a compiled run
+"""

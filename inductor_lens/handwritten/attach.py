@@ -1,0 +1,96 @@
+"""Stage 4 of the pipeline (bench), hand-written side: matches and their checks joined to the run's records.
+
+``attach_handwritten(run, capture_dir, execute=...)`` matches every kernel (``match.py``), and either
+runs the checks and timings in a child process (``runner.py``) or reads the results an earlier run
+left in ``capture/handwritten.json`` (a capture folder copied off a GPU box carries them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..bench.roofline import place
+from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun, Timing, from_jsonable
+from .catalog import ITEMSIZE, get
+from .match import match_run, shape_for
+from .runner import RESULTS_NAME, read_results, run_tasks, task_key
+
+DEFAULT_TIMEOUT_S = 900.0
+
+
+def run_device(run: CompileRun) -> str:
+    device = (run.bench.device if run.bench else None) or (run.settings.device if run.settings else None)
+    return "cuda" if (device or run.environment.device_type or "cpu").startswith("cuda") else "cpu"
+
+
+def attach_handwritten(
+    run: CompileRun, capture_dir: Path | None, *, execute: bool, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> CompileRun:
+    matches = match_run(run)
+    tasks: dict[str, dict[str, Any]] = {}
+    for match in matches:
+        for name in match.equivalents:
+            shape = shape_for(get(name), dict(match.shape))
+            if shape is not None:
+                tasks.setdefault(
+                    task_key(name, shape, match.dtype), {"name": name, "shape": shape, "dtype": match.dtype}
+                )
+    data: dict[str, Any] = {"results": {}}
+    if capture_dir is not None and execute and tasks:
+        data = run_tasks(list(tasks.values()), run_device(run), capture_dir, timeout_s)
+    elif capture_dir is not None and (capture_dir / RESULTS_NAME).is_file():
+        data = read_results(capture_dir / RESULTS_NAME)
+    device = str(data.get("device") or run_device(run))
+    matches = tuple(_with_runs(m, data["results"], device, run) for m in matches)
+    run = replace(run, handwritten=matches)
+    if data.get("error"):
+        warning = Diagnostic("warning", "hand-written kernels", str(data["error"]))
+        run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
+    return run
+
+
+def _with_runs(
+    match: HandwrittenMatch, results: dict[str, Any], device: str, run: CompileRun
+) -> HandwrittenMatch:
+    runs = []
+    for name in match.equivalents:
+        shape = shape_for(get(name), dict(match.shape))
+        if shape is None:
+            runs.append(HandwrittenRun(name, {}, match.dtype, device, error="no shape for it in this match"))
+            continue
+        entry = results.get(task_key(name, shape, match.dtype))
+        runs.append(_run_record(name, shape, match.dtype, device, entry, run) if isinstance(entry, dict)
+                    else HandwrittenRun(name, shape, match.dtype, device))  # fmt: skip
+    return replace(match, runs=tuple(runs))
+
+
+def _timing(data: Any) -> Timing | None:
+    return from_jsonable(Timing, data) if isinstance(data, dict) else None
+
+
+def _run_record(
+    name: str, shape: dict[str, int], dtype: str, device: str, entry: dict[str, Any], run: CompileRun
+) -> HandwrittenRun:
+    try:
+        timing = _timing(entry.get("timing"))
+        roofline = None
+        if timing is not None:
+            moved, flops = get(name).cost(shape, ITEMSIZE[dtype])
+            cost = (moved, flops or None, "the hand-written kernel's own count (catalog)")
+            ceilings = run.bench.ceilings if run.bench else None
+            roofline = place(cost, timing.median_ms * 1e-3, "hand-written", ceilings)
+        return HandwrittenRun(
+            name=name, shape=shape, dtype=dtype, device=device,
+            checked_shape={k: int(v) for k, v in (entry.get("checked_shape") or {}).items()},
+            interpreter=bool(entry.get("interpreter")),
+            ok=entry.get("ok") if isinstance(entry.get("ok"), bool) else None,
+            max_rel_error=float(entry["max_rel_error"]) if entry.get("max_rel_error") is not None else None,
+            tolerance=float(entry["tolerance"]) if entry.get("tolerance") is not None else None,
+            timing=timing, eager=_timing(entry.get("eager")), gpu_alone=_timing(entry.get("gpu_alone")),
+            roofline=roofline,
+            error=str(entry["error"]) if entry.get("error") else None,
+        )  # fmt: skip
+    except (TypeError, ValueError, KeyError) as exc:
+        return HandwrittenRun(name, shape, dtype, device, error=f"unreadable result ({exc})"[:200])

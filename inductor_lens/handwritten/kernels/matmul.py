@@ -1,0 +1,236 @@
+"""Stage 4 of the pipeline (bench), hand-written side: matmul, with an optional fused bias and activation.
+
+One kernel, written like Triton's matrix-multiplication tutorial, computes ``c = act(a @ b + bias)``.
+Each program owns a BLOCK_M x BLOCK_N tile of ``c`` and walks K in BLOCK_K steps, feeding ``tl.dot``
+(tensor cores: wgmma on Hopper) and keeping the sum in a float32 accumulator. Programs are numbered
+in groups of GROUP_M tile-rows, so tiles that run at the same time share rows of ``a`` and columns
+of ``b`` and find them in L2 instead of HBM. Rows and columns past the edge are wrapped (``% M``,
+``% N``) rather than masked, so the K loop's loads need no mask for them; only the store is masked,
+and the K tail is masked unless K is a multiple of BLOCK_K (``EVEN_K``). Strides are arguments, so
+``b`` may be a transposed view (nn.Linear's weight). Offsets are int32 unless a tensor spans 2**31
+elements (``INT64_OFFSETS``): int64 address math measured about 10% slower on an H200. The epilogue
+(bias broadcast over rows, then ReLU or exact-erf GELU) runs on the float32 accumulator before the
+one store, so the fused variants cost no extra pass over ``c``. Which tile shape wins depends on the
+shape, the layout of ``b`` and the GPU, so on a GPU the kernel is autotuned over the tutorial's
+configurations plus the large 128x256 / 256x128 tiles that keep Hopper's tensor cores busy and small
+tiles for skinny products. float32 follows torch: TF32 only when
+``torch.backends.cuda.matmul.allow_tf32`` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from . import Implementation, interpreting
+
+ACTIVATIONS = ("none", "relu", "gelu")
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+):  # fmt: skip
+    # Grouped ordering: consecutive programs sweep GROUP_M tile-rows column by column (L2 reuse).
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Out-of-range rows/columns wrap onto valid ones; their results are dropped by the store mask.
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if INT64_OFFSETS:
+        offs_am = offs_am.to(tl.int64)
+        offs_bn = offs_bn.to(tl.int64)
+        offs_cm = offs_cm.to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        accumulator = tl.dot(a, b, accumulator, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
+        accumulator += bias.to(tl.float32)[None, :]
+    if ACTIVATION == "relu":
+        accumulator = tl.maximum(accumulator, 0.0)
+    elif ACTIVATION == "gelu":
+        accumulator = 0.5 * accumulator * (1.0 + tl.math.erf(accumulator * 0.7071067811865476))
+
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -> triton.Config:
+    return triton.Config(
+        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8},
+        num_stages=stages,
+        num_warps=warps,
+    )
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): the tutorial's CUDA list, then Hopper-sized and skinny tiles.
+# Configs whose shared memory does not fit (large tiles in float32) are skipped by the autotuner.
+AUTOTUNE_CONFIGS = [
+    _config(*c)
+    for c in (
+        (128, 256, 64, 3, 8),
+        (64, 256, 32, 4, 4),
+        (128, 128, 32, 4, 4),
+        (128, 64, 32, 4, 4),
+        (64, 128, 32, 4, 4),
+        (128, 32, 32, 4, 4),
+        (64, 32, 32, 5, 2),
+        (32, 64, 32, 5, 2),
+        (256, 128, 64, 3, 8),
+        (256, 128, 64, 4, 8),
+        (128, 128, 64, 4, 4),
+        (128, 128, 64, 4, 8),
+        (128, 64, 64, 4, 4),
+        (64, 128, 64, 4, 4),
+        (32, 64, 64, 4, 4),
+        (64, 32, 64, 4, 4),
+    )
+]
+
+# EVEN_K depends on the config's BLOCK_K, so it is decided per config, inside the autotuner.
+_with_even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+# Layout and epilogue are in the key: a transposed weight and a row-major b favour different tiles, and
+# the GELU epilogue (exposed after each tile's K loop) shifts the best tile shape.
+matmul_kernel_autotuned = triton.autotune(
+    configs=AUTOTUNE_CONFIGS, key=["M", "N", "K", "stride_ak", "stride_bk", "HAS_BIAS", "ACTIVATION"]
+)(_with_even_k(matmul_kernel))
+
+# Under the interpreter: one small config, so checks stay fast.
+INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
+
+
+def _largest_offset(t: torch.Tensor) -> int:
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True))
+
+
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str = "none"
+) -> torch.Tensor:
+    """``activation(a @ b + bias)`` for a[M, K], b[K, N], bias[N] (any strides); c[M, N] in a's dtype."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    (M, K), (b_rows, N) = a.shape, b.shape
+    if b_rows != K:
+        raise ValueError(f"a is {M}x{K} but b is {b_rows}x{N}")
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    if M == 0 or N == 0:
+        return c
+    tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
+    args = (
+        a, b, c, bias if bias is not None else c,
+        M, N, K,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+    )  # fmt: skip
+    switches = dict(
+        HAS_BIAS=bias is not None,
+        ACTIVATION=activation,
+        INPUT_PRECISION="tf32" if tf32 else "ieee",
+        INT64_OFFSETS=any(_largest_offset(t) >= 2**31 for t in (a, b, c)),
+    )
+    if interpreting():
+        config = INTERPRETER_CONFIG
+        grid = (triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]),)
+        matmul_kernel[grid](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
+    else:
+
+        def grid(meta: Mapping[str, Any]) -> tuple[int]:
+            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+        matmul_kernel_autotuned[grid](*args, **switches)
+    return c
+
+
+def _make_inputs(transposed_b: bool, with_bias: bool) -> Any:
+    def make_inputs(
+        shape: Mapping[str, int], dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    ) -> tuple[torch.Tensor, ...]:
+        M, N, K = shape["M"], shape["N"], shape["K"]
+
+        def randn(*size: int) -> torch.Tensor:
+            return torch.randn(*size, generator=generator, device=device, dtype=torch.float32)
+
+        a = randn(M, K).to(dtype)
+        # Scaled by K**-0.5 so a @ b stays O(1) for any K. A transposed b is nn.Linear's weight.t().
+        if transposed_b:
+            b = (randn(N, K) * K**-0.5).to(dtype).t()
+        else:
+            b = (randn(K, N) * K**-0.5).to(dtype)
+        return (a, b, randn(N).to(dtype)) if with_bias else (a, b)
+
+    return make_inputs
+
+
+def _reference(activation: str) -> Any:
+    def reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        out = a @ b + bias
+        if activation == "relu":
+            return torch.relu(out)
+        return F.gelu(out) if activation == "gelu" else out
+
+    return reference
+
+
+def _run(activation: str) -> Any:
+    def run(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return matmul(a, b, bias, activation)
+
+    return run
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "matmul": Implementation(
+        run=matmul,
+        reference=lambda a, b: a @ b,
+        make_inputs=_make_inputs(transposed_b=False, with_bias=False),
+        kernels=(matmul_kernel,),
+    ),
+    **{
+        name: Implementation(
+            run=_run(activation),
+            reference=_reference(activation),
+            make_inputs=_make_inputs(transposed_b=True, with_bias=True),
+            kernels=(matmul_kernel,),
+        )
+        for name, activation in (
+            ("matmul_bias", "none"),
+            ("matmul_bias_relu", "relu"),
+            ("matmul_bias_gelu", "gelu"),
+        )
+    },
+}

@@ -1,0 +1,228 @@
+"""Report stage: the view model of the hand-written equivalents: each Inductor kernel next to the
+hand-written Triton kernel(s) that do its job, their agreement with torch, and their times.
+
+The hand-written kernels' source is read from the package's files with ``ast`` (nothing is
+imported), so a report renders the same on a machine without a GPU, torch or Triton.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import Markup
+
+from ..handwritten import kernels as kernels_package
+from ..handwritten.catalog import Equivalent, get
+from ..records import CompileRun, GraphRecord, HandwrittenMatch, HandwrittenRun, Launch
+from .highlight import highlight
+from .views import SummaryItem, launch_url
+
+MATCH_LABELS = {
+    "exact": "exact: does the same work",
+    "composed": "composed: the same work in several launches",
+    "partial": "partial: part of the work",
+    "none": "no hand-written equivalent",
+}
+# Faster or slower by less than this is reported as a tie.
+TIE = 0.05
+# A do_bench time this many times the CUDA-graph time is mostly launch overhead.
+LAUNCH_BOUND = 1.5
+
+
+@dataclass(frozen=True)
+class HandwrittenStep:
+    run: HandwrittenRun
+    equivalent: Equivalent
+    source: Markup
+    shape_text: str
+    checked_text: str  # "" when the full shape was checked
+
+
+@dataclass(frozen=True)
+class HandwrittenRow:
+    match: HandwrittenMatch
+    graph: GraphRecord
+    launch: Launch | None
+    url: str
+    steps: tuple[HandwrittenStep, ...]
+    inductor_us: float | None  # per launch
+    inductor_method: str
+    handwritten_us: float | None  # all steps, per launch
+    eager_us: float | None
+    verdict: str
+    tone: str
+    correctness: str  # "ok", "mismatch", "error", "not run"
+
+    @property
+    def label(self) -> str:
+        return MATCH_LABELS[self.match.kind]
+
+
+@dataclass(frozen=True)
+class HandwrittenPage:
+    run: CompileRun
+    rows: tuple[HandwrittenRow, ...]
+    summary: tuple[SummaryItem, ...]
+
+
+def handwritten_rows(run: CompileRun) -> tuple[HandwrittenRow, ...]:
+    rows = []
+    for match in run.handwritten:
+        graph = run.graph(match.graph_id)
+        if graph is not None:
+            rows.append(_row(match, graph, _launch(graph, match)))
+    return tuple(rows)
+
+
+def handwritten_row(run: CompileRun, graph: GraphRecord, target: str) -> HandwrittenRow | None:
+    match = run.handwritten_for(graph.id, target)
+    if match is None:
+        return None
+    return _row(match, graph, _launch(graph, match))
+
+
+def _launch(graph: GraphRecord, match: HandwrittenMatch) -> Launch | None:
+    return next((x for x in graph.launches if x.position == match.launch), None)
+
+
+def handwritten_page(run: CompileRun) -> HandwrittenPage:
+    rows = handwritten_rows(run)
+    matched = [r for r in rows if r.match.kind != "none"]
+    timed = [r for r in matched if r.inductor_us and r.handwritten_us]
+    faster = sum(1 for r in timed if r.handwritten_us < r.inductor_us * (1 - TIE))  # type: ignore[operator]
+    slower = sum(1 for r in timed if r.handwritten_us > r.inductor_us * (1 + TIE))  # type: ignore[operator]
+    bad = sum(1 for r in matched if r.correctness in ("mismatch", "error"))
+    checked = [r for r in matched if r.correctness != "not run"]
+    summary = [
+        SummaryItem("Matched", f"{len(matched)} of {len(rows)}", "kernels and extern matmul/attention calls"),
+        SummaryItem(
+            "Exact / composed / partial",
+            " / ".join(
+                str(sum(1 for r in rows if r.match.kind == k)) for k in ("exact", "composed", "partial")
+            ),
+        ),
+        SummaryItem(
+            "Agree with torch",
+            f"{sum(1 for r in checked if r.correctness == 'ok')} of {len(checked)} checked",
+            f"{bad} disagree or failed"
+            if bad
+            else "every check within tolerance"
+            if checked
+            else "not run here",
+            "bad" if bad else "",
+        ),
+    ]
+    if timed:
+        summary.append(
+            SummaryItem(
+                "Hand-written faster", f"{faster} of {len(timed)}", f"slower on {slower}, the rest within 5%"
+            )
+        )
+    return HandwrittenPage(run, rows, tuple(summary))
+
+
+def _row(match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None) -> HandwrittenRow:
+    steps = tuple(_step(r) for r in match.runs)
+    inductor_us, method = _inductor_time(graph, match, launch)
+    timings = [r.timing for r in match.runs]
+    handwritten_us = sum(t.median_ms for t in timings) * 1e3 if timings and all(timings) else None  # type: ignore[union-attr]
+    eagers = [r.eager for r in match.runs]
+    eager_us = sum(t.median_ms for t in eagers) * 1e3 if eagers and all(eagers) else None  # type: ignore[union-attr]
+    verdict, tone = _verdict(match, inductor_us, handwritten_us)
+    alone = [r.gpu_alone for r in match.runs]
+    if handwritten_us and all(alone) and alone:
+        alone_us = sum(t.median_ms for t in alone) * 1e3  # type: ignore[union-attr]
+        if handwritten_us > LAUNCH_BOUND * alone_us:
+            verdict += (f"; launch-bound at this size: the hand-written kernel's GPU time alone is {alone_us:,.1f} µs, "
+                        "the rest is its launcher's Python overhead (Triton's autotuner)")  # fmt: skip
+    url = launch_url(graph, launch) if launch else f"graphs/{graph.id}.html"
+    return HandwrittenRow(match, graph, launch, url, steps, inductor_us, method, handwritten_us, eager_us,
+                          verdict, tone, _correctness(match.runs))  # fmt: skip
+
+
+def _step(run: HandwrittenRun) -> HandwrittenStep:
+    equivalent = get(run.name)
+    checked = ""
+    if run.checked_shape and dict(run.checked_shape) != dict(run.shape):
+        checked = equivalent.shape_text(run.checked_shape)
+    shape = equivalent.shape_text(run.shape) if run.shape else "—"
+    return HandwrittenStep(run, equivalent, kernel_source(run.name), shape, checked)
+
+
+def _inductor_time(
+    graph: GraphRecord, match: HandwrittenMatch, launch: Launch | None
+) -> tuple[float | None, str]:
+    kernel = graph.kernel(match.target)
+    if kernel is not None and kernel.timing is not None:
+        if kernel.timing.isolated is not None:
+            return (
+                kernel.timing.isolated.median_ms * 1e3,
+                "isolated (do_bench on a copy of its real arguments)",
+            )
+        if kernel.timing.launches:
+            return kernel.timing.in_context_us / kernel.timing.launches, "in context (profiled steps)"
+    if launch is not None and launch.timing is not None:
+        return launch.timing.median_us, "in context (profiled steps)"
+    return None, ""
+
+
+def _verdict(
+    match: HandwrittenMatch, inductor_us: float | None, handwritten_us: float | None
+) -> tuple[str, str]:
+    if match.kind == "none":
+        return "nothing hand-written does this job", "muted"
+    if inductor_us is None or handwritten_us is None:
+        return "not timed (timing needs a GPU)", "muted"
+    ratio = inductor_us / handwritten_us
+    launches = f" in {len(match.runs)} launches" if len(match.runs) > 1 else ""
+    if ratio > 1 + TIE:
+        return f"hand-written {ratio:.2f}x faster{launches}", "good" if match.kind != "partial" else ""
+    if ratio < 1 - TIE:
+        return (
+            f"Inductor {1 / ratio:.2f}x faster{' (fusion pays)' if launches else ''}",
+            "warn" if not launches else "",
+        )
+    return f"within 5% of Inductor{launches}", ""
+
+
+def _correctness(runs: tuple[HandwrittenRun, ...]) -> str:
+    if not runs or all(r.ok is None and r.error is None for r in runs):
+        return "not run"
+    if any(r.ok is False for r in runs):
+        return "mismatch"
+    if any(r.error for r in runs):
+        return "error"
+    return "ok"
+
+
+# --- hand-written source, read without importing ------------------------------------------------
+
+
+@functools.cache
+def _module_tree(module: str) -> tuple[str, ast.Module] | None:
+    path = Path(kernels_package.__file__).with_name(f"{module}.py")
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, ast.parse(text)
+    except (OSError, SyntaxError):
+        return None
+
+
+@functools.cache
+def kernel_source(name: str) -> Markup:
+    """The highlighted source of the Triton kernel(s) a hand-written equivalent launches."""
+    parsed = _module_tree(get(name).module)
+    if parsed is None:
+        return Markup("")
+    text, tree = parsed
+    wanted = get(name).kernels
+    pieces = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in wanted:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            lines = text.splitlines()[start - 1 : node.end_lineno]
+            pieces.append("\n".join(lines))
+    return highlight("\n\n\n".join(pieces), "python", f"hw-{name}") if pieces else Markup("")

@@ -1,0 +1,56 @@
+"""Every hand-written Triton kernel against its torch reference, on CPU tensors under Triton's interpreter.
+
+Odd, tiny and block-crossing shapes in every dtype the interpreter runs correctly (bfloat16 dot
+products are checked on a GPU instead: benchmarks/handwritten_gpu.py and tests/test_gpu.py). Sizes
+stay small: the interpreter runs each program in numpy.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inductor_lens.handwritten import check
+from inductor_lens.handwritten.catalog import EQUIVALENTS
+
+SHAPES = {
+    "elementwise": [(1, 1), (3, 5), (37, 1031), (2, 9000)],
+    # 9000 and 20000 columns take the looped (online) path of the row kernels
+    "row-wise": [(1, 1), (3, 5), (37, 1031), (2, 9000), (2, 20000)],
+    "matmul": [(1, 1, 1), (3, 5, 7), (17, 33, 65), (129, 70, 100)],
+    "attention": [(1, 1, 1, 16), (1, 2, 5, 16), (1, 1, 17, 40), (1, 2, 70, 32)],
+}
+CASES = [
+    pytest.param(e.name, shape, dtype, id=f"{e.name}-{'x'.join(map(str, shape))}-{dtype}")
+    for e in EQUIVALENTS
+    for shape in SHAPES[e.family]
+    for dtype in e.interpreter_dtypes
+]
+
+
+@pytest.mark.parametrize(("name", "shape", "dtype"), CASES)
+def test_kernel_agrees_with_torch(name: str, shape: tuple[int, ...], dtype: str) -> None:
+    equivalent = check.get(name)
+    result = check.check(name, equivalent.shape(shape), dtype, "cpu")
+    assert result.interpreter
+    assert result.ok, result.line()
+    assert all(e.max_rel == e.max_rel for e in result.errors)  # no NaN slipped through
+
+
+def test_every_catalog_entry_has_its_implementation_and_kernels() -> None:
+    for equivalent in EQUIVALENTS:
+        implementation = check.implementation(equivalent, "cpu")
+        names = tuple(getattr(k, "__name__", None) or k.fn.__name__ for k in implementation.kernels)
+        assert names == equivalent.kernels, equivalent.name
+
+
+def test_a_wrong_kernel_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    implementation = check.implementation(check.get("softmax"), "cpu")
+    wrong = type(implementation)(
+        run=lambda x: implementation.run(x) * 1.001,
+        reference=implementation.reference,
+        make_inputs=implementation.make_inputs,
+        kernels=implementation.kernels,
+    )
+    monkeypatch.setattr(check, "implementation", lambda equivalent, device: wrong)
+    result = check.check("softmax", {"rows": 3, "cols": 5}, "float32", "cpu")
+    assert not result.ok and result.line().startswith("MISMATCH: softmax 3x5 float32")
