@@ -32,6 +32,12 @@ def test_sample_compiles_to_triton_on_cuda(tmp_path: Path, sample: str, category
     assert bench["device"] == "cuda" and bench["ceilings"]["copy_gb_per_s"] > 0
     assert bench["step"]["attributed_us"] >= 0.9 * bench["step"]["total_us"]
     assert all(k["timing"]["isolated"]["samples"] > 0 and k["timing"]["launches"] >= 1 for k in kernels)
+    # hand-written equivalents: every match checked on the GPU in full size, and timed
+    runs = [r for m in run["handwritten"] for r in m["runs"]]
+    assert runs and all(
+        r["ok"] is True and not r["interpreter"] and r["checked_shape"] == r["shape"] for r in runs
+    )
+    assert all(r["timing"]["median_ms"] > 0 and r["eager"]["median_ms"] > 0 for r in runs)
     if sample == "softmax_ln":  # (an nn.Sequential like mlp.py has no forward() of the user's own)
         assert any(
             s["filename"].endswith("softmax_ln.py")
@@ -51,3 +57,18 @@ def test_train_on_cuda_has_backward_triton_kernels(tmp_path: Path) -> None:
     assert backward and any(k["backend"] == "triton" for g in backward for k in g["kernels"])
     # the profiled step is forward + backward: backward kernels (autograd's thread) get their time too
     assert all(k["timing"]["in_context_us"] > 0 for g in backward for k in g["kernels"])
+
+
+def test_handwritten_check_and_bench_on_cuda() -> None:
+    result = run_cli_process(
+        "handwritten", "check", "matmul_bias_gelu", "--shape", "129x257x31", "--dtype", "bf16"
+    )
+    assert result.code == 0 and result.stdout.startswith(
+        "ok: matmul_bias_gelu 129x257x31 bfloat16 on cuda"
+    ), result
+    result = run_cli_process("handwritten", "bench", "softmax", "--shape", "4096x4096", "--dtype", "bf16")
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("softmax 4096x4096 bfloat16: 67.1 MB moved")
+    assert [line.split()[0] for line in lines[1:4]] == ["hand-written", "torch", "torch.compile"]
+    assert "% of the measured ceiling" in lines[1] and lines[-1].startswith("  ceilings: copy")

@@ -137,8 +137,9 @@ def _problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) ->
     if kernel is not None:
         template = kernel.category == "template"
         problem.concepts = concepts_of(kernel.aten_ops, template=template, source=kernel.source)
-        if "add" in kernel.name.split("_") and "add" not in problem.concepts:
-            problem.concepts.insert(0, "add")  # an add a decomposed op's pieces hid; the name still lists it
+        # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it
+        hidden = [op for op in kernel.name.split("_") if op in ("mul", "add") and op not in problem.concepts]
+        problem.concepts[:0] = hidden
         if template:
             _matmul_shape(dict(tensors), problem, a="arg_A", b="arg_B")
         else:
