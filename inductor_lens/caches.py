@@ -1,0 +1,251 @@
+"""Tooling beside the pipeline: the caches torch.compile and Triton keep on this machine, shown and cleared safely.
+
+Paths are resolved the way torch and Triton resolve them (environment variables first, then their
+defaults; see ``CACHE_DEFAULTS`` for the versions). Clearing removes a cache's *content*, only from a
+folder that looks like that cache, never follows a symlink out of it (a link is removed, not its
+target), and carries on when files vanish or cannot be removed while it runs.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LensError
+
+# How each cache's folder is found. torch/_inductor/runtime/cache_dir_utils.py (2.11, 2.13):
+# $TORCHINDUCTOR_CACHE_DIR, else <tmp>/torchinductor_<user>; Triton's knobs.cache (3.6, 3.7):
+# $TRITON_CACHE_DIR, else $TRITON_HOME (default ~)/.triton/cache. Inductor keeps its own Triton
+# kernels in <inductor>/triton/<device> unless TRITON_CACHE_DIR is set.
+CACHE_DEFAULTS = {
+    "inductor": "$TORCHINDUCTOR_CACHE_DIR, else <tmp>/torchinductor_<user>",
+    "triton": "$TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache (TRITON_HOME defaults to ~)",
+    "reports": "./inductor-lens-reports (written by inductor-lens; shown, never cleared)",
+}
+# The parts of an Inductor cache folder, by entry name (seen in torch 2.11 and 2.13).
+INDUCTOR_PARTS = {
+    "fxgraph": "FX graph cache (compiled graphs)",
+    "aotautograd": "AOT autograd cache",
+    "triton": "Triton kernels compiled by Inductor",
+    "precompiled_headers": "precompiled C++ headers",
+    "cache": "local autotune and remote-cache fallbacks",
+    "locks": "file locks",
+}
+KERNEL_DIR = re.compile(r"^[a-z0-9_]{2}$")  # generated kernel code, by the first two characters of its hash
+TRITON_ENTRY = re.compile(r"^[A-Za-z0-9_-]{32,}$")  # one folder per kernel hash
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "package.json", "Makefile")
+
+
+class CacheError(LensError):
+    """A cache folder that cannot safely be cleared."""
+
+    exit_code = 12
+
+
+@dataclass(frozen=True)
+class Usage:
+    bytes: int = 0
+    files: int = 0
+    newest: float | None = None  # mtime
+    oldest: float | None = None
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    name: str
+    path: Path
+    source: str  # which variable or default gave the path
+    exists: bool
+    usage: Usage = Usage()
+    parts: dict[str, Usage] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        def usage(u: Usage) -> dict:
+            return {"bytes": u.bytes, "files": u.files, "newest": u.newest, "oldest": u.oldest}
+
+        return {"name": self.name, "path": str(self.path), "source": self.source, "exists": self.exists,
+                **usage(self.usage), "parts": {k: usage(v) for k, v in self.parts.items()}}  # fmt: skip
+
+
+def inductor_dir() -> tuple[Path, str]:
+    if value := os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return Path(value).absolute(), "TORCHINDUCTOR_CACHE_DIR"
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    return Path(tempfile.gettempdir()) / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)), "default"
+
+
+def triton_dir() -> tuple[Path, str]:
+    if value := os.environ.get("TRITON_CACHE_DIR"):
+        return Path(value).absolute(), "TRITON_CACHE_DIR"
+    home = os.environ.get("TRITON_HOME")
+    base = Path(home) if home else Path.home()
+    return (base / ".triton" / "cache").absolute(), "TRITON_HOME" if home else "default"
+
+
+def usage(path: Path) -> Usage:
+    """Bytes and files under ``path``, symlinks counted as themselves and never followed."""
+    total = files = 0
+    newest = oldest = None
+    for root, dirs, names in os.walk(path, followlinks=False):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue  # vanished while we looked
+            total += info.st_size
+            files += 1
+            newest = info.st_mtime if newest is None else max(newest, info.st_mtime)
+            oldest = info.st_mtime if oldest is None else min(oldest, info.st_mtime)
+    return Usage(total, files, newest, oldest)
+
+
+def cache_info() -> list[CacheInfo]:
+    found = []
+    for name, (path, source) in (("inductor", inductor_dir()), ("triton", triton_dir()),
+                                 ("reports", (Path("inductor-lens-reports").absolute(), "default"))):  # fmt: skip
+        exists = path.is_dir()
+        parts: dict[str, Usage] = {}
+        if exists and name == "inductor":
+            for entry in sorted(path.iterdir()):
+                part = (
+                    entry.name
+                    if entry.name in INDUCTOR_PARTS
+                    else "kernels"
+                    if KERNEL_DIR.match(entry.name)
+                    else "other"
+                )
+                partial = usage(entry) if entry.is_dir() and not entry.is_symlink() else _single(entry)
+                previous = parts.get(part, Usage())
+                parts[part] = _add(previous, partial)
+        found.append(CacheInfo(name, path, source, exists, usage(path) if exists else Usage(), parts))
+    return found
+
+
+def _single(entry: Path) -> Usage:
+    try:
+        info = entry.lstat()
+    except OSError:
+        return Usage()
+    return Usage(info.st_size, 1, info.st_mtime, info.st_mtime)
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    times = [t for t in (a.newest, b.newest) if t is not None]
+    olds = [t for t in (a.oldest, b.oldest) if t is not None]
+    return Usage(a.bytes + b.bytes, a.files + b.files, max(times, default=None), min(olds, default=None))
+
+
+def check_clearable(name: str, path: Path) -> None:
+    """Refuse any folder that is not recognisably the named cache."""
+    resolved = path.resolve()
+    home = Path.home().resolve()
+    if resolved == Path(resolved.anchor) or resolved == home or resolved in home.parents:
+        raise CacheError(
+            f"{name} cache {path} is {'/' if resolved == Path(resolved.anchor) else 'a home folder'}; refusing to clear it"
+        )
+    if resolved in Path.cwd().resolve().parents or resolved == Path.cwd().resolve():
+        raise CacheError(f"{name} cache {path} holds the current folder; refusing to clear it")
+    markers = [m for m in PROJECT_MARKERS if (resolved / m).exists()]
+    if markers:
+        raise CacheError(
+            f"{name} cache {path} looks like a project folder (it has {', '.join(markers)}); refusing to clear it"
+        )
+    strangers = [e.name for e in resolved.iterdir() if not _belongs(name, e.name)]
+    if strangers:
+        shown = ", ".join(sorted(strangers)[:3])
+        raise CacheError(f"{path} does not look like a {name} cache (it holds {shown}); refusing to clear it")
+
+
+def _belongs(name: str, entry: str) -> bool:
+    if entry.endswith(".lock") or entry.startswith("."):
+        return True
+    if name == "inductor":
+        return entry in INDUCTOR_PARTS or bool(KERNEL_DIR.match(entry))
+    return bool(TRITON_ENTRY.match(entry))
+
+
+@dataclass
+class ClearResult:
+    name: str
+    path: Path
+    freed: int = 0
+    removed: int = 0
+    failed: list[str] = field(default_factory=list)
+    would_remove: list[str] = field(default_factory=list)
+
+
+def clear(name: str, *, dry_run: bool) -> ClearResult:
+    path = inductor_dir()[0] if name == "inductor" else triton_dir()[0]
+    result = ClearResult(name, path)
+    if not path.is_dir():
+        return result
+    check_clearable(name, path)
+    for entry in sorted(path.iterdir()):
+        if dry_run:
+            result.would_remove.append(entry.name)
+            result.freed += (
+                usage(entry).bytes if entry.is_dir() and not entry.is_symlink() else _single(entry).bytes
+            )
+        else:
+            _remove(entry, result)
+    return result
+
+
+def _remove(entry: Path, result: ClearResult) -> None:
+    """Remove a file, a symlink (not what it points to) or a folder tree, without following links."""
+    try:
+        info = entry.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        for root, dirs, names in os.walk(entry, topdown=False, followlinks=False):
+            for item in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                _unlink(Path(root) / item, result)
+            for item in dirs:
+                _rmdir(Path(root) / item, result)
+        _rmdir(entry, result)
+    else:
+        _unlink(entry, result)
+
+
+def _unlink(path: Path, result: ClearResult) -> None:
+    try:
+        size = path.lstat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return  # vanished: someone else cleared it
+    except OSError as exc:
+        result.failed.append(f"{path}: {exc.strerror or exc}")
+        return
+    result.freed += size
+    result.removed += 1
+
+
+def _rmdir(path: Path, result: ClearResult) -> None:
+    if path.is_symlink():
+        return  # a link to a folder was removed as a file above
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        result.failed.append(f"{path}: {exc.strerror or exc}")
+
+
+def age(mtime: float | None) -> str:
+    if mtime is None:
+        return "—"
+    seconds = max(0.0, time.time() - mtime)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
