@@ -125,7 +125,6 @@ def test_handwritten_page_and_kernel_side_by_side(browser, block_report: Path) -
     assert "bias_residual" in composed.inner_text() and "layernorm" in composed.inner_text()
     composed.locator("td").nth(1).locator("a").click()
     assert page.url.endswith("#model__0_forward_1.0:5:triton_per_fused_add_native_layer_norm_view_1")
-    page.locator("a:has-text('Hand-written')").first.click()  # the top bar, from any page
     page.goto(
         (
             block_report / "kernels" / "model__1_inference_3.1" / "triton_poi_fused_addmm_gelu_view_2.html"
