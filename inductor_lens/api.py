@@ -127,9 +127,7 @@ def report_folder(
 
 def check_handwritten(name: str, shape: str | None, dtype: str, device: str = "auto") -> CheckResult:
     """Run one hand-written kernel against its torch reference (CPU: under Triton's interpreter)."""
-    equivalent = catalog.get(name)
-    values = catalog.parse_shape(shape) if shape else equivalent.default_shape
-    dims, dtype = equivalent.shape(values), catalog.kernel_dtype(dtype)
+    equivalent, dims, dtype = _kernel_request(name, shape, dtype, bench=False)
     if device == "auto":
         device = "cuda" if _cuda_available() else "cpu"
     elif device == "cuda" and not _cuda_available():
@@ -146,14 +144,23 @@ def bench_handwritten(
     name: str, shape: str | None, dtype: str, *, compiled: bool = True
 ) -> check.BenchResult:
     """Time one hand-written kernel, torch eager and torch.compile of its reference on the GPU."""
-    equivalent = catalog.get(name)
-    values = catalog.parse_shape(shape) if shape else equivalent.bench_shape
-    dims, dtype = equivalent.shape(values), catalog.kernel_dtype(dtype)
+    _, dims, dtype = _kernel_request(name, shape, dtype, bench=True)
     if not _cuda_available():
         raise DeviceError(
             "handwritten bench needs a CUDA device; `handwritten check --device cpu` runs on a CPU"
         )
     return check.bench(name, dims, dtype, compiled=compiled)
+
+
+def _kernel_request(
+    name: str, shape: str | None, dtype: str, *, bench: bool
+) -> tuple[catalog.Equivalent, dict[str, int], str]:
+    """The kernel, its shape (given, or the catalog's default for a check or a benchmark) and dtype."""
+    equivalent = catalog.get(name)
+    values = (
+        catalog.parse_shape(shape) if shape else equivalent.bench_shape if bench else equivalent.default_shape
+    )
+    return equivalent, equivalent.shape(values), catalog.kernel_dtype(dtype)
 
 
 def _cuda_available() -> bool:

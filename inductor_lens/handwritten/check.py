@@ -134,9 +134,12 @@ class BenchResult:
 
 
 def time_kernel(fn: Any) -> float:
-    from triton.testing import do_bench
+    """The do_bench median (ms), measured exactly as the bench stage times Inductor's kernels."""
+    import torch
 
-    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    from ..bench.measure import gpu_time
+
+    return float(gpu_time(torch, fn)["median_ms"])
 
 
 def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> BenchResult:
