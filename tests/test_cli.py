@@ -64,6 +64,10 @@ def test_report_of_a_capture_folder_copied_off_a_gpu_box(run_cli, unpacked, tmp_
     index = (tmp_path / "r" / "index.html").read_text()
     assert "Where the time goes" in index and "NVIDIA H200" in index and "4,243 GB/s" in index
     assert json.loads((tmp_path / "r" / "lens.json").read_text())["run"]["bench"]["step"]["steps"] == 20
+    # the capture folder alone: the title still names the model, from the spec it ran with
+    result = run_cli("report", unpacked(TIMED_CASE) / "capture", "--out", tmp_path / "c")
+    assert result.code == 0, result.stderr
+    assert json.loads((tmp_path / "c" / "lens.json").read_text())["run"]["title"] == "block"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ is counted in ``CompileRun.stats``; ``strict=True`` raises ParseError instead.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -178,4 +179,9 @@ def _compile_choices(config: dict[str, Any]) -> dict[str, Any]:
 def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:
     if capture is not None:
         return capture.model_name
-    return layout.root.name
+    # a capture folder copied off another machine names its model in the spec the capture ran with
+    try:
+        model_path = json.loads((layout.root / "spec.json").read_text(encoding="utf-8"))["model_path"]
+        return Path(model_path).stem or layout.root.name
+    except (OSError, ValueError, KeyError, TypeError):
+        return layout.root.name

@@ -55,6 +55,8 @@ class HandwrittenRow:
     verdict: str
     tone: str
     correctness: str  # "ok", "mismatch", "error", "not run"
+    gpu_alone_us: float | None  # all steps, replayed from a CUDA graph: no launch overhead
+    launch_bound: str  # why the hand-written time is mostly host time, or ""
 
     @property
     def label(self) -> str:
@@ -133,14 +135,17 @@ def _row(match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None) -> 
     eager_us = sum(t.median_ms for t in eagers) * 1e3 if eagers and all(eagers) else None  # type: ignore[union-attr]
     verdict, tone = _verdict(match, inductor_us, handwritten_us)
     alone = [r.gpu_alone for r in match.runs]
-    if handwritten_us and all(alone) and alone:
-        alone_us = sum(t.median_ms for t in alone) * 1e3  # type: ignore[union-attr]
-        if handwritten_us > LAUNCH_BOUND * alone_us:
-            verdict += (f"; launch-bound at this size: the hand-written kernel's GPU time alone is {alone_us:,.1f} µs, "
-                        "the rest is its launcher's Python overhead (Triton's autotuner)")  # fmt: skip
+    alone_us = sum(t.median_ms for t in alone) * 1e3 if alone and all(alone) else None  # type: ignore[union-attr]
+    launch_bound = ""
+    if handwritten_us and alone_us and handwritten_us > LAUNCH_BOUND * alone_us:
+        launch_bound = (f"Launch-bound at this size: the hand-written GPU time alone (replayed from a CUDA graph) is "
+                        f"{alone_us:,.1f} µs; the rest is host time, launching from Python through Triton's launcher")  # fmt: skip
+        in_context = _in_context_us(graph, match, launch)
+        if in_context is not None:
+            launch_bound += f". GPU time against GPU time: {alone_us:,.1f} µs by hand, {in_context:,.1f} µs for Inductor's in the profiled step"
     url = launch_url(graph, launch) if launch else f"graphs/{graph.id}.html"
     return HandwrittenRow(match, graph, launch, url, steps, inductor_us, method, handwritten_us, eager_us,
-                          verdict, tone, _correctness(match.runs))  # fmt: skip
+                          verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
 
 
 def _step(run: HandwrittenRun) -> HandwrittenStep:
@@ -156,17 +161,20 @@ def _inductor_time(
     graph: GraphRecord, match: HandwrittenMatch, launch: Launch | None
 ) -> tuple[float | None, str]:
     kernel = graph.kernel(match.target)
-    if kernel is not None and kernel.timing is not None:
-        if kernel.timing.isolated is not None:
-            return (
-                kernel.timing.isolated.median_ms * 1e3,
-                "isolated (do_bench on a copy of its real arguments)",
-            )
-        if kernel.timing.launches:
-            return kernel.timing.in_context_us / kernel.timing.launches, "in context (profiled steps)"
+    if kernel is not None and kernel.timing is not None and kernel.timing.isolated is not None:
+        return kernel.timing.isolated.median_ms * 1e3, "isolated (do_bench on a copy of its real arguments)"
+    in_context = _in_context_us(graph, match, launch)
+    return (in_context, "in context (profiled steps)") if in_context is not None else (None, "")
+
+
+def _in_context_us(graph: GraphRecord, match: HandwrittenMatch, launch: Launch | None) -> float | None:
+    """Inductor's kernel's GPU time per launch in the profiled steps (no launch overhead in it)."""
+    kernel = graph.kernel(match.target)
+    if kernel is not None and kernel.timing is not None and kernel.timing.launches:
+        return kernel.timing.in_context_us / kernel.timing.launches
     if launch is not None and launch.timing is not None:
-        return launch.timing.median_us, "in context (profiled steps)"
-    return None, ""
+        return launch.timing.median_us
+    return None
 
 
 def _verdict(
