@@ -63,6 +63,77 @@ def cli() -> None:
     """Inspect what torch.compile / TorchInductor made of a model: graphs, fused kernels, their source."""
 
 
+def _model_options(function: F) -> F:
+    """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
+    decorators = [
+        click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum."),
+        click.option(
+            "--device",
+            type=click.Choice(("auto", "cpu", "cuda")),
+            default="auto",
+            show_default=True,
+            help="auto: cuda when available.",
+        ),
+        click.option(
+            "--dtype",
+            type=click.Choice(sorted(set(DTYPES)), case_sensitive=False),
+            default=None,
+            help="Cast the model and floating inputs to this dtype.",
+        ),
+        click.option("--fullgraph", is_flag=True, help="Passed to torch.compile: fail on any graph break."),
+        click.option(
+            "--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides)."
+        ),
+        click.option(
+            "--timeout",
+            "timeout_s",
+            type=click.FloatRange(min=1),
+            default=DEFAULT_TIMEOUT_S,
+            show_default=True,
+            help="Seconds before a model process is killed.",
+        ),
+        click.option(
+            "--no-bench",
+            "no_bench",
+            is_flag=True,
+            help="Skip timing (end to end, per kernel, device ceilings).",
+        ),
+        click.option(
+            "--no-handwritten",
+            "no_handwritten",
+            is_flag=True,
+            help="Skip checking and timing the hand-written Triton equivalents of the kernels.",
+        ),
+        click.option(
+            "--strict", is_flag=True, help="Fail on any debug output this version does not recognise."
+        ),
+        click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done."),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def _spec(model: Path, mode: str, options: dict[str, Any], **kwargs: Any) -> CompileSpec:
+    return CompileSpec(
+        model_path=model,
+        mode=mode,
+        options=options,
+        train=kwargs["train"],
+        device=kwargs["device"],
+        dtype=normalize_dtype(kwargs["dtype"]),
+        fullgraph=kwargs["fullgraph"],
+        dynamic=kwargs["dynamic"],
+        timeout_s=kwargs["timeout_s"],
+        bench=not kwargs["no_bench"],
+        handwritten=not kwargs["no_handwritten"],
+    )
+
+
+def _progress(phase: str, elapsed: float) -> None:
+    click.echo(f"  [{elapsed:6.1f}s] {phase}", err=True)
+
+
 @cli.command("compile")
 @click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
@@ -75,24 +146,6 @@ def cli() -> None:
     metavar="KEY=VALUE",
     help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).",
 )
-@click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum.")
-@click.option(
-    "--device",
-    type=click.Choice(("auto", "cpu", "cuda")),
-    default="auto",
-    show_default=True,
-    help="auto: cuda when available.",
-)
-@click.option(
-    "--dtype",
-    type=click.Choice(sorted(set(DTYPES)), case_sensitive=False),
-    default=None,
-    help="Cast the model and floating inputs to this dtype.",
-)
-@click.option("--fullgraph", is_flag=True, help="Passed to torch.compile: fail on any graph break.")
-@click.option(
-    "--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides)."
-)
 @click.option(
     "--out",
     "out_dir",
@@ -100,71 +153,117 @@ def cli() -> None:
     default=None,
     help="Report folder [default: inductor-lens-reports/<model>-<mode>/].",
 )
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1),
-    default=DEFAULT_TIMEOUT_S,
-    show_default=True,
-    help="Seconds before the model process is killed.",
-)
-@click.option(
-    "--no-bench", "no_bench", is_flag=True, help="Skip timing (end to end, per kernel, device ceilings)."
-)
-@click.option(
-    "--no-handwritten",
-    "no_handwritten",
-    is_flag=True,
-    help="Skip checking and timing the hand-written Triton equivalents of the kernels.",
-)
-@click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
-@click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")
+@_model_options
 @lens_command
 def compile_command(
     model: Path,
     mode: str,
     options: tuple[str, ...],
-    train: bool,
-    device: str,
-    dtype: str | None,
-    fullgraph: bool,
-    dynamic: bool | None,
     out_dir: Path | None,
-    timeout_s: float,
-    no_bench: bool,
-    no_handwritten: bool,
     strict: bool,
     open_browser: bool,
     verbose: bool,
+    **model_options: Any,
 ) -> None:
     """Compile MODEL (a .py file with get_model() and get_inputs()) and write an HTML report."""
-    spec = CompileSpec(
-        model_path=model,
-        mode=mode,
-        options=parse_inductor_options(options),
-        train=train,
-        device=device,
-        dtype=normalize_dtype(dtype),
-        fullgraph=fullgraph,
-        dynamic=dynamic,
-        timeout_s=timeout_s,
-        bench=not no_bench,
-        handwritten=not no_handwritten,
-    )
+    spec = _spec(model, mode, parse_inductor_options(options), **model_options)
     target = out_dir or api.default_out_dir(spec)
-    click.echo(f"inductor-lens: compiling {model} (mode {mode}, device {device}) into {target}/", err=True)
-
-    def progress(phase: str, elapsed: float) -> None:
-        click.echo(f"  [{elapsed:6.1f}s] {phase}", err=True)
-
+    click.echo(
+        f"inductor-lens: compiling {model} (mode {mode}, device {spec.device}) into {target}/", err=True
+    )
     result = api.compile_model(
         spec,
         target,
         strict=strict,
-        progress=None if verbose else progress,
+        progress=None if verbose else _progress,
         echo=sys.stderr if verbose else None,
     )
     _finish(result, open_browser)
+
+
+@cli.command("compare")
+@click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(MODES),
+    multiple=True,
+    help="A configuration named after its mode (repeatable).",
+)
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    metavar="NAME:KEY=VALUE,...",
+    help="A named set of Inductor options, e.g. epilogue:max_autotune=true,epilogue_fusion=true "
+    "(mode=... picks the mode; repeatable). With no --mode and no --config: all four modes.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Comparison folder [default: inductor-lens-reports/<model>-compare/].",
+)
+@_model_options
+@lens_command
+def compare_command(
+    model: Path,
+    modes: tuple[str, ...],
+    configs: tuple[str, ...],
+    out_dir: Path | None,
+    strict: bool,
+    open_browser: bool,
+    verbose: bool,
+    **model_options: Any,
+) -> None:
+    """Compile MODEL under several modes and option sets (each cold, then warm) and compare them."""
+    from .compare import requested_configs
+
+    requests = requested_configs(modes, configs)
+    spec = _spec(model, "default", {}, **model_options)
+    names = ", ".join(r.name for r in requests)
+    click.echo(f"inductor-lens: comparing {model} under {len(requests)} configurations ({names})", err=True)
+    result = api.compare_models(
+        spec,
+        requests,
+        out_dir,
+        strict=strict,
+        say=lambda line: click.echo(f"inductor-lens: {line}", err=True),
+        progress=None if verbose else _progress,
+        echo=sys.stderr if verbose else None,
+    )
+    _finish_comparison(result, open_browser)
+
+
+@cli.command("diff")
+@click.argument("report_a", type=click.Path(path_type=Path))
+@click.argument("report_b", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Comparison folder [default: inductor-lens-reports/diff-<a>-vs-<b>/].",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the comparison in a browser when done.")
+@lens_command
+def diff_command(
+    report_a: Path, report_b: Path, out_dir: Path | None, open_browser: bool, verbose: bool
+) -> None:
+    """Compare two existing reports (REPORT_A is the baseline) without recompiling."""
+    _finish_comparison(api.diff_reports(report_a, report_b, out_dir), open_browser)
+
+
+def _finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
+    comparison = result.comparison
+    if comparison.verdict is not None:
+        click.echo(f"inductor-lens: {comparison.verdict.text}", err=True)
+    click.echo(f"comparison: {result.index}")
+    if open_browser:
+        click.echo(api.open_report(result.index))
+    if result.error is not None:
+        raise result.error
 
 
 @cli.command("report")
@@ -184,6 +283,9 @@ def report_command(
     folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool
 ) -> None:
     """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine) or a report."""
+    if api.is_comparison(folder):
+        _finish_comparison(api.rerender_comparison(folder, out_dir), open_browser)
+        return
     _finish(api.report_folder(folder, out_dir, strict=strict), open_browser)
 
 

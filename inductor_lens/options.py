@@ -19,6 +19,7 @@ from .errors import UsageError
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DEVICES = ("auto", "cpu", "cuda")
+BENCH_SCOPES = ("full", "end_to_end")
 # Canonical torch dtype names, and the short spellings people type.
 DTYPES = {
     "float32": "float32",
@@ -50,6 +51,9 @@ class CompileSpec:
     dynamic: bool | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     bench: bool = True
+    # "full": ceilings, end to end, profiled steps, isolated kernels; "end_to_end": the latencies only
+    # (what the second, warm-cache process of a comparison measures).
+    bench_scope: str = "full"
     # Check (and on a GPU time) hand-written Triton equivalents of the kernels, after the capture.
     handwritten: bool = True
 
@@ -60,6 +64,10 @@ class CompileSpec:
             raise UsageError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if self.dtype is not None and self.dtype not in DTYPES.values():
             raise UsageError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(sorted(set(DTYPES)))}")
+        if self.bench_scope not in BENCH_SCOPES:
+            raise UsageError(
+                f"unknown bench scope {self.bench_scope!r}; choose one of {', '.join(BENCH_SCOPES)}"
+            )
         if self.timeout_s <= 0:
             raise UsageError("--timeout must be a positive number of seconds")
 

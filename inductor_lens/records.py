@@ -15,6 +15,8 @@ Schema history (bump SCHEMA_VERSION on any change that an older reader would mis
      launch and per kernel: in-context and isolated times, bytes, FLOPs and the roofline.
   4: hand-written equivalents (HandwrittenMatch, HandwrittenRun): the match of every generated kernel
      and extern matmul/attention call, and each hand-written kernel's check and timing.
+  5: comparisons (Comparison): one model under several configurations, or two reports; a lens.json
+     holds either a "run" or a "comparison". CompileRun itself is unchanged from 4.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 GraphKind = Literal["forward", "backward", "inference", "unknown"]
 KernelBackend = Literal["triton", "cpp"]
@@ -36,6 +38,7 @@ LaunchKind = Literal["triton", "cpp", "extern"]
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
 MatchKind = Literal["exact", "composed", "partial", "none"]
+ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
 
 
 @dataclass(frozen=True)
@@ -480,6 +483,13 @@ class GraphRecord:
     def kernel(self, name: str) -> KernelRecord | None:
         return next((k for k in self.kernels if k.name == name), None)
 
+    def launch_category(self, launch: Launch) -> str:
+        """``extern`` for a library call, else the launched kernel's category (``pointwise``, ...)."""
+        if launch.kind == "extern":
+            return "extern"
+        kernel = self.kernel(launch.target)
+        return kernel.category if kernel is not None else "other"
+
     def fx_graph(self, stage: str) -> FxGraph | None:
         return next((g for g in self.fx_graphs if g.stage == stage), None)
 
@@ -593,18 +603,176 @@ class CompileRun:
 
     @classmethod
     def from_json(cls, text: str) -> CompileRun:
-        document = json.loads(text)
-        if not isinstance(document, dict) or "run" not in document:
-            raise ValueError("not a lens.json document (no 'run' key)")
-        version = document.get("schema_version")
-        if not isinstance(version, int):
-            raise ValueError("lens.json has no schema_version")
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"lens.json has schema version {version}, newer than this inductor-lens reads "
-                f"({SCHEMA_VERSION}); upgrade inductor-lens"
-            )
-        return from_jsonable(cls, document["run"])
+        return from_jsonable(cls, _lens_document(text, "run"))
+
+
+# --- comparisons: one model under several configurations (or two reports) ---------------------
+
+
+@dataclass(frozen=True)
+class AutotuneWinner:
+    """What the autotuner picked for one op and shape, and what came second."""
+
+    op: str
+    shapes: str
+    winner: str
+    winner_ms: float
+    winner_kind: str  # "extern", "triton" or "other"
+    runner_up: str | None = None
+    runner_up_ms: float | None = None
+    choices: int = 0
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One configuration of a comparison: how it was compiled, where its report is, what it measured."""
+
+    name: str
+    mode: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    report: str = ""  # its report folder, relative to the comparison's folder where possible
+    status: str = "ok"  # the capture's status: "ok", "failed", "timeout"
+    error: str | None = None
+    cold_compile_s: float | None = None  # first call on fresh, empty caches
+    warm_compile_s: float | None = None  # first call of a second process on the caches the first filled
+    warm_error: str | None = None
+    latency: Timing | None = None  # compiled step, measured in the cold process (the report's number)
+    latency_again: Timing | None = None  # the same, measured again in the warm process
+    noise: float | None = (
+        None  # how far two measurements of its step land apart (fraction; see compare/summary.py)
+    )
+    eager: Timing | None = None
+    speedup: float | None = None  # eager median / compiled median
+    peak_bytes: int | None = None  # compiled step's peak device memory (GPU)
+    graphs: int = 0
+    graph_breaks: int = 0
+    recompiles: int = 0
+    kernels: Mapping[str, int] = field(default_factory=dict)  # launches per kind, e.g. "triton pointwise"
+    cudagraphs: str | None = None  # "used", "skipped: <reason>", or None when the mode has none
+    autotune: tuple[AutotuneWinner, ...] = ()
+    device: str | None = None
+    torch_version: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One side of a kernel change: the launches of one graph that do the work, their time and code."""
+
+    graph_id: str
+    launches: tuple[int, ...]
+    targets: tuple[str, ...]  # kernel names or extern call targets, in launch order
+    kinds: tuple[str, ...]  # "triton pointwise", "extern", ... per launch
+    time_us: float | None  # per step, all of them (None when not timed)
+    source: str  # the kernels' code (extern calls: the call line)
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    """Work matched across two configurations by the FX nodes it computes."""
+
+    kind: ChangeKind
+    nodes: tuple[str, ...]  # the post-grad FX nodes both sides compute (union)
+    ops: tuple[str, ...]  # their ATen ops
+    before: DiffSide | None
+    after: DiffSide | None
+    note: str = ""
+
+    @property
+    def delta_us(self) -> float | None:
+        before = self.before.time_us if self.before else 0.0
+        after = self.after.time_us if self.after else 0.0
+        return None if before is None or after is None else after - before
+
+
+@dataclass(frozen=True)
+class GraphPairing:
+    """Which graph of the baseline was compared with which graph of the other configuration."""
+
+    before: str | None
+    after: str | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    """The kernel diff of one configuration against the baseline."""
+
+    base: str
+    other: str
+    graphs: tuple[GraphPairing, ...] = ()
+    changes: tuple[KernelChange, ...] = ()
+
+    def count(self, kind: ChangeKind) -> int:
+        return sum(1 for c in self.changes if c.kind == kind)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a configuration is slower than the baseline or than eager: what the captures show."""
+
+    config: str
+    against: str  # a configuration's name, or "eager"
+    slower_by: float  # fraction: 0.25 = 25% slower
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fastest: str | None
+    text: str
+    significant: bool
+    margin: float | None = None  # how much faster than the next configuration (fraction)
+    noise: float | None = None  # the run-to-run noise it was judged against (fraction)
+    noise_how: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One model compiled under several configurations (``compare``), or two reports (``diff``)."""
+
+    title: str
+    created: str
+    tool_version: str
+    kind: Literal["compare", "diff"]
+    model_path: str
+    configs: tuple[ConfigResult, ...]
+    diffs: tuple[ConfigDiff, ...] = ()
+    verdict: Verdict | None = None
+    evidence: tuple[Evidence, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def baseline(self) -> ConfigResult:
+        return self.configs[0]
+
+    def config(self, name: str) -> ConfigResult | None:
+        return next((c for c in self.configs if c.name == name), None)
+
+    def to_json(self) -> str:
+        document = {"schema_version": SCHEMA_VERSION, "comparison": to_jsonable(self)}
+        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Comparison:
+        return from_jsonable(cls, _lens_document(text, "comparison"))
+
+
+def _lens_document(text: str, key: str) -> Any:
+    """The ``key`` part of a lens.json document, after checking that this version can read it."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or key not in document:
+        other = next((k for k in ("run", "comparison") if isinstance(document, dict) and k in document), None)
+        what = f"it holds a {other}" if other else f"no {key!r} key"
+        raise ValueError(f"not a lens.json document of a {key} ({what})")
+    version = document.get("schema_version")
+    if not isinstance(version, int):
+        raise ValueError("lens.json has no schema_version")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"lens.json has schema version {version}, newer than this inductor-lens reads "
+            f"({SCHEMA_VERSION}); upgrade inductor-lens"
+        )
+    return document[key]
 
 
 # --- JSON codec --------------------------------------------------------------------------

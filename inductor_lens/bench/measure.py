@@ -255,8 +255,12 @@ def measure(
     device: Any,
     dtype: Any,
     trace_path: str,
+    scope: str = "full",
 ) -> dict[str, Any]:
     data: dict[str, Any] = {"device": device.type}
+    if scope == "end_to_end":
+        data["end_to_end"] = end_to_end(torch, step, eager, compiled, device)
+        return data
     if device.type == "cuda":
         data["ceilings"] = ceilings(torch, device, dtype)
     data["end_to_end"] = end_to_end(torch, step, eager, compiled, device)

@@ -51,8 +51,9 @@ def capture(
     *,
     progress: ProgressCallback | None = None,
     echo: TextIO | None = None,
+    cache_root: Path | None = None,
 ) -> Capture:
-    result = run_child(spec, capture_dir, progress=progress, echo=echo)
+    result = run_child(spec, capture_dir, progress=progress, echo=echo, cache_root=cache_root)
     return Capture(
         outcome=outcome_from_result(spec, result),
         environment=environment_from_result(result.data),

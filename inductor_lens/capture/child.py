@@ -157,12 +157,13 @@ def execute(run: Run) -> None:
     if spec.get("bench", True):
         run.phase("benchmark")
         run.result["bench"] = benchmark(
-            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent
-        )
+            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent,
+            spec.get("bench_scope", "full"),
+        )  # fmt: skip
 
 
 def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], train: bool, device: Any, dtype: Any,
-              folder: Path) -> dict[str, Any]:  # fmt: skip
+              folder: Path, scope: str = "full") -> dict[str, Any]:  # fmt: skip
     """Time the compiled model (see inductor_lens/bench/measure.py); a failure here is reported, not fatal."""
     try:
         from inductor_lens.bench.measure import measure
@@ -179,7 +180,7 @@ def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], tr
             (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
         )
         return measure(
-            torch, one_step, model, compiled, device, matmul_dtype, str(folder / "profile_trace.json")
+            torch, one_step, model, compiled, device, matmul_dtype, str(folder / "profile_trace.json"), scope
         )
     except Exception as exc:
         traceback.print_exc()

@@ -53,13 +53,16 @@ def run_child(
     *,
     progress: ProgressCallback | None = None,
     echo: TextIO | None = None,
+    cache_root: Path | None = None,
 ) -> ChildResult:
+    """Run the model in a child process; ``cache_root``: Inductor's and Triton's caches, kept (else fresh, deleted)."""
     capture_dir = capture_dir.resolve()
     capture_dir.mkdir(parents=True, exist_ok=True)
     spec_path = capture_dir / SPEC_NAME
     result_path = capture_dir / RESULT_NAME
     spec_path.write_text(replace(spec, model_path=spec.model_path.resolve()).to_json())
-    cache_root = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-"))
+    own_cache = cache_root is None
+    cache_root = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if own_cache else cache_root.resolve()
     env = child_environment(capture_dir, cache_root, bench=spec.bench)
     # Run as a script, not `-m`: the child needs only torch, not this package and its imports.
     command = [sys.executable, str(Path(__file__).with_name("child.py")), str(spec_path), str(result_path)]
@@ -92,7 +95,8 @@ def run_child(
             _kill_stragglers(process)
             reader.join(timeout=10)
     finally:
-        shutil.rmtree(cache_root, ignore_errors=True)
+        if own_cache:
+            shutil.rmtree(cache_root, ignore_errors=True)
     wall = time.perf_counter() - started
     data: dict[str, Any] = {}
     if result_path.is_file():

@@ -215,3 +215,15 @@ SDPA_CAUSAL_POSITION = {
     "_scaled_dot_product_attention_math": 5,  # q, k, v, attn_mask, dropout_p, is_causal
     "scaled_dot_product_attention": 5,  # q, k, v, attn_mask, dropout_p, is_causal
 }
+
+# --- CUDA graphs, as the process log tells of them ----------------------------------------------
+
+# Lines torch prints when CUDA graph trees skip a graph or record another one. From
+# torch/_inductor/cudagraph_utils.py (log_cudagraph_skip_and_bump_counter: "skipping cudagraphs due to
+# ...") and torch/_inductor/cudagraph_trees.py (the warning on many distinct input sizes); messages as in
+# 2.11 and 2.13 (read from their sources, not seen in the fixtures: no capture here skipped).
+CUDAGRAPH_LOG_MARKERS = {
+    "skipping cudagraphs due to": "CUDA graphs skipped",
+    "recording a new graph for each distinct input size": "CUDA graphs re-recorded for new input sizes",
+    "CUDAGraph supports dynamic shapes by recording a new graph": "CUDA graphs re-recorded for new input sizes",
+}

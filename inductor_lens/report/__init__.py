@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 from ..errors import RenderError
-from ..records import CompileRun
+from ..records import Comparison, CompileRun
 from ..version import __version__
+from .compare_view import comparison_page
 from .compile_view import compile_page
 from .env import environment
 from .handwritten_view import handwritten_page
@@ -23,7 +24,7 @@ from .source_view import line_anchor, line_urls, source_page
 from .timing_view import timing_view
 from .views import graph_page, graph_url, index_page, kernel_url, log_lines
 
-__all__ = ["LENS_JSON", "render_report", "write_report"]
+__all__ = ["LENS_JSON", "render_comparison", "render_report", "write_report"]
 
 LENS_JSON = "lens.json"
 
@@ -50,6 +51,21 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
     files["source.html"] = page("source.html.j2", "", page=source_page(run), anchor=line_anchor)
     files["log.html"] = page("log.html.j2", "", lines=log_lines(run))
     files[LENS_JSON] = run.to_json()
+    return files
+
+
+def render_comparison(comparison: Comparison) -> dict[str, str]:
+    """The comparison's pages: index.html, a page per kernel diff (diffs/N.html) and lens.json.
+
+    Each configuration's ``report`` is its report folder relative to the comparison's folder.
+    """
+    env = environment()
+    page = comparison_page(comparison)
+    common = {"run": comparison, "version": __version__, "pygments_css": stylesheet(), "nav_rows": page.rows}
+    files = {"index.html": env.get_template("compare.html.j2").render(root="", page=page, **common)}
+    for diff in page.diffs:
+        files[diff.url] = env.get_template("compare_diff.html.j2").render(root="../", page=diff, **common)
+    files[LENS_JSON] = comparison.to_json()
     return files
 
 

@@ -38,6 +38,7 @@ def environment() -> jinja2.Environment:
         micros=format_micros,
         percent=format_percent,
         number0=format_number0,
+        kind_label=format_kind,
     )
     return env
 
@@ -95,3 +96,11 @@ def format_percent(fraction: float | None) -> str:
 
 def format_number0(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
+
+
+_KIND_WORDS = {"cpp": "C++", "triton": "Triton", "persistent_reduction": "persistent reduction"}
+
+
+def format_kind(kind: str) -> str:
+    """``triton persistent_reduction`` -> ``Triton persistent reduction`` (a launch kind of a comparison)."""
+    return " ".join(_KIND_WORDS.get(word, word) for word in kind.split())

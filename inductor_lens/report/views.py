@@ -41,10 +41,7 @@ def frame_anchor(compile_id: str) -> str:
 
 
 def launch_category(graph: GraphRecord, launch: Launch) -> str:
-    if launch.kind == "extern":
-        return "extern"
-    kernel = graph.kernel(launch.target)
-    return kernel.category if kernel is not None else "other"
+    return graph.launch_category(launch)
 
 
 def ops_from_name(name: str) -> str | None:

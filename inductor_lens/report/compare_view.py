@@ -1,0 +1,161 @@
+"""Report stage, comparison pages: the view models behind compare.html.j2 and compare_diff.html.j2.
+
+A comparison report is an index (table, verdict, evidence, kernel diff summary) and one page per
+configuration diffed against the baseline, with a side-by-side source diff of each changed pair.
+Each configuration's own report is a normal report in its folder (``configs/<name>/`` for
+``compare``; the reports given to ``diff`` stay where they are and are linked).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from ..compare.summary import pair_noise, step_ms
+from ..records import Comparison, ConfigDiff, ConfigResult, DiffSide, Evidence, KernelChange
+
+KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
+CONTEXT_LINES = 3
+
+
+@dataclass(frozen=True)
+class ConfigRow:
+    config: ConfigResult
+    url: str  # its report's index page
+    step_ms: float | None
+    versus_base: float | None  # fraction, + = slower than the baseline
+    versus_tone: str  # "bad" slower / "ok" faster than the baseline beyond the noise of the two, else "muted"
+    fastest: bool
+    warm_ratio: float | None  # warm / cold compile seconds
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    tag: str  # "equal", "replace", "delete", "insert", "skip"
+    left_no: int | None
+    left: str
+    right_no: int | None
+    right: str
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    change: KernelChange
+    anchor: str
+    before_url: str | None
+    after_url: str | None
+    lines: tuple[DiffLine, ...]  # side-by-side source diff (changed and regrouped pairs)
+    tone: str  # "bad" slower / "ok" faster beyond the run-to-run noise, else "muted"
+
+
+@dataclass(frozen=True)
+class DiffPage:
+    diff: ConfigDiff
+    url: str
+    base: ConfigRow
+    other: ConfigRow
+    rows: tuple[ChangeRow, ...]
+    counts: dict[str, int]
+    delta_us: float | None
+
+
+@dataclass(frozen=True)
+class ComparisonPage:
+    comparison: Comparison
+    rows: tuple[ConfigRow, ...]
+    kinds: tuple[str, ...]  # kernel kinds in any configuration, for the table's columns
+    diffs: tuple[DiffPage, ...]
+    evidence: tuple[Evidence, ...]
+
+
+def comparison_page(comparison: Comparison) -> ComparisonPage:
+    fastest = comparison.verdict.fastest if comparison.verdict else None
+    base = comparison.baseline
+    rows = tuple(_row(c, c.report, base, c.name == fastest) for c in comparison.configs)
+    seen = {k for c in comparison.configs for k in c.kernels}
+    kinds = tuple(k for k in KIND_ORDER if k in seen) + tuple(sorted(seen - set(KIND_ORDER) - {"extern"}))
+    kinds += ("extern",) if "extern" in seen else ()
+    by_name = {r.config.name: r for r in rows}
+    diffs = tuple(
+        _diff_page(d, f"diffs/{i}.html", by_name[d.base], by_name[d.other])
+        for i, d in enumerate(comparison.diffs, 1)
+    )
+    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence)
+
+
+def _row(config: ConfigResult, url: str, base: ConfigResult, fastest: bool) -> ConfigRow:
+    ms, base_ms = step_ms(config), step_ms(base)
+    versus = ms / base_ms - 1 if ms and base_ms else None
+    noise = pair_noise(config, base)
+    tone = "muted" if versus is None or abs(versus) <= noise else "bad" if versus > 0 else "ok"
+    warm = (config.warm_compile_s / config.cold_compile_s
+            if config.warm_compile_s is not None and config.cold_compile_s else None)  # fmt: skip
+    return ConfigRow(config, url.rstrip("/") + "/", ms, versus, tone, fastest, warm)
+
+
+def _tone(change: KernelChange, noise: float) -> str:
+    delta, before = change.delta_us, change.before.time_us if change.before else None
+    if delta is None or (before and abs(delta) <= noise * before):
+        return "muted"
+    return "bad" if delta > 0 else "ok"
+
+
+def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) -> DiffPage:
+    noise = pair_noise(base.config, other.config)
+    rows = tuple(
+        ChangeRow(
+            change,
+            f"change-{i}",
+            _side_url(base.url, change.before),
+            _side_url(other.url, change.after),
+            side_by_side(change.before.source, change.after.source)
+            if change.before and change.after and change.kind != "unchanged"
+            else (),
+            _tone(change, noise),
+        )
+        for i, change in enumerate(diff.changes, 1)
+    )
+    counts = {kind: diff.count(kind) for kind in ("changed", "regrouped", "added", "removed", "unchanged")}
+    deltas = [c.delta_us for c in diff.changes]
+    total = None if any(d is None for d in deltas) or not deltas else sum(deltas)  # type: ignore[misc]
+    return DiffPage(diff, url, base, other, rows, counts, total)
+
+
+def _side_url(report: str, side: DiffSide | None) -> str | None:
+    """The first launch's page in that configuration's report (a kernel page, or the call on its graph page)."""
+    if side is None:
+        return None
+    if side.kinds[0] == "extern":
+        return f"{report}graphs/{side.graph_id}.html#launch-{side.launches[0]}"
+    return f"{report}kernels/{side.graph_id}/{side.targets[0]}.html"
+
+
+def side_by_side(before: str, after: str, context: int = CONTEXT_LINES) -> tuple[DiffLine, ...]:
+    """Line pairs for a two-column diff; long runs of equal lines folded to ``context`` lines each side."""
+    left, right = before.splitlines(), after.splitlines()
+    lines: list[DiffLine] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+        if tag == "equal":
+            count = i2 - i1
+            head = 0 if i1 == 0 else context  # no context before the first change's leading lines
+            tail = 0 if i2 == len(left) else context
+            folded = count > head + tail + 1
+            keep = [*range(head), -1, *range(count - tail, count)] if folded else range(count)
+            for k in keep:
+                if k == -1:
+                    lines.append(DiffLine("skip", None, f"{count - head - tail} unchanged lines", None, ""))
+                else:
+                    lines.append(DiffLine("equal", i1 + k + 1, left[i1 + k], j1 + k + 1, right[j1 + k]))
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            has_left, has_right = i1 + k < i2, j1 + k < j2
+            lines.append(
+                DiffLine(
+                    tag,
+                    i1 + k + 1 if has_left else None,
+                    left[i1 + k] if has_left else "",
+                    j1 + k + 1 if has_right else None,
+                    right[j1 + k] if has_right else "",
+                )
+            )
+    return tuple(lines) if any(line.tag not in ("equal", "skip") for line in lines) else ()

@@ -1,0 +1,402 @@
+"""compare and diff: configuration parsing, the kernel diff on real captures, the verdict, the CLI, and a
+CPU end-to-end comparison of the MLP sample under two modes."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from inductor_lens import api
+from inductor_lens.compare import ConfigRun, build_comparison, parse_config, requested_configs
+from inductor_lens.compare.kernels import diff_runs, kernel_body
+from inductor_lens.compare.summary import SINGLE_PROCESS_FLOOR, own_noise, verdict
+from inductor_lens.errors import InputFolderError, UsageError
+from inductor_lens.parse import parse_debug_folder
+from inductor_lens.records import (
+    BenchResult,
+    Comparison,
+    CompileRun,
+    ConfigResult,
+    EndToEnd,
+    GraphRecord,
+    Launch,
+    Timing,
+)
+from inductor_lens.report import render_comparison
+from inductor_lens.report.compare_view import side_by_side
+
+from .conftest import SAMPLES, assert_one_line_error
+
+KNOWN = {"epilogue_fusion": True, "max_autotune": False, "coordinate_descent_tuning": False}
+
+
+# --- which configurations ---------------------------------------------------------------------
+
+
+def test_configs_from_modes_and_option_sets() -> None:
+    requests = requested_configs(
+        ["default", "max-autotune"],
+        [
+            "epi:max_autotune=true,epilogue_fusion=false",
+            "cd:mode=max-autotune-no-cudagraphs,coordinate_descent_tuning=1",
+        ],
+        KNOWN,
+    )
+    assert [(r.name, r.mode, dict(r.options)) for r in requests] == [
+        ("default", "default", {}),
+        ("max-autotune", "max-autotune", {}),
+        ("epi", "default", {"max_autotune": True, "epilogue_fusion": False}),
+        ("cd", "max-autotune-no-cudagraphs", {"coordinate_descent_tuning": True}),
+    ]
+    assert [r.name for r in requested_configs([], [], KNOWN)] == [
+        "default",
+        "reduce-overhead",
+        "max-autotune",
+        "max-autotune-no-cudagraphs",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("modes", "configs", "message"),
+    [
+        (["default"], [], "at least two configurations"),
+        (["default", "default"], [], "given twice"),
+        ([], ["a:epilogue_fusion=true", "a:max_autotune=true"], "given twice"),
+        ([], ["epilogue_fusion=true"], "NAME:KEY=VALUE"),
+        ([], ["../../etc:max_autotune=true", "b:max_autotune=true"], "configuration name '../../etc'"),
+        ([], ["default:max_autotune=true", "b:max_autotune=true"], "is a mode's name"),
+        ([], ["a:epilog_fusion=true", "b:max_autotune=true"], "unknown Inductor option 'epilog_fusion'"),
+        ([], ["a:mode=fastest", "b:max_autotune=true"], "unknown mode 'fastest'"),
+    ],
+)
+def test_bad_configurations_are_refused(modes: list[str], configs: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        requested_configs(modes, configs, KNOWN)
+
+
+def test_parse_config_keeps_values_typed() -> None:
+    request = parse_config("cd:coordinate_descent_tuning=true", KNOWN)
+    assert request.options == {"coordinate_descent_tuning": True}
+    assert request.describe() == "mode default, coordinate_descent_tuning=True"
+
+
+# --- the kernel diff, on real H200 captures -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpu_runs(unpacked) -> dict[str, CompileRun]:
+    names = (
+        "block_default",
+        "block_reduce_overhead",
+        "mlp_default",
+        "mlp_bf16_max_autotune_nocg",
+        "mlp_epilogue",
+    )
+    return {name: parse_debug_folder(unpacked(name), strict=True) for name in names}
+
+
+def _counts(diff) -> dict[str, int]:
+    return {k: diff.count(k) for k in ("unchanged", "changed", "regrouped", "added", "removed")}
+
+
+def test_same_capture_is_all_unchanged(gpu_runs) -> None:
+    diff = diff_runs("a", gpu_runs["block_default"], "b", gpu_runs["block_default"])
+    assert _counts(diff) == {"unchanged": 18, "changed": 0, "regrouped": 0, "added": 0, "removed": 0}
+    assert [g.kind for g in diff.graphs] == ["forward", "inference"]
+
+
+def test_reduce_overhead_keeps_the_kernels_of_default(gpu_runs) -> None:
+    # CUDA graphs change how the launches are replayed, not what they compute
+    diff = diff_runs("default", gpu_runs["block_default"], "ro", gpu_runs["block_reduce_overhead"])
+    assert _counts(diff)["unchanged"] == 18 and not [c for c in diff.changes if c.note]
+
+
+def test_templates_against_library_calls(gpu_runs) -> None:
+    diff = diff_runs(
+        "default", gpu_runs["mlp_default"], "bf16-autotune", gpu_runs["mlp_bf16_max_autotune_nocg"]
+    )
+    assert _counts(diff) == {"unchanged": 0, "changed": 6, "regrouped": 0, "added": 0, "removed": 0}
+    inference = [
+        c for c in diff.changes if "inference" in c.before.graph_id and not c.before.graph_id.endswith("-2")
+    ]
+    assert [(c.before.targets, c.after.targets, c.nodes, c.note) for c in inference] == [
+        (("extern_kernels.mm",), ("triton_tem_fused_addmm_t_0",), ("input_1",),
+         "extern_kernels.mm → a Triton template kernel"),
+        (("triton_poi_fused_addmm_gelu_0",), ("triton_poi_fused_gelu_1",), ("input_2",), "different code"),
+        (("extern_kernels.addmm",), ("triton_tem_fused_addmm_gelu_t_2",), ("input_2", "input_3"),
+         "extern_kernels.addmm → a Triton template kernel"),
+    ]  # fmt: skip
+    assert "def triton_poi_fused_addmm_gelu_0" in inference[1].before.source
+
+
+def test_same_code_with_other_tuning_settings(gpu_runs) -> None:
+    diff = diff_runs("default", gpu_runs["mlp_default"], "epilogue", gpu_runs["mlp_epilogue"])
+    assert _counts(diff)["unchanged"] == 6
+    notes = {c.before.targets[0]: c.note for c in diff.changes}
+    assert notes["triton_poi_fused_gelu_0"] == "same code; Inductor's tuning settings differ: max_autotune"
+    assert notes["extern_kernels.addmm"] == ""
+
+
+def _graph(*launches: tuple[str, str, tuple[str, ...]]) -> GraphRecord:
+    return GraphRecord(
+        id="g",
+        name="g",
+        folder="g",
+        kind="inference",
+        launches=tuple(
+            Launch(position=i, kind=kind, target=target, line=i, code=f"{target}(...)", source_nodes=nodes)  # type: ignore[arg-type]
+            for i, (kind, target, nodes) in enumerate(launches, 1)
+        ),
+    )
+
+
+def _run(graph: GraphRecord) -> CompileRun:
+    return CompileRun(title="m", created="now", tool_version="0", source_dir="/", graphs=(graph,))
+
+
+def test_regrouped_added_and_removed() -> None:
+    before = _graph(
+        ("extern", "extern_kernels.mm", ("mm",)),
+        ("extern", "bias_add_call", ("bias", "gelu")),
+        ("extern", "dropout_call", ("dropout",)),
+    )
+    after = _graph(
+        ("extern", "fused_call", ("mm", "bias", "gelu")),
+        ("extern", "extra_call", ("extra",)),
+    )
+    diff = diff_runs("a", _run(before), "b", _run(after))
+    assert [(c.kind, c.before and c.before.targets, c.after and c.after.targets) for c in diff.changes] == [
+        ("regrouped", ("extern_kernels.mm", "bias_add_call"), ("fused_call",)),
+        ("added", None, ("extra_call",)),
+        ("removed", ("dropout_call",), None),
+    ]
+    assert diff.changes[0].note == "the same work in 2 launch(es) before and 1 after: fused differently"
+
+
+def test_kernel_body_ignores_name_comments_and_decorator() -> None:
+    a = "import triton\n@triton_heuristics.pointwise(meta={'x': 1})\n@triton.jit\ndef k_0(x):\n    # ORIGIN\n    y = x\n"
+    b = "@triton_heuristics.pointwise(meta={'x': 2})\n@triton.jit\ndef k_7(x):\n\n    y = x  \n"
+    assert kernel_body(a, "k_0") == kernel_body(b, "k_7") == "def KERNEL(x):\n    y = x"
+
+
+def test_side_by_side_folds_long_equal_runs() -> None:
+    before = "\n".join(f"line {i}" for i in range(30))
+    after = before.replace("line 15", "line fifteen")
+    lines = side_by_side(before, after)
+    assert [line.tag for line in lines] == [
+        "skip",
+        "equal",
+        "equal",
+        "equal",
+        "replace",
+        "equal",
+        "equal",
+        "equal",
+        "skip",
+    ]
+    assert (
+        lines[0].left == "12 unchanged lines"
+        and lines[4].left == "line 15"
+        and lines[4].right == "line fifteen"
+    )
+    assert lines[4].left_no == 16 and lines[4].right_no == 16
+    assert side_by_side(before, before) == ()
+
+
+# --- verdict and noise ---------------------------------------------------------------------------
+
+
+def _config(name: str, ms: float, again: float | None = None, spread: float = 0.0) -> ConfigResult:
+    timing = Timing(ms, ms * (1 - spread), ms * (1 + spread), 20, "test")
+    again_timing = Timing(again, again, again, 20, "test") if again is not None else None
+    noise = own_noise(timing, again_timing)
+    return ConfigResult(name, "default", latency=timing, latency_again=again_timing, noise=noise)
+
+
+def test_verdict_names_the_fastest_only_beyond_the_noise() -> None:
+    clear = verdict([_config("default", 10.0, 10.2), _config("max-autotune", 8.0, 8.1)])
+    assert clear.significant and clear.fastest == "max-autotune"
+    assert clear.noise == pytest.approx(0.02)  # the floor: the measured gaps are 2.0% and 1.25%
+    assert clear.text.startswith("max-autotune is the fastest: 25.5% faster than the next, default (8.050 ms against 10.100 ms)")
+    close = verdict([_config("default", 10.0, 10.6), _config("max-autotune", 9.8, 9.9)])
+    assert not close.significant and close.fastest is None
+    assert close.noise == pytest.approx(0.06)
+    assert close.text.startswith("no significant difference between max-autotune, default")
+
+
+def test_single_process_noise_has_a_floor() -> None:
+    assert _config("a", 10.0, spread=0.01).noise == SINGLE_PROCESS_FLOOR
+    assert _config("a", 10.0, spread=0.08).noise == pytest.approx(0.08)
+    judged = verdict([_config("a", 10.0, spread=0.01), _config("b", 9.7, spread=0.01)])
+    assert not judged.significant and "one process per configuration" in judged.noise_how
+
+
+def test_each_pair_is_judged_by_its_own_noise() -> None:
+    # one configuration measured badly does not hide a clear lead between two others
+    configs = [_config("default", 10.0, 10.1), _config("noisy", 12.0, 20.0), _config("fast", 3.0, 3.05)]
+    judged = verdict(configs)
+    assert judged.significant and judged.fastest == "fast" and judged.noise == pytest.approx(0.02)
+
+
+def _timed_run(graph: GraphRecord, compiled_ms: float, eager_ms: float, cudagraphs: str | None) -> CompileRun:
+    e2e = EndToEnd(
+        eager=Timing(eager_ms, eager_ms, eager_ms, 20, "t"),
+        compiled=Timing(compiled_ms, compiled_ms, compiled_ms, 20, "t"),
+        speedup=eager_ms / compiled_ms,
+        cudagraphs=cudagraphs,
+    )
+    return replace(_run(graph), bench=BenchResult(device="cuda", end_to_end=e2e))
+
+
+def test_evidence_for_a_slower_configuration() -> None:
+    one = _graph(("extern", "mm", ("mm",)))
+    two = _graph(("extern", "mm", ("mm",)), ("extern", "copy_call", ("copy",)))
+    entries = [
+        ConfigRun("default", "default", {}, _timed_run(one, 1.0, 1.5, None), "a",
+                  latency_again=Timing(1.01, 1.0, 1.0, 20, "t")),
+        ConfigRun("ro", "reduce-overhead", {}, _timed_run(two, 2.0, 1.5, "skipped: mutated inputs"), "b",
+                  latency_again=Timing(2.02, 2.0, 2.0, 20, "t")),
+    ]  # fmt: skip
+    comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
+    assert comparison.verdict.fastest == "default" and comparison.verdict.significant
+    against_default, against_eager = comparison.evidence
+    assert (against_default.config, against_default.against) == ("ro", "default")
+    assert against_default.slower_by == pytest.approx(2.01 / 1.005 - 1)
+    assert against_default.findings[:2] == (
+        "CUDA graphs skipped: mutated inputs",
+        "1 more launch(es) than default (2 against 1)",
+    )
+    assert "added kernel: nothing → copy_call" not in against_default.findings  # untimed launches: no delta
+    assert (against_eager.against, round(against_eager.slower_by, 3)) == ("eager", 0.34)
+
+
+# --- lens.json, re-rendering, the CLI on existing reports ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_reports(unpacked, tmp_path_factory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("reports")
+    a = api.report_folder(unpacked("mlp_default"), out / "mlp_default", draw=False)
+    b = api.report_folder(unpacked("h200-block-autotune-timed"), out / "block-timed", draw=False)
+    c = api.report_folder(unpacked("mlp_bf16_max_autotune_nocg"), out / "mlp-bf16", draw=False)
+    assert a.index.is_file() and b.index.is_file() and c.index.is_file()
+    return out / "mlp_default", out / "mlp-bf16"
+
+
+def test_diff_of_two_reports(run_cli, two_reports, tmp_path: Path) -> None:
+    a, b = two_reports
+    result = run_cli("diff", a, b, "--out", tmp_path / "d")
+    assert result.code == 0, result.stderr
+    assert result.stdout.strip() == f"comparison: {tmp_path / 'd' / 'index.html'}"
+    comparison = Comparison.from_json((tmp_path / "d" / "lens.json").read_text())
+    assert comparison.kind == "diff" and [c.name for c in comparison.configs] == ["mlp_default", "mlp-bf16"]
+    assert comparison.configs[1].kernels == {"triton pointwise": 2, "triton template": 4}
+    assert comparison.configs[0].kernels == {"extern": 4, "triton pointwise": 2}
+    assert comparison.configs[1].report.endswith("/mlp-bf16")
+    assert (tmp_path / "d" / comparison.configs[1].report / "index.html").is_file()
+    index = (tmp_path / "d" / "index.html").read_text()
+    assert "Diff of two reports" in index and 'href="diffs/1.html"' in index
+    assert any("different models" in n for n in comparison.notes)
+    page = (tmp_path / "d" / "diffs" / "1.html").read_text()
+    assert page.count('class="badge change-changed"') == 6 + 1  # 12 changes and the count badge
+    assert '<tr class="replace">' in page  # a side-by-side source diff
+    # the links reach the two reports' own pages
+    assert f'href="../{comparison.configs[1].report}/kernels/' in page
+
+
+def test_diff_refuses_what_is_not_a_report(run_cli, unpacked, tmp_path: Path) -> None:
+    result = run_cli("diff", unpacked("mlp_default"), unpacked("mlp_epilogue"), "--out", tmp_path / "d")
+    assert_one_line_error(result, "no lens.json found")
+    assert result.code == InputFolderError.exit_code
+
+
+def test_comparison_round_trip_and_rerender(run_cli, two_reports, tmp_path: Path) -> None:
+    a, b = two_reports
+    first = api.diff_reports(a, b, tmp_path / "d")
+    text = (tmp_path / "d" / "lens.json").read_text()
+    assert Comparison.from_json(text) == first.comparison
+    assert json.loads(text)["schema_version"] == 5
+    with pytest.raises(ValueError, match="it holds a comparison"):
+        CompileRun.from_json(text)
+    before = (tmp_path / "d" / "index.html").read_text()
+    (tmp_path / "d" / "index.html").unlink()
+    result = run_cli("report", tmp_path / "d")
+    assert result.code == 0, result.stderr
+    assert (tmp_path / "d" / "index.html").read_text() == before
+    moved = run_cli("report", tmp_path / "d", "--out", tmp_path / "deeper" / "elsewhere")
+    assert moved.code == 0, moved.stderr
+    # the links to the two reports are worked out again from the new place
+    page = (tmp_path / "deeper" / "elsewhere" / "index.html").read_text()
+    links = re.findall(r'<th class="num[^"]*"><a href="([^"]+)">', page)
+    assert len(links) == 2 and all((tmp_path / "deeper" / "elsewhere" / link).is_file() for link in links)
+
+
+def test_render_comparison_escapes_hostile_names(two_reports) -> None:
+    a, b = two_reports
+    runs = [api.load_run(a), api.load_run(b)]
+    entries = [ConfigRun('<img src=x onerror="alert(1)">', "default", {}, runs[0], "a"),
+               ConfigRun("b&c", "max-autotune", {"k": "<b>"}, runs[1], "b")]  # fmt: skip
+    files = render_comparison(
+        build_comparison(entries, kind="diff", title="<script>x</script>", model_path="m")
+    )
+    assert "<img src=x" not in files["index.html"] and "&lt;img src=x" in files["index.html"]
+    assert "<script>x</script>" not in files["index.html"] and "k=&lt;b&gt;" in files["index.html"]
+
+
+def test_compare_refuses_bad_input_in_one_line(run_cli, tmp_path: Path) -> None:
+    missing = run_cli("compare", tmp_path / "nope.py", "--mode", "default", "--mode", "max-autotune")
+    assert_one_line_error(missing, "no such model file")
+    one = run_cli("compare", SAMPLES / "mlp.py", "--mode", "default")
+    assert_one_line_error(one, "at least two configurations")
+    bad = run_cli("compare", SAMPLES / "mlp.py", "--config", "x:not_an_option=1", "--mode", "default")
+    assert_one_line_error(bad, "unknown Inductor option 'not_an_option'")
+    assert bad.code == UsageError.exit_code
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    foreign = run_cli("compare", SAMPLES / "mlp.py", "--mode", "default", "--mode", "max-autotune",
+                      "--out", tmp_path / "foreign")  # fmt: skip
+    assert_one_line_error(foreign, "holds no inductor-lens report")
+    assert (tmp_path / "foreign" / "notes.txt").read_text() == "mine"
+
+
+# --- end to end on the CPU ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_compare_mlp_two_modes_on_cpu(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    result = run_cli("compare", SAMPLES / "mlp.py", "--device", "cpu", "--mode", "default",
+                     "--mode", "max-autotune-no-cudagraphs", "--no-handwritten", "--out", out)  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert result.stdout.strip() == f"comparison: {out / 'index.html'}"
+    comparison = Comparison.from_json((out / "lens.json").read_text())
+    assert [c.name for c in comparison.configs] == ["default", "max-autotune-no-cudagraphs"]
+    for config in comparison.configs:
+        assert config.status == "ok" and config.warm_error is None
+        # warm: FX graph, AOTAutograd and kernel caches hit; cold also built C++ kernels (and their header)
+        assert config.cold_compile_s and config.warm_compile_s
+        assert config.warm_compile_s < 0.6 * config.cold_compile_s, config
+        assert config.latency and config.latency_again and config.eager and config.speedup
+        assert config.kernels == {"cpp pointwise": 1, "extern": 2}
+        assert config.graphs == 1 and config.graph_breaks == 0 and config.cudagraphs is None
+        assert (out / config.report / "index.html").is_file()
+        assert (out / config.report / "capture-warm" / "capture.log").is_file()
+    # the kernel diff: the same three launches, matched by their FX nodes, each with a time in both
+    (diff,) = comparison.diffs
+    assert [(c.kind, c.nodes) for c in diff.changes] == [
+        ("unchanged", ("input_1",)),
+        ("unchanged", ("input_2",)),
+        ("unchanged", ("input_2", "input_3")),
+    ]
+    assert all(c.delta_us is not None for c in diff.changes)
+    assert comparison.verdict is not None and comparison.verdict.noise_how.startswith("the largest gap")
+    assert "CPU" in comparison.notes[0]
+    index = (out / "index.html").read_text()
+    assert "Which configuration for <code>mlp</code>?" in index and "Compile, warm" in index
+    assert (out / "diffs" / "1.html").is_file()
+    # the per-configuration report is the normal report
+    assert "cpp_fused_gelu_0" in (out / "configs" / "default" / "index.html").read_text()
