@@ -217,12 +217,12 @@ def compare_models(
     entries, first_error = [], None
     for request in requests:
         spec = replace(base, mode=request.mode, options=dict(request.options))
-        entry = _compare_one(
+        entry, error = _compare_one(
             spec, request, out_dir, strict=strict, draw=draw, say=say, progress=progress, echo=echo
         )
         entries.append(entry)
-        if entry.status != "ok" and first_error is None:
-            first_error = LensError(f"configuration {request.name}: {entry.error}")
+        if error is not None and first_error is None:  # keeps its kind, so its exit code
+            first_error = type(error)(f"configuration {request.name}: {error.message}", hint=error.hint)
     comparison = build_comparison(
         entries, kind="compare", title=base.model_name, model_path=str(base.model_path), notes=_notes(entries)
     )
@@ -240,7 +240,7 @@ def _compare_one(
     say: Callable[[str], None] | None,
     progress: ProgressCallback | None,
     echo: TextIO | None,
-) -> ConfigRun:
+) -> tuple[ConfigRun, LensError | None]:
     folder = out_dir / CONFIGS_DIR / request.name
     report = f"{CONFIGS_DIR}/{request.name}"
     announce = say or (lambda _: None)
@@ -249,16 +249,17 @@ def _compare_one(
         result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo,
                                cache_root=Path(caches))  # fmt: skip
         if result.error is not None:
-            return ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
-                             status=result.run.capture.status if result.run.capture else "failed",
-                             error=result.error.one_line())  # fmt: skip
+            failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
+                               status=result.run.capture.status if result.run.capture else "failed",
+                               error=result.error.one_line())  # fmt: skip
+            return failed, result.error
         announce(f"{request.name}: warm compile, a second process on the same caches")
         warm_dir = folder / WARM_CAPTURE_DIR
         shutil.rmtree(warm_dir, ignore_errors=True)
         warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end")
         warm = capture(warm_spec, warm_dir, progress=progress, echo=echo, cache_root=Path(caches))
     warm_error = warm.error()
-    return ConfigRun(
+    entry = ConfigRun(
         request.name,
         request.mode,
         dict(request.options),
@@ -268,6 +269,7 @@ def _compare_one(
         warm_error=warm_error.one_line() if warm_error else None,
         latency_again=_compiled_latency(warm_dir),
     )
+    return entry, None
 
 
 def _compiled_latency(capture_dir: Path) -> Timing | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.api import report_folder
+from inductor_lens.api import diff_reports, report_folder
 
 pytestmark = pytest.mark.browser
 
@@ -130,7 +130,7 @@ def test_handwritten_page_and_kernel_side_by_side(browser, block_report: Path) -
             block_report / "kernels" / "model__1_inference_3.1" / "triton_poi_fused_addmm_gelu_view_2.html"
         ).as_uri()
     )
-    pair = page.locator("#handwritten ~ .source-pair").first
+    pair = page.locator("#handwritten .source-pair").first
     assert pair.locator("h4").nth(0).inner_text() == "Inductor's kernel"
     assert "bias_gelu" in pair.locator("h4").nth(1).inner_text()
     assert pair.locator(".pane").nth(1).inner_text().count("@triton.jit") == 1
@@ -172,5 +172,29 @@ def test_timed_report_draws_the_step_and_the_roofline(browser, unpacked, tmp_pat
     segments.nth(7).click()  # a segment opens its launch
     page.wait_for_load_state("load")
     assert "/graphs/" in page.url
+    assert problems == []
+    page.close()
+
+
+def test_comparison_pages_and_links(browser, block_report: Path, unpacked, tmp_path: Path) -> None:
+    timed = tmp_path / "timed"
+    report_folder(unpacked("h200-block-autotune-timed"), timed, strict=True)
+    comparison = diff_reports(block_report, timed, tmp_path / "diff")
+    pages = sorted((tmp_path / "diff").rglob("*.html"))
+    assert [p.relative_to(tmp_path / "diff").as_posix() for p in pages] == ["diffs/1.html", "index.html"]
+    for html in pages:
+        page, problems = _open(browser, html.as_uri())
+        assert problems == [], f"{html}: {problems}"
+        page.close()
+    page, problems = _open(browser, comparison.index.as_uri())
+    assert page.locator("#compare-table thead th").count() == 3  # the row labels, and one column per report
+    page.click("a:has-text('side-by-side sources')")
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/diffs/1.html")
+    changed = page.locator("section.change").filter(has=page.locator(".badge.change-changed")).first
+    assert changed.locator("table.sbs tr.replace, table.sbs tr.insert").count() > 0
+    changed.locator("h3 a").last.click()  # the kernel in the second report
+    page.wait_for_load_state("load")
+    assert "/timed/" in page.url and page.locator("h1").count() == 1
     assert problems == []
     page.close()

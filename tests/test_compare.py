@@ -14,7 +14,7 @@ from inductor_lens import api
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config, requested_configs
 from inductor_lens.compare.kernels import diff_runs, kernel_body
 from inductor_lens.compare.summary import SINGLE_PROCESS_FLOOR, own_noise, verdict
-from inductor_lens.errors import InputFolderError, UsageError
+from inductor_lens.errors import InputFolderError, ModelRunError, UsageError
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import (
     BenchResult,
@@ -221,7 +221,9 @@ def test_verdict_names_the_fastest_only_beyond_the_noise() -> None:
     clear = verdict([_config("default", 10.0, 10.2), _config("max-autotune", 8.0, 8.1)])
     assert clear.significant and clear.fastest == "max-autotune"
     assert clear.noise == pytest.approx(0.02)  # the floor: the measured gaps are 2.0% and 1.25%
-    assert clear.text.startswith("max-autotune is the fastest: 25.5% faster than the next, default (8.050 ms against 10.100 ms)")
+    assert clear.text.startswith(
+        "max-autotune is the fastest: 25.5% faster than the next, default (8.050 ms against 10.100 ms)"
+    )
     close = verdict([_config("default", 10.0, 10.6), _config("max-autotune", 9.8, 9.9)])
     assert not close.significant and close.fastest is None
     assert close.noise == pytest.approx(0.06)
@@ -400,3 +402,23 @@ def test_compare_mlp_two_modes_on_cpu(run_cli, tmp_path: Path) -> None:
     assert (out / "diffs" / "1.html").is_file()
     # the per-configuration report is the normal report
     assert "cpp_fused_gelu_0" in (out / "configs" / "default" / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_failing_configurations_still_give_a_comparison(run_cli, tmp_path: Path) -> None:
+    model = tmp_path / "broken.py"
+    model.write_text(
+        "def get_model():\n    raise RuntimeError('boom in get_model')\n\ndef get_inputs():\n    return ()\n"
+    )
+    out = tmp_path / "cmp"
+    result = run_cli("compare", model, "--device", "cpu", "--mode", "default", "--mode", "reduce-overhead",
+                     "--no-handwritten", "--out", out)  # fmt: skip
+    assert_one_line_error(result, "configuration default:", "boom in get_model")
+    assert result.code == ModelRunError.exit_code
+    comparison = Comparison.from_json((out / "lens.json").read_text())
+    assert [(c.name, c.status) for c in comparison.configs] == [
+        ("default", "failed"),
+        ("reduce-overhead", "failed"),
+    ]
+    assert "boom in get_model" in (out / "index.html").read_text()
+    assert (out / "configs" / "default" / "index.html").is_file()  # the failed run's own report, with its log

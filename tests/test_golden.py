@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from inductor_lens.bench import attach_measurements
+from inductor_lens.compare import ConfigRun, build_comparison
 from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
-from inductor_lens.report import render_report
+from inductor_lens.report import render_comparison, render_report
 
 from .conftest import CPU_CASE, FIXED_TIME, ROOT, TIMED_CASE
 
@@ -53,6 +54,28 @@ def test_report_matches_golden(unpacked, golden_case: str, request: pytest.Fixtu
     run = attach_measurements(parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME), root / "capture")
     run = attach_handwritten(run, root / "capture", execute=False)
     files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
+    _check_golden(golden_case, files, request)
+
+
+def test_comparison_matches_golden(unpacked, request: pytest.FixtureRequest) -> None:
+    """``diff`` of two real captures: the default MLP against the bf16 one under max-autotune (templates)."""
+    roots = [unpacked("mlp_default"), unpacked("mlp_bf16_max_autotune_nocg")]
+    runs = [parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME) for root in roots]
+    entries = [ConfigRun(name, run.settings.mode if run.settings else "unknown", {}, run, f"../{name}")
+               for name, run in zip(("mlp_default", "mlp-bf16"), runs, strict=True)]  # fmt: skip
+    comparison = build_comparison(
+        entries, kind="diff", title="mlp", model_path="<FIXTURE>/mlp.py", created=FIXED_TIME.isoformat()
+    )
+    files = {}
+    for path, text in render_comparison(comparison).items():
+        if path.endswith(".html"):
+            for root in roots:
+                text = _scrub(text, root)
+            files[path] = text
+    _check_golden("gpu-mlp-diff", files, request)
+
+
+def _check_golden(golden_case: str, files: dict[str, str], request: pytest.FixtureRequest) -> None:
     expected_dir = GOLDEN / golden_case
     if request.config.getoption("--update-golden"):
         shutil.rmtree(expected_dir, ignore_errors=True)
