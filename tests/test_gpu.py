@@ -72,3 +72,26 @@ def test_handwritten_check_and_bench_on_cuda() -> None:
     assert lines[0].startswith("softmax 4096x4096 bfloat16: 67.1 MB moved")
     assert [line.split()[0] for line in lines[1:4]] == ["hand-written", "torch", "torch.compile"]
     assert "% of the measured ceiling" in lines[1] and lines[-1].startswith("  ceilings: copy")
+
+
+def test_compare_on_cuda(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    result = run_cli_process(
+        "compare", SAMPLES / "mlp.py", "--device", "cuda", "--dtype", "bf16", "--mode", "default",
+        "--mode", "max-autotune-no-cudagraphs", "--no-handwritten", "--out", out,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    comparison = json.loads((out / "lens.json").read_text())["comparison"]
+    default, autotune = comparison["configs"]
+    for config in (default, autotune):
+        assert config["status"] == "ok" and config["warm_compile_s"] < config["cold_compile_s"]
+        assert config["latency"]["median_ms"] > 0 and config["latency_again"]["median_ms"] > 0
+        assert config["peak_bytes"] > 0 and config["device"].startswith("NVIDIA")
+    # max-autotune turns the bf16 matmuls into Triton templates, picked by the autotuner
+    assert default["kernels"].get("extern") == 2 and autotune["kernels"].get("triton template") == 2
+    assert len(autotune["autotune"]) == 2
+    (diff,) = comparison["diffs"]
+    kinds = [c["kind"] for c in diff["changes"]]
+    # both matmuls at least (extern -> template); whether GELU joins an epilogue is the autotuner's pick
+    assert kinds.count("changed") + kinds.count("regrouped") >= 2 and "added" not in kinds, kinds
+    assert all(c["before"]["time_us"] and c["after"]["time_us"] for c in diff["changes"])
