@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -44,6 +45,7 @@ _REPORT_PAGES = ("index.html", "log.html", LENS_JSON, "graphs", "kernels")
 CONFIGS_DIR = "configs"
 WARM_CAPTURE_DIR = "capture-warm"
 _COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)
+_COMPARISON_HEAD = re.compile(r'\s*\{\s*"schema_version"\s*:\s*\d+\s*,\s*"comparison"\s*:')
 
 
 @dataclass(frozen=True)
@@ -314,7 +316,7 @@ def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) ->
             run.settings.mode if run.settings else "unknown",
             dict(run.settings.options) if run.settings else {},
             run,
-            Path(os.path.relpath(folder.resolve(), out_dir.resolve())).as_posix(),
+            _relative(folder, out_dir),
         )
         for name, run, folder in zip(names, runs, (report_a, report_b), strict=True)
     ]
@@ -330,12 +332,17 @@ def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) ->
 
 
 def is_comparison(folder: Path) -> bool:
-    """Whether ``folder`` holds a comparison (its lens.json has a "comparison", not a "run")."""
+    """Whether ``folder`` holds a comparison: its lens.json's top level has "comparison", not "run".
+
+    Only the document's opening is read (``to_json`` writes schema_version, then that key): a run's
+    lens.json can be large, and a run whose title says "comparison" must not pass for one.
+    """
     try:
-        head = (folder / LENS_JSON).read_text(encoding="utf-8")[:200]
-    except OSError:
+        with (folder / LENS_JSON).open(encoding="utf-8") as file:
+            head = file.read(200)
+    except (OSError, UnicodeDecodeError):
         return False
-    return '"comparison"' in head
+    return _COMPARISON_HEAD.match(head) is not None
 
 
 def rerender_comparison(folder: Path, out_dir: Path | None = None) -> ComparisonResult:
@@ -350,10 +357,7 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
     if out_dir.resolve() != folder.resolve():
         _prepare_out_dir(out_dir, replace=_COMPARISON_PAGES)
     reports = {c.name: folder / c.report for c in stored.configs}
-    moved = {
-        c.name: Path(os.path.relpath(reports[c.name].resolve(), out_dir.resolve())).as_posix()
-        for c in stored.configs
-    }
+    moved = {c.name: _relative(reports[c.name], out_dir) for c in stored.configs}
     comparison = replace(stored, configs=tuple(replace(c, report=moved[c.name]) for c in stored.configs))
     if all((reports[c.name] / LENS_JSON).is_file() for c in stored.configs):
         entries = [
@@ -375,6 +379,11 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
                                       notes=stored.notes, created=stored.created)  # fmt: skip
     index = write_report(render_comparison(comparison), out_dir)
     return ComparisonResult(comparison, index)
+
+
+def _relative(folder: Path, base: Path) -> str:
+    """``folder`` as a link from pages in ``base`` (a comparison's link to a configuration's report)."""
+    return Path(os.path.relpath(folder.resolve(), base.resolve())).as_posix()
 
 
 def _report_name(folder: Path) -> str:

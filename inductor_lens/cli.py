@@ -63,6 +63,13 @@ def cli() -> None:
     """Inspect what torch.compile / TorchInductor made of a model: graphs, fused kernels, their source."""
 
 
+def _out_option(help_text: str) -> Callable[[F], F]:
+    """``--out DIR``: where a command writes its report or comparison."""
+    return click.option(
+        "--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=help_text
+    )
+
+
 def _model_options(function: F) -> F:
     """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
     decorators = [
@@ -146,13 +153,7 @@ def _progress(phase: str, elapsed: float) -> None:
     metavar="KEY=VALUE",
     help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Report folder [default: inductor-lens-reports/<model>-<mode>/].",
-)
+@_out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/].")
 @_model_options
 @lens_command
 def compile_command(
@@ -198,13 +199,7 @@ def compile_command(
     help="A named set of Inductor options, e.g. epilogue:max_autotune=true,epilogue_fusion=true "
     "(mode=... picks the mode; repeatable). With no --mode and no --config: all four modes.",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Comparison folder [default: inductor-lens-reports/<model>-compare/].",
-)
+@_out_option("Comparison folder [default: inductor-lens-reports/<model>-compare/].")
 @_model_options
 @lens_command
 def compare_command(
@@ -239,13 +234,7 @@ def compare_command(
 @cli.command("diff")
 @click.argument("report_a", type=click.Path(path_type=Path))
 @click.argument("report_b", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Comparison folder [default: inductor-lens-reports/diff-<a>-vs-<b>/].",
-)
+@_out_option("Comparison folder [default: inductor-lens-reports/diff-<a>-vs-<b>/].")
 @click.option("--open", "open_browser", is_flag=True, help="Open the comparison in a browser when done.")
 @lens_command
 def diff_command(
@@ -268,13 +257,9 @@ def _finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None
 
 @cli.command("report")
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Report folder [default: the folder itself for an inductor-lens report, "
-    "else inductor-lens-reports/<name>/].",
+@_out_option(
+    "Report folder [default: the folder itself for an inductor-lens report, "
+    "else inductor-lens-reports/<name>/]."
 )
 @click.option("--strict", is_flag=True, help="Fail on any debug output this version does not recognise.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in a browser when done.")

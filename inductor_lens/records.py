@@ -745,9 +745,6 @@ class Comparison:
     def baseline(self) -> ConfigResult:
         return self.configs[0]
 
-    def config(self, name: str) -> ConfigResult | None:
-        return next((c for c in self.configs if c.name == name), None)
-
     def to_json(self) -> str:
         document = {"schema_version": SCHEMA_VERSION, "comparison": to_jsonable(self)}
         return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"

@@ -324,6 +324,11 @@ def test_comparison_round_trip_and_rerender(run_cli, two_reports, tmp_path: Path
     assert json.loads(text)["schema_version"] == 5
     with pytest.raises(ValueError, match="it holds a comparison"):
         CompileRun.from_json(text)
+    assert api.is_comparison(tmp_path / "d") and not api.is_comparison(a)
+    titled = tmp_path / "titled"  # a run whose title says "comparison" is still a run
+    titled.mkdir()
+    (titled / "lens.json").write_text(replace(api.load_run(a), title="comparison").to_json())
+    assert '"comparison"' in (titled / "lens.json").read_text()[:200] and not api.is_comparison(titled)
     before = (tmp_path / "d" / "index.html").read_text()
     (tmp_path / "d" / "index.html").unlink()
     result = run_cli("report", tmp_path / "d")

@@ -2,9 +2,10 @@
 
 The verdict names the fastest configuration only where its lead is larger than the run-to-run
 noise, measured, not assumed: ``compare`` times each configuration's compiled step in two separate
-processes (the cold one and the warm one), and the largest gap between the two medians of any
-configuration is the noise a lead must beat. Two reports (``diff``) have one process each: the
-spread of their own samples stands in, and the page says so.
+processes (the cold one and the warm one), the gap between the two medians is that configuration's
+noise, and a difference between two configurations must beat the larger noise of the two. Two
+reports (``diff``) have one process each: the spread of their own samples stands in (with a higher
+floor), and the page says so.
 """
 
 from __future__ import annotations
@@ -190,13 +191,14 @@ def evidence(
                     _findings(config, run, base, diff, noise, runs.get(base.name)),
                 )
             )
-        if config.eager and ms / config.eager.median_ms - 1 > (config.noise or NOISE_FLOOR):
+        own = config.noise or NOISE_FLOOR
+        if config.eager and ms / config.eager.median_ms - 1 > own:
             found.append(
                 Evidence(
                     config.name,
                     "eager",
                     ms / config.eager.median_ms - 1,
-                    _findings(config, run, None, None, noise),
+                    _findings(config, run, None, None, own),
                 )
             )
     return tuple(found)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..compare.summary import pair_noise, step_ms
 from ..records import Comparison, ConfigDiff, ConfigResult, DiffSide, Evidence, KernelChange
+from .views import launch_page
 
 KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
 CONTEXT_LINES = 3
@@ -125,9 +126,7 @@ def _side_url(report: str, side: DiffSide | None) -> str | None:
     """The first launch's page in that configuration's report (a kernel page, or the call on its graph page)."""
     if side is None:
         return None
-    if side.kinds[0] == "extern":
-        return f"{report}graphs/{side.graph_id}.html#launch-{side.launches[0]}"
-    return f"{report}kernels/{side.graph_id}/{side.targets[0]}.html"
+    return report + launch_page(side.graph_id, side.kinds[0] == "extern", side.targets[0], side.launches[0])
 
 
 def side_by_side(before: str, after: str, context: int = CONTEXT_LINES) -> tuple[DiffLine, ...]:

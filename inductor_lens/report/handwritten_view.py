@@ -18,7 +18,7 @@ from ..handwritten import kernels as kernels_package
 from ..handwritten.catalog import Equivalent, get
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, HandwrittenRun, Launch
 from .highlight import highlight
-from .views import SummaryItem, launch_url
+from .views import SummaryItem, graph_url, launch_url
 
 MATCH_LABELS = {
     "exact": "exact: does the same work",
@@ -143,7 +143,7 @@ def _row(match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None) -> 
         in_context = _in_context_us(graph, match, launch)
         if in_context is not None:
             launch_bound += f". GPU time against GPU time: {alone_us:,.1f} µs by hand, {in_context:,.1f} µs for Inductor's in the profiled step"
-    url = launch_url(graph, launch) if launch else f"graphs/{graph.id}.html"
+    url = launch_url(graph, launch) if launch else graph_url(graph)
     return HandwrittenRow(match, graph, launch, url, steps, inductor_us, method, handwritten_us, eager_us,
                           verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
 

@@ -30,9 +30,12 @@ def kernel_url(graph: GraphRecord, kernel_name: str) -> str:
 
 
 def launch_url(graph: GraphRecord, launch: Launch) -> str:
-    if launch.kind == "extern":
-        return f"{graph_url(graph)}#launch-{launch.position}"
-    return kernel_url(graph, launch.target)
+    return launch_page(graph.id, launch.kind == "extern", launch.target, launch.position)
+
+
+def launch_page(graph_id: str, extern: bool, target: str, position: int) -> str:
+    """Where a launch is shown: an extern call on its graph's page, a kernel on its own page."""
+    return f"graphs/{graph_id}.html#launch-{position}" if extern else f"kernels/{graph_id}/{target}.html"
 
 
 def frame_anchor(compile_id: str) -> str:
