@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from inductor_lens.records import SCHEMA_VERSION, Accuracy, CaptureOutcome, CompileRun, Environment
+from inductor_lens.records import RUN_SCHEMA_VERSION, Accuracy, CaptureOutcome, CompileRun, Environment
 
 
 def _run(**capture: object) -> CompileRun:
@@ -24,7 +24,7 @@ def _run(**capture: object) -> CompileRun:
 
 def test_schema_version_is_written() -> None:
     document = json.loads(_run().to_json())
-    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["schema_version"] == RUN_SCHEMA_VERSION
     assert document["run"]["environment"]["torch_version"] == "2.13.0"
 
 
@@ -46,7 +46,7 @@ def test_non_finite_errors_survive_the_round_trip() -> None:
 
 def test_newer_schema_is_refused_with_a_reason() -> None:
     document = json.loads(_run().to_json())
-    document["schema_version"] = SCHEMA_VERSION + 1
+    document["schema_version"] = RUN_SCHEMA_VERSION + 1
     with pytest.raises(ValueError, match="newer than this inductor-lens reads"):
         CompileRun.from_json(json.dumps(document))
 

@@ -1,0 +1,146 @@
+"""Stage 3 of the pipeline (capture -> parse -> records -> bench -> report): the one data model.
+
+Parsers build these frozen dataclasses; the bench stage adds measurements; the report, ``lens.json``
+and ``compare`` read them and never look at Inductor's files again. A lens.json holds one of two
+documents, each with its own schema version:
+
+    run.py          CompileRun: one model compiled once (settings, environment, capture outcome, Dynamo
+                    frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
+    graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
+    timing.py       BenchResult and the timings of launches and kernels
+    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's
+    comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
+    codec.py        the JSON codec both documents use
+"""
+
+from __future__ import annotations
+
+from .codec import (
+    from_jsonable,
+    lens_document,
+    to_jsonable,
+)
+from .comparison import (
+    COMPARISON_SCHEMA_VERSION,
+    AutotuneWinner,
+    ChangeKind,
+    Comparison,
+    ConfigDiff,
+    ConfigResult,
+    DiffSide,
+    Evidence,
+    GraphPairing,
+    KernelChange,
+    Verdict,
+)
+from .graph import (
+    FxGraph,
+    FxNode,
+    GraphKind,
+    GraphRecord,
+    InductorBenchmark,
+    IRDump,
+    IRNode,
+    KernelArg,
+    KernelBackend,
+    KernelRecord,
+    Launch,
+    LaunchKind,
+    NodeMapping,
+    OriginSegment,
+    Provenance,
+    SourceLine,
+)
+from .handwritten import (
+    HandwrittenMatch,
+    HandwrittenRun,
+    MatchKind,
+)
+from .run import (
+    RUN_SCHEMA_VERSION,
+    Accuracy,
+    AutotuneChoice,
+    AutotuneTable,
+    CaptureOutcome,
+    CaptureStatus,
+    CompilePhase,
+    CompileRun,
+    CompileSettings,
+    Diagnostic,
+    DiagnosticLevel,
+    DynamoFrame,
+    Environment,
+    GraphBreak,
+    ParseStats,
+    SourceFile,
+)
+from .timing import (
+    BenchResult,
+    DeviceCeilings,
+    EndToEnd,
+    KernelTiming,
+    LaunchTiming,
+    Roofline,
+    StepTiming,
+    Timing,
+)
+
+__all__ = [
+    "COMPARISON_SCHEMA_VERSION",
+    "RUN_SCHEMA_VERSION",
+    "Accuracy",
+    "AutotuneChoice",
+    "AutotuneTable",
+    "AutotuneWinner",
+    "BenchResult",
+    "CaptureOutcome",
+    "CaptureStatus",
+    "ChangeKind",
+    "Comparison",
+    "CompilePhase",
+    "CompileRun",
+    "CompileSettings",
+    "ConfigDiff",
+    "ConfigResult",
+    "DeviceCeilings",
+    "Diagnostic",
+    "DiagnosticLevel",
+    "DiffSide",
+    "DynamoFrame",
+    "EndToEnd",
+    "Environment",
+    "Evidence",
+    "FxGraph",
+    "FxNode",
+    "GraphBreak",
+    "GraphKind",
+    "GraphPairing",
+    "GraphRecord",
+    "HandwrittenMatch",
+    "HandwrittenRun",
+    "IRDump",
+    "IRNode",
+    "InductorBenchmark",
+    "KernelArg",
+    "KernelBackend",
+    "KernelChange",
+    "KernelRecord",
+    "KernelTiming",
+    "Launch",
+    "LaunchKind",
+    "LaunchTiming",
+    "MatchKind",
+    "NodeMapping",
+    "OriginSegment",
+    "ParseStats",
+    "Provenance",
+    "Roofline",
+    "SourceFile",
+    "SourceLine",
+    "StepTiming",
+    "Timing",
+    "Verdict",
+    "from_jsonable",
+    "lens_document",
+    "to_jsonable",
+]

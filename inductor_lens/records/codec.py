@@ -1,0 +1,106 @@
+"""Records, the JSON codec of lens.json: generic over the record dataclasses, driven by their type hints.
+
+Adding a field needs no codec change. Non-finite floats become the strings "nan"/"inf"/"-inf" (JSON
+has no NaN). ``from_jsonable`` checks every value against its declared type, so a document of the
+wrong shape raises TypeError/ValueError rather than building records that break later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal
+
+
+def to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def from_jsonable(tp: Any, data: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return data
+    if origin is Literal:
+        if data not in typing.get_args(tp):
+            raise ValueError(f"{data!r} is not one of {typing.get_args(tp)}")
+        return data
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if data is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return from_jsonable(option, data)
+            except (TypeError, ValueError, KeyError):
+                continue
+        raise ValueError(f"{data!r} matches none of {options}")
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+        return tp(**kwargs)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        item_type = args[0] if args else Any
+        return tuple(from_jsonable(item_type, v) for v in data)
+    if origin in (dict, Mapping, typing.Mapping) or tp in (dict, Mapping):
+        args = typing.get_args(tp)
+        value_type = args[1] if len(args) == 2 else Any
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object, got {type(data).__name__}")
+        return {k: from_jsonable(value_type, v) for k, v in data.items()}
+    if tp is float:
+        if isinstance(data, str):
+            return float(data)
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise TypeError(f"expected a number, got {data!r}")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise TypeError(f"expected an integer, got {data!r}")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise TypeError(f"expected true/false, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise TypeError(f"expected a string, got {data!r}")
+        return data
+    return data
+
+
+def lens_document(text: str, key: str, newest: int) -> Any:
+    """The ``key`` part of a lens.json document, after checking that this version can read it."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or key not in document:
+        other = next((k for k in ("run", "comparison") if isinstance(document, dict) and k in document), None)
+        what = f"it holds a {other}" if other else f"no {key!r} key"
+        raise ValueError(f"not a lens.json document of a {key} ({what})")
+    version = document.get("schema_version")
+    if not isinstance(version, int):
+        raise ValueError("lens.json has no schema_version")
+    if version > newest:
+        raise ValueError(
+            f"lens.json has schema version {version}, newer than this inductor-lens reads "
+            f"({newest}); upgrade inductor-lens"
+        )
+    return document[key]

@@ -1,0 +1,165 @@
+"""Records, comparisons: one model under several configurations (``compare``), or two reports (``diff``).
+
+Schema history of the comparison document (bump COMPARISON_SCHEMA_VERSION on any change an older
+reader would misread); its numbers continue the run document's, which it shared until 5:
+  5: first version: configurations with their timings and noise, kernel diffs, verdict, evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .codec import from_jsonable, lens_document, to_jsonable
+from .timing import Timing
+
+COMPARISON_SCHEMA_VERSION = 5
+
+ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
+
+
+@dataclass(frozen=True)
+class AutotuneWinner:
+    """What the autotuner picked for one op and shape, and what came second."""
+
+    op: str
+    shapes: str
+    winner: str
+    winner_ms: float
+    winner_kind: str  # "extern", "triton" or "other"
+    runner_up: str | None = None
+    runner_up_ms: float | None = None
+    choices: int = 0
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One configuration of a comparison: how it was compiled, where its report is, what it measured."""
+
+    name: str
+    mode: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    report: str = ""  # its report folder, relative to the comparison's folder where possible
+    status: str = "ok"  # the capture's status: "ok", "failed", "timeout"
+    error: str | None = None
+    cold_compile_s: float | None = None  # first call on fresh, empty caches
+    warm_compile_s: float | None = None  # first call of a second process on the caches the first filled
+    warm_error: str | None = None
+    latency: Timing | None = None  # compiled step, measured in the cold process (the report's number)
+    latency_again: Timing | None = None  # the same, measured again in the warm process
+    noise: float | None = (
+        None  # how far two measurements of its step land apart (fraction; see compare/summary.py)
+    )
+    eager: Timing | None = None
+    speedup: float | None = None  # eager median / compiled median
+    peak_bytes: int | None = None  # compiled step's peak device memory (GPU)
+    graphs: int = 0
+    graph_breaks: int = 0
+    recompiles: int = 0
+    kernels: Mapping[str, int] = field(default_factory=dict)  # launches per kind, e.g. "triton pointwise"
+    cudagraphs: str | None = None  # "used", "skipped: <reason>", or None when the mode has none
+    autotune: tuple[AutotuneWinner, ...] = ()
+    device: str | None = None
+    torch_version: str | None = None
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One side of a kernel change: the launches of one graph that do the work, their time and code."""
+
+    graph_id: str
+    launches: tuple[int, ...]
+    targets: tuple[str, ...]  # kernel names or extern call targets, in launch order
+    kinds: tuple[str, ...]  # "triton pointwise", "extern", ... per launch
+    time_us: float | None  # per step, all of them (None when not timed)
+    source: str  # the kernels' code (extern calls: the call line)
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    """Work matched across two configurations by the FX nodes it computes."""
+
+    kind: ChangeKind
+    nodes: tuple[str, ...]  # the post-grad FX nodes both sides compute (union)
+    ops: tuple[str, ...]  # their ATen ops
+    before: DiffSide | None
+    after: DiffSide | None
+    note: str = ""
+
+    @property
+    def delta_us(self) -> float | None:
+        before = self.before.time_us if self.before else 0.0
+        after = self.after.time_us if self.after else 0.0
+        return None if before is None or after is None else after - before
+
+
+@dataclass(frozen=True)
+class GraphPairing:
+    """Which graph of the baseline was compared with which graph of the other configuration."""
+
+    before: str | None
+    after: str | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    """The kernel diff of one configuration against the baseline."""
+
+    base: str
+    other: str
+    graphs: tuple[GraphPairing, ...] = ()
+    changes: tuple[KernelChange, ...] = ()
+
+    def count(self, kind: ChangeKind) -> int:
+        return sum(1 for c in self.changes if c.kind == kind)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a configuration is slower than the baseline or than eager: what the captures show."""
+
+    config: str
+    against: str  # a configuration's name, or "eager"
+    slower_by: float  # fraction: 0.25 = 25% slower
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fastest: str | None
+    text: str
+    significant: bool
+    margin: float | None = None  # how much faster than the next configuration (fraction)
+    noise: float | None = None  # the run-to-run noise it was judged against (fraction)
+    noise_how: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One model compiled under several configurations (``compare``), or two reports (``diff``)."""
+
+    title: str
+    created: str
+    tool_version: str
+    kind: Literal["compare", "diff"]
+    model_path: str
+    configs: tuple[ConfigResult, ...]
+    diffs: tuple[ConfigDiff, ...] = ()
+    verdict: Verdict | None = None
+    evidence: tuple[Evidence, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def baseline(self) -> ConfigResult:
+        return self.configs[0]
+
+    def to_json(self) -> str:
+        document = {"schema_version": COMPARISON_SCHEMA_VERSION, "comparison": to_jsonable(self)}
+        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Comparison:
+        return from_jsonable(cls, lens_document(text, "comparison", COMPARISON_SCHEMA_VERSION))

@@ -1,0 +1,54 @@
+"""Records, hand-written equivalents: which hand-written Triton kernels do each Inductor kernel's job, and how they fared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .timing import Roofline, Timing
+
+MatchKind = Literal["exact", "composed", "partial", "none"]
+
+
+@dataclass(frozen=True)
+class HandwrittenRun:
+    """One hand-written kernel checked against its torch reference (and, on a GPU, timed) on given shapes."""
+
+    name: str
+    shape: Mapping[str, int]
+    dtype: str
+    device: str
+    # The shape really checked: smaller than ``shape`` under the Triton interpreter (CPU).
+    checked_shape: Mapping[str, int] = field(default_factory=dict)
+    interpreter: bool = False
+    ok: bool | None = None
+    max_rel_error: float | None = None  # max |out - ref| / max |ref| over its outputs
+    tolerance: float | None = None
+    timing: Timing | None = None
+    eager: Timing | None = None  # torch's own op(s) on the same inputs
+    # The kernel replayed from a CUDA graph: its GPU time without the launcher's Python overhead.
+    gpu_alone: Timing | None = None
+    roofline: Roofline | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class HandwrittenMatch:
+    """The hand-written kernel(s) that do the job of one Inductor kernel or extern call."""
+
+    graph_id: str
+    target: str  # the kernel's name, or the extern call's target
+    launch: int | None  # position of the launch whose shapes were used
+    kind: MatchKind
+    equivalents: tuple[str, ...] = ()  # in the order the Inductor kernel computes their work
+    concepts: tuple[str, ...] = ()  # what the Inductor kernel computes (see handwritten/match.py)
+    not_covered: tuple[str, ...] = ()
+    shape: Mapping[str, int] = field(default_factory=dict)
+    dtype: str = "float32"
+    note: str = ""
+    runs: tuple[HandwrittenRun, ...] = ()  # one per equivalent, once run
+
+    @property
+    def key(self) -> str:
+        return f"{self.graph_id}:{self.launch}:{self.target}"

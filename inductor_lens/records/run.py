@@ -1,0 +1,250 @@
+"""Records, the run: one model compiled once under one configuration (the document of a report's lens.json).
+
+Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an older reader would misread):
+  1: first version: run settings, environment, capture outcome, Dynamo frames, graphs with
+     kernels, launches, FX graphs, IR dumps, provenance, and parse diagnostics.
+  2: source lines (SourceLine) on FX nodes and kernels; placeholder roles; buffers read and written
+     by each launch; kernel line origins; Dynamo frame details (call site, compile-time phases,
+     guards, recompile reasons); graph breaks; AUTOTUNE tables; per-kernel autotune info; the user's
+     source files.
+  3: timings (BenchResult): device ceilings, end-to-end latency and memory, the profiled step, and per
+     launch and per kernel: in-context and isolated times, bytes, FLOPs and the roofline.
+  4: hand-written equivalents (HandwrittenMatch, HandwrittenRun): the match of every generated kernel
+     and extern matmul/attention call, and each hand-written kernel's check and timing.
+  5: the comparison document appeared beside it (one number for both documents); the run unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .codec import from_jsonable, lens_document, to_jsonable
+from .graph import GraphRecord, KernelRecord, SourceLine
+from .handwritten import HandwrittenMatch
+from .timing import BenchResult
+
+RUN_SCHEMA_VERSION = 5
+
+CaptureStatus = Literal["ok", "failed", "timeout"]
+DiagnosticLevel = Literal["warning", "note"]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Versions and device of the machine that compiled the model."""
+
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    cuda_version: str | None = None
+    device_type: str | None = None
+    device_name: str | None = None
+    device_capability: str | None = None
+    multiprocessor_count: int | None = None
+    platform: str | None = None
+    # "capture": measured in the child process; "debug folder": inferred from the files.
+    source: str = "debug folder"
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """How torch.compile was called."""
+
+    mode: str = "default"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    mode_options: Mapping[str, Any] = field(default_factory=dict)
+    train: bool = False
+    device: str | None = None
+    dtype: str | None = None
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    # Options inductor-lens itself set for the capture (they change comments, not code).
+    capture_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Agreement of the compiled model with eager on the same inputs."""
+
+    compared: str
+    tensors: int
+    max_abs_error: float
+    max_rel_error: float  # max |compiled - eager| / max |eager|
+    within_tolerance: bool
+    rtol: float
+    atol: float
+    grad_max_abs_error: float | None = None
+    grad_max_rel_error: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    """What happened in the child process that ran the model."""
+
+    model_path: str
+    model_name: str
+    status: CaptureStatus
+    phase: str
+    error: str | None = None
+    error_kind: str | None = None
+    exit_code: int | None = None
+    wall_s: float | None = None
+    cold_compile_s: float | None = None
+    eager_first_call_s: float | None = None
+    second_call_s: float | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    parameters: int | None = None
+    accuracy: Accuracy | None = None
+    log_file: str | None = None
+
+
+@dataclass(frozen=True)
+class CompilePhase:
+    """One slice of a frame's compile time, from the trace's compilation metrics."""
+
+    name: str
+    seconds: float
+    how: str
+    # True for an item that is part of one of the other phases (not added to the total).
+    within: bool = False
+
+
+@dataclass(frozen=True)
+class DynamoFrame:
+    """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
+
+    compile_id: str
+    function: str | None = None
+    filename: str | None = None
+    line: int | None = None
+    compile_time_s: float | None = None
+    graph_breaks: int | None = None
+    fail_reason: str | None = None
+    call_site: SourceLine | None = None
+    phases: tuple[CompilePhase, ...] = ()
+    guard_count: int | None = None
+    guards: str = ""
+    recompile_reasons: tuple[str, ...] = ()
+    restart_reasons: tuple[str, ...] = ()
+    cache: str | None = None
+    cudagraph_skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """A place where Dynamo stopped tracing and split the model into several graphs."""
+
+    compile_id: str
+    reason: str
+    detail: str = ""
+    location: SourceLine | None = None
+    user_stack: tuple[SourceLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutotuneChoice:
+    name: str
+    ms: float
+    percent: float | None = None
+    kind: Literal["extern", "triton", "other"] = "other"
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AutotuneTable:
+    """One ``AUTOTUNE op(shapes)`` table Inductor printed while choosing an implementation."""
+
+    op: str
+    shapes: tuple[str, ...]
+    choices: tuple[AutotuneChoice, ...]
+    strides: str = ""
+    dtypes: str = ""
+    num_choices: int | None = None
+    benchmark_s: float | None = None
+    precompile_s: float | None = None
+    graph_id: str | None = None
+    # What the winner became in the graph: a kernel name (Triton template) or a launch position.
+    chosen_kernel: str | None = None
+    chosen_launch: int | None = None
+
+    @property
+    def winner(self) -> AutotuneChoice | None:
+        return min(self.choices, key=lambda c: c.ms) if self.choices else None
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """The text of a user source file the graphs refer to (read where the report was built)."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """Something a parser met and did not understand (``warning``) or wants to point out (``note``)."""
+
+    level: DiagnosticLevel
+    where: str
+    message: str
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class ParseStats:
+    files_seen: int = 0
+    files_parsed: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.level == "warning")
+
+
+@dataclass(frozen=True)
+class CompileRun:
+    """Everything one report shows: one model compiled once under one configuration."""
+
+    title: str
+    created: str
+    tool_version: str
+    source_dir: str
+    environment: Environment = field(default_factory=Environment)
+    settings: CompileSettings | None = None
+    capture: CaptureOutcome | None = None
+    frames: tuple[DynamoFrame, ...] = ()
+    graphs: tuple[GraphRecord, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    autotune: tuple[AutotuneTable, ...] = ()
+    sources: tuple[SourceFile, ...] = ()
+    bench: BenchResult | None = None
+    handwritten: tuple[HandwrittenMatch, ...] = ()
+    log_text: str = ""
+    stats: ParseStats = field(default_factory=ParseStats)
+
+    @property
+    def recompiles(self) -> tuple[DynamoFrame, ...]:
+        return tuple(f for f in self.frames if f.recompile_reasons)
+
+    def all_kernels(self) -> Iterator[tuple[GraphRecord, KernelRecord]]:
+        for graph in self.graphs:
+            for kernel in graph.kernels:
+                yield graph, kernel
+
+    def graph(self, graph_id: str) -> GraphRecord | None:
+        return next((g for g in self.graphs if g.id == graph_id), None)
+
+    def handwritten_for(self, graph_id: str, target: str) -> HandwrittenMatch | None:
+        return next((m for m in self.handwritten if m.graph_id == graph_id and m.target == target), None)
+
+    def to_json(self) -> str:
+        document = {"schema_version": RUN_SCHEMA_VERSION, "run": to_jsonable(self)}
+        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> CompileRun:
+        return from_jsonable(cls, lens_document(text, "run", RUN_SCHEMA_VERSION))

@@ -1,0 +1,105 @@
+"""Records, timing: what the bench stage measured (device ceilings, latency, per launch and per kernel)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A distribution of repeated measurements, and how it was measured."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    samples: int
+    method: str
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Where a kernel stands against the device's measured ceilings."""
+
+    bytes: int | None
+    flops: int | None
+    cost_source: str  # where bytes and FLOPs come from
+    seconds: float  # the time the rates are computed from (per launch)
+    time_source: str  # "in context" or "isolated"
+    gb_per_s: float | None = None
+    tflops: float | None = None
+    intensity: float | None = None  # FLOP per byte
+    percent: float | None = (
+        None  # of the roofline at this intensity (of bandwidth when FLOPs are not counted)
+    )
+    bound: str | None = None  # "memory" or "compute"
+
+
+@dataclass(frozen=True)
+class LaunchTiming:
+    """One launch's device time in the profiled steps (median over steps)."""
+
+    median_us: float
+    calls: float  # device kernels (GPU) or ranges (CPU) per step
+    share: float  # of the step's total device time
+    roofline: Roofline | None = None
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    in_context_us: float  # per step, all its launches
+    launches: int
+    isolated: Timing | None = None
+    roofline: Roofline | None = None
+    isolated_roofline: Roofline | None = None
+    config: str | None = None  # the launch config the autotuner kept
+    registers: int | None = None
+    spills: int | None = None
+    shared_mem: int | None = None
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceCeilings:
+    """The 100% lines: measured on this device, not taken from a datasheet."""
+
+    copy_gb_per_s: float
+    copy: Timing
+    copy_bytes: int
+    matmul_tflops: float
+    matmul: Timing
+    matmul_dtype: str
+    matmul_size: int
+    tf32: bool = False
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    eager: Timing
+    compiled: Timing
+    speedup: float
+    eager_peak_bytes: int | None = None
+    compiled_peak_bytes: int | None = None
+    cudagraphs: str | None = None  # "used", "skipped: <reason>", or None when the mode has none
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """The profiled compiled steps."""
+
+    steps: int
+    total_us: float  # GPU: all kernel time per step; CPU: time inside compiled graphs
+    attributed_us: float  # the part tied to launches of the graphs
+    span_us: float | None = None  # GPU: first kernel start to last kernel end
+    busy_us: float | None = None  # GPU: time with a kernel running
+    unattributed: Mapping[str, float] = field(default_factory=dict)
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    device: str
+    ceilings: DeviceCeilings | None = None
+    end_to_end: EndToEnd | None = None
+    step: StepTiming | None = None
+    error: str | None = None
