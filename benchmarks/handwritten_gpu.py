@@ -25,9 +25,10 @@ from pathlib import Path
 import torch
 import triton
 
-from inductor_lens.bench.measure import ceilings
 from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS, ITEMSIZE, get
+from inductor_lens.worker.files import CeilingsData
+from inductor_lens.worker.measure import ceilings
 
 ODD_SHAPES = {
     "elementwise": [(1, 1), (3, 5), (1000, 777), (37, 4099), (2, 70001)],
@@ -135,7 +136,7 @@ def time_three(impl, inputs: tuple) -> tuple[float, float, float]:
     )
 
 
-def speed(ceiling_cache: dict[str, dict], families: list[str] | None = None) -> list[str]:
+def speed(ceiling_cache: dict[str, CeilingsData], families: list[str] | None = None) -> list[str]:
     lines = [
         "| kernel | shape | dtype | hand-written | rate | % of ceiling | Inductor (torch.compile) | torch eager | "
         "other | target | result |",
@@ -156,13 +157,13 @@ def speed(ceiling_cache: dict[str, dict], families: list[str] | None = None) -> 
         moved, flops = equivalent.cost(shape, ITEMSIZE[dtype])
         other = ""
         if equivalent.bound == "memory":
-            fraction = moved / (mine * 1e-3) / 1e9 / limits["copy_gb_per_s"]
+            fraction = moved / (mine * 1e-3) / 1e9 / limits.copy_gb_per_s
             rate = f"{moved / (mine * 1e-3) / 1e9:,.0f} GB/s"
             passed = fraction >= MEMORY_TARGET and mine <= inductor * (1 + TIE)
             other = f"{mine / inductor - 1:+.1%} vs Inductor"
             target = f">= {MEMORY_TARGET:.0%} of copy, <= Inductor (+{TIE:.0%} tie)"
         elif equivalent.family == "matmul":
-            fraction = flops / (mine * 1e-3) / 1e12 / limits["matmul_tflops"]
+            fraction = flops / (mine * 1e-3) / 1e12 / limits.matmul_tflops
             rate = f"{flops / (mine * 1e-3) / 1e12:,.1f} TFLOP/s"
             versus = eager / mine
             other = f"{versus:.1%} of cuBLAS"
@@ -170,7 +171,7 @@ def speed(ceiling_cache: dict[str, dict], families: list[str] | None = None) -> 
             passed = versus >= MATMUL_TARGET if judged else None
             target = f">= {MATMUL_TARGET:.0%} of cuBLAS" if judged else "(information)"
         else:
-            fraction = flops / (mine * 1e-3) / 1e12 / limits["matmul_tflops"]
+            fraction = flops / (mine * 1e-3) / 1e12 / limits.matmul_tflops
             rate = f"{flops / (mine * 1e-3) / 1e12:,.1f} TFLOP/s"
             causal = name.endswith("causal")
             efficient, efficient_graph = sdpa_backend_ms("EFFICIENT_ATTENTION", inputs, causal)
@@ -223,9 +224,9 @@ def main() -> None:
         "Command: `PYTHONPATH=$PWD python3 benchmarks/handwritten_gpu.py --results ...`",
         "",
     ]
-    cache: dict[str, dict] = {}
+    cache: dict[str, CeilingsData] = {}
     body = ["## Speed at large shapes", "", *speed(cache, args.families), ""]
-    copy = ", ".join(f"{d}: copy {c['copy_gb_per_s']:,.0f} GB/s, matmul {c['matmul_tflops']:,.1f} TFLOP/s"
+    copy = ", ".join(f"{d}: copy {c.copy_gb_per_s:,.0f} GB/s, matmul {c.matmul_tflops:,.1f} TFLOP/s"
                      for d, c in cache.items())  # fmt: skip
     body += [f"Measured ceilings (the 100% lines): {copy}.", ""]
     args.results.write_text("\n".join(header + body) + "\n")

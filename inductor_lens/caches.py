@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +63,10 @@ class CacheInfo:
     exists: bool
     usage: Usage = Usage()
     parts: dict[str, Usage] = field(default_factory=dict)
+
+    def describe(self, part: str) -> str:
+        """What one part of the cache (a subfolder of Inductor's, grouped) holds."""
+        return INDUCTOR_PARTS.get(part, "generated kernel code" if part == "kernels" else "not recognised")
 
     def to_json(self) -> dict:
         def usage(u: Usage) -> dict:
@@ -184,7 +187,7 @@ class ClearResult:
 
 
 def clear(name: str, *, dry_run: bool) -> ClearResult:
-    path = inductor_dir()[0] if name == "inductor" else triton_dir()[0]
+    path = cache_dir(name)
     result = ClearResult(name, path)
     if not path.is_dir():
         return result
@@ -241,11 +244,13 @@ def _rmdir(path: Path, result: ClearResult) -> None:
         result.failed.append(f"{path}: {exc.strerror or exc}")
 
 
-def age(mtime: float | None) -> str:
-    if mtime is None:
-        return "—"
-    seconds = max(0.0, time.time() - mtime)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
+def cache_dir(name: str) -> Path:
+    """Where the ``inductor`` or ``triton`` cache is, resolved as torch and Triton resolve it."""
+    return inductor_dir()[0] if name == "inductor" else triton_dir()[0]
+
+
+def check_cache(name: str) -> None:
+    """Raise CacheError when the named cache's folder does not look like that cache."""
+    path = cache_dir(name)
+    if path.is_dir():
+        check_clearable(name, path)

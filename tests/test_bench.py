@@ -18,11 +18,11 @@ import pytest
 
 from inductor_lens.bench import attach_measurements
 from inductor_lens.bench.attribution import attribute, launch_label
-from inductor_lens.bench.measure import _snapshot, kernel_fingerprint, stat
 from inductor_lens.bench.roofline import argument_type, extern_cost, flags, kernel_cost, place
 from inductor_lens.parse import parse_debug_folder
-from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timing
+from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timing, to_jsonable
 from inductor_lens.report import render_report
+from inductor_lens.worker.measure import _snapshot, kernel_fingerprint, stat
 
 from .conftest import CPU_CASE, FIXED_TIME, TIMED_CASE
 
@@ -247,7 +247,7 @@ def test_cpu_attribution_uses_the_kernel_profile_ranges(unpacked, tmp_path: Path
 
 
 def _timing(median_ms: float) -> dict:
-    return stat([median_ms] * 5, "test harness")
+    return to_jsonable(stat([median_ms] * 5, "test harness"))
 
 
 def test_attach_measurements_times_kernels_and_renders(unpacked, tmp_path: Path) -> None:

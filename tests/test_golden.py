@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.bench import attach_measurements
 from inductor_lens.compare import ConfigRun, build_comparison
-from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
+from inductor_lens.pipeline import build_run
 from inductor_lens.report import render_comparison, render_report
 
 from .conftest import CPU_CASE, FIXED_TIME, ROOT, TIMED_CASE
@@ -51,8 +50,7 @@ def _scrub(text: str, root: Path) -> str:
 @pytest.mark.parametrize("golden_case", sorted(CASES))
 def test_report_matches_golden(unpacked, golden_case: str, request: pytest.FixtureRequest) -> None:
     root = unpacked(CASES[golden_case])
-    run = attach_measurements(parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME), root / "capture")
-    run = attach_handwritten(run, root / "capture", execute=False)
+    run = build_run(root, root / "capture", strict=True, now=lambda: FIXED_TIME)
     files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
     _check_golden(golden_case, files, request)
 

@@ -1,20 +1,18 @@
 """Stage 4 of the pipeline (capture -> parse -> records -> bench -> report): timings joined to the records.
 
-``measure.py`` runs inside the capture's child process, where the compiled model and Inductor's
-kernel modules live, and leaves raw measurements in ``capture/capture.json`` and the profiler's
-trace in ``capture/profile_trace.json``. ``attach_measurements(run, capture_dir)`` turns them into
-records: every launch gets its in-context time (``attribution.py``), every kernel its isolated time
-and its place on the roofline (``roofline.py``), and the run the device's ceilings, end-to-end
-latency and memory, and the profiled step.
+``worker/measure.py`` runs in the model process, where the compiled model and Inductor's kernel
+modules live, and leaves raw measurements in ``capture/capture.json`` (a ``worker.files.BenchData``)
+and the profiler's trace in ``capture/profile_trace.json``. ``attach_measurements(run, capture_dir)``
+turns them into records: every launch gets its in-context time (``attribution.py``), every kernel its
+isolated time and its place on the roofline (``roofline.py``), and the run the device's ceilings,
+end-to-end latency and memory, and the profiled step.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..errors import ParseError
 from ..records import (
@@ -24,20 +22,27 @@ from ..records import (
     Diagnostic,
     EndToEnd,
     GraphRecord,
+    KernelRecord,
     KernelTiming,
     Launch,
     LaunchTiming,
     StepTiming,
-    Timing,
-    from_jsonable,
 )
+from ..worker.files import (
+    PROFILE_TRACE_FILE,
+    RESULT_FILE,
+    BenchData,
+    CeilingsData,
+    EndToEndData,
+    FileShapeError,
+    IsolatedKernel,
+    read_bench_data,
+)
+from ..worker.measure import kernel_fingerprint
 from .attribution import Attribution, attribute
-from .measure import kernel_fingerprint
 from .roofline import extern_cost, flags, kernel_cost, place
 
-__all__ = ["PROFILE_TRACE", "attach_measurements"]
-
-PROFILE_TRACE = "profile_trace.json"
+__all__ = ["attach_measurements"]
 
 
 def attach_measurements(run: CompileRun, capture_dir: Path, *, strict: bool = False) -> CompileRun:
@@ -46,81 +51,59 @@ def attach_measurements(run: CompileRun, capture_dir: Path, *, strict: bool = Fa
     Measurement files that cannot be read (truncated, edited, from another version) leave the run
     untimed with a warning in its parse notes, or, with ``strict``, raise ParseError.
     """
-    result_file = capture_dir / "capture.json"
-    if not result_file.is_file():
-        return run
     try:
-        raw = json.loads(result_file.read_text(encoding="utf-8")).get("bench")
-        if not isinstance(raw, dict):
-            return run
-        return _attach(run, raw, capture_dir)
+        data = read_bench_data(capture_dir / RESULT_FILE)
+        return run if data is None else _attach(run, data, capture_dir)
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        message = f"measurements not read, the report has no timings ({type(exc).__name__}: {exc})"[:300]
+        detail = str(exc) if isinstance(exc, FileShapeError) else f"{type(exc).__name__}: {exc}"
+        message = f"measurements not read, the report has no timings ({detail})"[:300]
         if strict:
             raise ParseError(f"{capture_dir}: {message}") from exc
         warning = Diagnostic("warning", str(capture_dir), message)
         return replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
 
 
-def _attach(run: CompileRun, raw: dict[str, Any], capture_dir: Path) -> CompileRun:
-    device = str(raw.get("device") or "cpu")
-    if raw.get("error"):
-        return replace(run, bench=BenchResult(device=device, error=str(raw["error"])))
-    ceilings = _ceilings(raw.get("ceilings"))
-    trace = capture_dir / PROFILE_TRACE
-    attribution = attribute(trace, run.graphs, device) if trace.is_file() else None
-    isolated = raw.get("isolated") if isinstance(raw.get("isolated"), dict) else {}
+def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
+    if data.error:
+        return replace(run, bench=BenchResult(device=data.device, error=data.error))
+    ceilings = _ceilings(data.ceilings)
+    trace = capture_dir / PROFILE_TRACE_FILE
+    attribution = attribute(trace, run.graphs, data.device) if trace.is_file() else None
     graphs = run.graphs
     step = None
     if attribution is not None and attribution.steps:
         total = statistics.median(attribution.step_total_us)
-        graphs = tuple(_time_graph(g, attribution, isolated, ceilings, total) for g in run.graphs)
-        step = _step(attribution, device)
-    end_to_end = _end_to_end(raw.get("end_to_end"), run)
-    return replace(run, graphs=graphs, bench=BenchResult(device, ceilings, end_to_end, step))
+        graphs = tuple(_time_graph(g, attribution, data.isolated, ceilings, total) for g in run.graphs)
+        step = _step(attribution, data.device)
+    end_to_end = _end_to_end(data.end_to_end, run)
+    return replace(run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step))
 
 
-def _section(data: Any) -> bool:
-    """Whether an optional part of the measurements is there; one of the wrong shape is an error."""
-    if data is not None and not isinstance(data, dict):
-        raise TypeError(f"expected an object, found {type(data).__name__}")
-    return data is not None
-
-
-def _timing(data: Any) -> Timing | None:
-    return from_jsonable(Timing, data) if _section(data) else None
-
-
-def _ceilings(data: Any) -> DeviceCeilings | None:
-    if not _section(data):
-        return None
-    copy, matmul = _timing(data.get("copy")), _timing(data.get("matmul"))
-    if copy is None or matmul is None:
+def _ceilings(data: CeilingsData | None) -> DeviceCeilings | None:
+    if data is None:
         return None
     return DeviceCeilings(
-        copy_gb_per_s=float(data["copy_gb_per_s"]),
-        copy=copy,
-        copy_bytes=int(data["copy_bytes"]),
-        matmul_tflops=float(data["matmul_tflops"]),
-        matmul=matmul,
-        matmul_dtype=str(data.get("dtype", "")),
-        matmul_size=round(float(data.get("matmul_flop", 0) / 2) ** (1 / 3)),
-        tf32=bool(data.get("tf32")),
+        copy_gb_per_s=data.copy_gb_per_s,
+        copy=data.copy,
+        copy_bytes=data.copy_bytes,
+        matmul_tflops=data.matmul_tflops,
+        matmul=data.matmul,
+        matmul_dtype=data.dtype,
+        matmul_size=round(float(data.matmul_flop / 2) ** (1 / 3)),
+        tf32=data.tf32,
     )
 
 
-def _end_to_end(data: Any, run: CompileRun) -> EndToEnd | None:
-    if not _section(data):
+def _end_to_end(data: EndToEndData | None, run: CompileRun) -> EndToEnd | None:
+    if data is None or data.eager is None or data.compiled is None:
         return None
-    eager, compiled = _timing(data.get("eager")), _timing(data.get("compiled"))
-    if eager is None or compiled is None:
-        return None
+    eager, compiled = data.eager, data.compiled
     return EndToEnd(
         eager=eager,
         compiled=compiled,
         speedup=eager.median_ms / compiled.median_ms if compiled.median_ms else 0.0,
-        eager_peak_bytes=data.get("eager_peak_bytes"),
-        compiled_peak_bytes=data.get("compiled_peak_bytes"),
+        eager_peak_bytes=data.eager_peak_bytes,
+        compiled_peak_bytes=data.compiled_peak_bytes,
         cudagraphs=_cudagraphs(run),
     )
 
@@ -165,7 +148,7 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
 def _time_graph(
     graph: GraphRecord,
     attribution: Attribution,
-    isolated: dict[str, Any],
+    isolated: dict[str, list[IsolatedKernel]],
     ceilings: DeviceCeilings | None,
     step_total_us: float,
 ) -> GraphRecord:
@@ -190,13 +173,19 @@ def _time_graph(
     return replace(graph, launches=tuple(launches), kernels=timed)
 
 
-def _time_kernel(graph: GraphRecord, kernel, launches: list[Launch], isolated: dict[str, Any], ceilings):
+def _time_kernel(
+    graph: GraphRecord,
+    kernel: KernelRecord,
+    launches: list[Launch],
+    isolated: dict[str, list[IsolatedKernel]],
+    ceilings: DeviceCeilings | None,
+) -> KernelRecord:
     mine = [launch for launch in launches if launch.target == kernel.name and launch.timing is not None]
     entry = _isolated_entry(kernel, isolated)
-    isolated_timing = _timing(entry.get("isolated")) if entry else None
+    isolated_timing = entry.isolated if entry else None
     if not mine and isolated_timing is None:
         return kernel
-    in_context_us = sum(launch.timing.median_us for launch in mine)  # type: ignore[union-attr]
+    in_context_us = sum(launch.timing.median_us for launch in mine if launch.timing is not None)
     per_launch_s = in_context_us * 1e-6 / len(mine) if mine else None
     first = mine[0] if mine else None
     cost = kernel_cost(graph, kernel, first)
@@ -209,23 +198,23 @@ def _time_kernel(graph: GraphRecord, kernel, launches: list[Launch], isolated: d
         isolated=isolated_timing,
         roofline=roofline,
         isolated_roofline=isolated_roofline,
-        config=entry.get("config") if entry else None,
-        registers=entry.get("n_regs") if entry else None,
-        spills=entry.get("n_spills") if entry else None,
-        shared_mem=entry.get("shared") if entry else None,
+        config=entry.config if entry else None,
+        registers=entry.n_regs if entry else None,
+        spills=entry.n_spills if entry else None,
+        shared_mem=entry.shared if entry else None,
         flags=flags(roofline, per_launch_s, isolated_s),
     )
     return replace(kernel, timing=timing)
 
 
-def _isolated_entry(kernel, isolated: dict[str, Any]) -> dict[str, Any] | None:
-    """The child's entry for this kernel: same name, and same text where graphs reuse the name."""
-    entries = [e for e in isolated.get(kernel.name) or () if isinstance(e, dict)]
+def _isolated_entry(kernel: KernelRecord, isolated: dict[str, list[IsolatedKernel]]) -> IsolatedKernel | None:
+    """The model process's entry for this kernel: same name, and same text where graphs reuse the name."""
+    entries = isolated.get(kernel.name) or []
     if not entries:
         return None
     fingerprint = kernel_fingerprint(kernel.source)
-    same = [e for e in entries if e.get("fingerprint") == fingerprint]
+    same = [e for e in entries if e.fingerprint == fingerprint]
     if same:
         return same[0]
-    unmarked = [e for e in entries if "fingerprint" not in e]
+    unmarked = [e for e in entries if e.fingerprint is None]
     return unmarked[0] if len(entries) == 1 and unmarked else None

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..bench.roofline import place
-from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun, Timing, from_jsonable
+from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun
+from ..worker.files import (
+    HANDWRITTEN_RESULTS_FILE,
+    HandwrittenResults,
+    HandwrittenTask,
+    HandwrittenTaskResult,
+    task_key,
+)
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for
-from .runner import RESULTS_NAME, read_results, run_tasks, task_key
+from .runner import read_results, run_tasks
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -29,30 +35,29 @@ def attach_handwritten(
     run: CompileRun, capture_dir: Path | None, *, execute: bool, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> CompileRun:
     matches = match_run(run)
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, HandwrittenTask] = {}
     for match in matches:
         for name in match.equivalents:
             shape = shape_for(get(name), dict(match.shape))
             if shape is not None:
-                tasks.setdefault(
-                    task_key(name, shape, match.dtype), {"name": name, "shape": shape, "dtype": match.dtype}
-                )
-    data: dict[str, Any] = {"results": {}}
+                task = HandwrittenTask(name, shape, match.dtype)
+                tasks.setdefault(task.key, task)
+    data = HandwrittenResults()
     if capture_dir is not None and execute and tasks:
         data = run_tasks(list(tasks.values()), run_device(run), capture_dir, timeout_s)
-    elif capture_dir is not None and (capture_dir / RESULTS_NAME).is_file():
-        data = read_results(capture_dir / RESULTS_NAME)
-    device = str(data.get("device") or run_device(run))
-    matches = tuple(_with_runs(m, data["results"], device, run) for m in matches)
+    elif capture_dir is not None and (capture_dir / HANDWRITTEN_RESULTS_FILE).is_file():
+        data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
+    device = data.device or run_device(run)
+    matches = tuple(_with_runs(m, data.results, device, run) for m in matches)
     run = replace(run, handwritten=matches)
-    if data.get("error"):
-        warning = Diagnostic("warning", "hand-written kernels", str(data["error"]))
+    if data.error:
+        warning = Diagnostic("warning", "hand-written kernels", data.error)
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
     return run
 
 
 def _with_runs(
-    match: HandwrittenMatch, results: dict[str, Any], device: str, run: CompileRun
+    match: HandwrittenMatch, results: dict[str, HandwrittenTaskResult], device: str, run: CompileRun
 ) -> HandwrittenMatch:
     runs = []
     for name in match.equivalents:
@@ -61,36 +66,24 @@ def _with_runs(
             runs.append(HandwrittenRun(name, {}, match.dtype, device, error="no shape for it in this match"))
             continue
         entry = results.get(task_key(name, shape, match.dtype))
-        runs.append(_run_record(name, shape, match.dtype, device, entry, run) if isinstance(entry, dict)
+        runs.append(_run_record(name, shape, match.dtype, device, entry, run) if entry is not None
                     else HandwrittenRun(name, shape, match.dtype, device))  # fmt: skip
     return replace(match, runs=tuple(runs))
 
 
-def _timing(data: Any) -> Timing | None:
-    return from_jsonable(Timing, data) if isinstance(data, dict) else None
-
-
 def _run_record(
-    name: str, shape: dict[str, int], dtype: str, device: str, entry: dict[str, Any], run: CompileRun
+    name: str, shape: dict[str, int], dtype: str, device: str, entry: HandwrittenTaskResult, run: CompileRun
 ) -> HandwrittenRun:
-    try:
-        timing = _timing(entry.get("timing"))
-        roofline = None
-        if timing is not None:
-            moved, flops = get(name).cost(shape, ITEMSIZE[dtype])
-            cost = (moved, flops or None, "the hand-written kernel's own count (catalog)")
-            ceilings = run.bench.ceilings if run.bench else None
-            roofline = place(cost, timing.median_ms * 1e-3, "hand-written", ceilings)
-        return HandwrittenRun(
-            name=name, shape=shape, dtype=dtype, device=device,
-            checked_shape={k: int(v) for k, v in (entry.get("checked_shape") or {}).items()},
-            interpreter=bool(entry.get("interpreter")),
-            ok=entry.get("ok") if isinstance(entry.get("ok"), bool) else None,
-            max_rel_error=float(entry["max_rel_error"]) if entry.get("max_rel_error") is not None else None,
-            tolerance=float(entry["tolerance"]) if entry.get("tolerance") is not None else None,
-            timing=timing, eager=_timing(entry.get("eager")), gpu_alone=_timing(entry.get("gpu_alone")),
-            roofline=roofline,
-            error=str(entry["error"]) if entry.get("error") else None,
-        )  # fmt: skip
-    except (TypeError, ValueError, KeyError) as exc:
-        return HandwrittenRun(name, shape, dtype, device, error=f"unreadable result ({exc})"[:200])
+    roofline = None
+    if entry.timing is not None and dtype in ITEMSIZE:
+        moved, flops = get(name).cost(shape, ITEMSIZE[dtype])
+        cost = (moved, flops or None, "the hand-written kernel's own count (catalog)")
+        ceilings = run.bench.ceilings if run.bench else None
+        roofline = place(cost, entry.timing.median_ms * 1e-3, "hand-written", ceilings)
+    return HandwrittenRun(
+        name=name, shape=shape, dtype=dtype, device=device,
+        checked_shape=entry.checked_shape, interpreter=entry.interpreter, ok=entry.ok,
+        max_rel_error=entry.max_rel_error, tolerance=entry.tolerance,
+        timing=entry.timing, eager=entry.eager, gpu_alone=entry.gpu_alone, roofline=roofline,
+        error=entry.error or None,
+    )  # fmt: skip

@@ -211,3 +211,28 @@ def kernel_dtype(text: str) -> str:
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {text!r}: the hand-written kernels take {', '.join(DTYPES)}")
     return dtype
+
+
+# Under the Triton interpreter, checks run on at most this many elements (or multiply-adds).
+INTERPRETER_ELEMENTS = 1 << 18
+INTERPRETER_MACS = 1 << 23
+
+
+def interpreter_shape(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int]:
+    """A smaller shape for a CPU check under the interpreter: fewer rows (or M, N, batch, heads, seq)."""
+    reduced = dict(shape)
+    if equivalent.family in ("elementwise", "row-wise"):
+        reduced["rows"] = max(1, min(shape["rows"], INTERPRETER_ELEMENTS // max(1, shape["cols"])))
+    elif equivalent.family == "matmul":
+        for dim in ("M", "N"):
+            while reduced[dim] > 16 and reduced["M"] * reduced["N"] * reduced["K"] > INTERPRETER_MACS:
+                reduced[dim] = (reduced[dim] + 1) // 2
+    else:
+        for dim in ("batch", "heads", "seq"):
+            while reduced[dim] > 1 and _attention_macs(reduced) > INTERPRETER_MACS:
+                reduced[dim] = (reduced[dim] + 1) // 2
+    return reduced
+
+
+def _attention_macs(shape: dict[str, int]) -> int:
+    return shape["batch"] * shape["heads"] * shape["seq"] ** 2 * shape["head_dim"]

@@ -137,16 +137,16 @@ def time_kernel(fn: Any) -> float:
     """The do_bench median (ms), measured exactly as the bench stage times Inductor's kernels."""
     import torch
 
-    from ..bench.measure import gpu_time
+    from ..worker.measure import gpu_time
 
-    return float(gpu_time(torch, fn)["median_ms"])
+    return gpu_time(torch, fn).median_ms
 
 
 def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> BenchResult:
     """Time the hand-written kernel next to torch eager and torch.compile of its reference (CUDA only)."""
     import torch
 
-    from ..bench.measure import ceilings
+    from ..worker.measure import ceilings
 
     equivalent = get(name)
     impl = implementation(equivalent)
@@ -159,5 +159,5 @@ def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> Benc
         timings["torch.compile"] = time_kernel(lambda: reference(*inputs))
     measured = ceilings(torch, torch.device("cuda"), getattr(torch, dtype))
     moved, flops = equivalent.cost(shape, ITEMSIZE[dtype])
-    limits = {"copy_gb_per_s": measured["copy_gb_per_s"], "matmul_tflops": measured["matmul_tflops"]}
+    limits = {"copy_gb_per_s": measured.copy_gb_per_s, "matmul_tflops": measured.matmul_tflops}
     return BenchResult(name, dict(shape), dtype, moved, flops, timings, limits)

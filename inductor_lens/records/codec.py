@@ -57,10 +57,13 @@ def from_jsonable(tp: Any, data: Any) -> Any:
             if f.name in data:
                 kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
         return tp(**kwargs)
-    if origin is tuple:
+    if origin in (tuple, list):
+        if not isinstance(data, list):
+            raise TypeError(f"expected a list, got {type(data).__name__}")
         args = typing.get_args(tp)
         item_type = args[0] if args else Any
-        return tuple(from_jsonable(item_type, v) for v in data)
+        items = [from_jsonable(item_type, v) for v in data]
+        return tuple(items) if origin is tuple else items
     if origin in (dict, Mapping, typing.Mapping) or tp in (dict, Mapping):
         args = typing.get_args(tp)
         value_type = args[1] if len(args) == 2 else Any

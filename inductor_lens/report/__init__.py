@@ -17,6 +17,7 @@ from ..version import __version__
 from .compare_view import comparison_page
 from .compile_view import compile_page
 from .env import environment
+from .folders import LENS_JSON
 from .handwritten_view import handwritten_page
 from .highlight import stylesheet
 from .kernel_view import kernel_pages
@@ -25,8 +26,6 @@ from .timing_view import timing_view
 from .views import graph_page, graph_url, index_page, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_comparison", "render_report", "write_report"]
-
-LENS_JSON = "lens.json"
 
 
 def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:

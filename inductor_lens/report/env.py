@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from ..units import format_bytes
 from .resources import templates_dir
 
 
@@ -45,17 +46,6 @@ def environment() -> jinja2.Environment:
 
 def _include_static(folder: Path, name: str) -> Markup:
     return Markup((folder / name).read_text(encoding="utf-8"))
-
-
-def format_bytes(value: int | float | None) -> str:
-    if value is None:
-        return "—"
-    size = float(value)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} TB"
 
 
 def format_seconds(value: float | None) -> str:

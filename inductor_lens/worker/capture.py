@@ -1,26 +1,36 @@
-"""Stage 1 of the pipeline (capture), the part that runs inside the child process.
+"""Stage 1 of the pipeline (capture), in the model process: run the model eagerly, compiled, compare, time.
 
-``python child.py SPEC.json RESULT.json`` (run as a script) loads the user's model file, runs
-it eagerly, then under ``torch.compile`` (the first call is the cold compile; the parent set up
-TORCH_COMPILE_DEBUG, TORCH_TRACE and private caches in the environment), and compares the two.
-Progress goes to stderr as ``[inductor-lens] phase: <name>`` lines; the outcome, success or not,
-goes to RESULT.json. Only the standard library and torch are used here.
+``python -m inductor_lens.worker capture SPEC RESULT`` loads the user's model file, runs it eagerly,
+then under ``torch.compile`` (the first call is the cold compile; the parent set up TORCH_COMPILE_DEBUG,
+TORCH_TRACE and private caches in the environment), compares the two, and unless told not to, times
+the compiled model (``measure.py``). Progress goes to stderr as ``PHASE_MARKER`` lines; the outcome,
+success or not, goes to RESULT (a ``files.CaptureResult``), rewritten after every phase.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import os
 import platform
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-PHASE_MARKER = "[inductor-lens] phase: "
+from ..options import CompileSpec
+from ..records.run import Accuracy
+from .files import (
+    PHASE_MARKER,
+    PROFILE_TRACE_FILE,
+    BenchData,
+    CaptureResult,
+    EnvironmentFacts,
+    ReportedSettings,
+    write_json_file,
+)
 
 # Tolerances for "compiled agrees with eager" (rtol, atol) by dtype: looser than torch.testing's
 # defaults because fused kernels legitimately reorder floating-point reductions.
@@ -46,45 +56,37 @@ class Failure(Exception):
 
 
 class Run:
-    def __init__(self, spec: dict[str, Any], result_path: Path) -> None:
+    def __init__(self, spec: CompileSpec, result_path: Path) -> None:
         self.spec = spec
         self.result_path = result_path
         self.started = time.perf_counter()
-        self.result: dict[str, Any] = {
-            "status": "failed",
-            "phase": "start",
-            "environment": {},
-            "settings": {},
-        }
+        self.result = CaptureResult()
 
     def phase(self, name: str) -> None:
-        self.result["phase"] = name
+        self.result.phase = name
         print(f"{PHASE_MARKER}{name}", file=sys.stderr, flush=True)
+        self.write()
 
     def write(self) -> None:
-        self.result["wall_s"] = time.perf_counter() - self.started
-        tmp = self.result_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.result, indent=1, default=str))
-        os.replace(tmp, self.result_path)
+        self.result.wall_s = time.perf_counter() - self.started
+        write_json_file(self.result_path, self.result)
 
 
 def main(argv: list[str]) -> int:
-    # Run as a script, this file's folder heads sys.path; it must not shadow the model's imports.
-    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-        sys.path.pop(0)
-    spec = json.loads(Path(argv[1]).read_text())
-    run = Run(spec, Path(argv[2]))
+    """``argv``: the spec file and the result file."""
+    spec = CompileSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    run = Run(spec, Path(argv[1]))
     try:
         execute(run)
-        run.result["status"] = "ok"
+        run.result.status = "ok"
         run.phase("done")
         return 0
     except Failure as failure:
-        run.result.update(error=failure.message, error_kind=failure.kind)
+        run.result.error, run.result.error_kind = failure.message, failure.kind
         print(f"[inductor-lens] error ({failure.kind}): {failure.message}", file=sys.stderr, flush=True)
         return 1
     except BaseException as exc:  # anything unforeseen still leaves a result behind
-        run.result.update(error=f"{type(exc).__name__}: {_first_line(exc)}", error_kind="CompileError")
+        run.result.error, run.result.error_kind = f"{type(exc).__name__}: {_first_line(exc)}", "CompileError"
         traceback.print_exc()
         return 1
     finally:
@@ -92,17 +94,17 @@ def main(argv: list[str]) -> int:
 
 
 def execute(run: Run) -> None:
-    spec = run.spec
+    spec, result = run.spec, run.result
     run.phase("import torch")
     import torch
 
-    run.result["environment"] = environment(torch)
-    module = load_model_file(run, Path(spec["model_path"]))
+    result.environment = environment(torch)
+    module = load_model_file(run, spec.model_path)
 
     run.phase("build model")
     torch.manual_seed(0)
-    model = call_contract(module, "get_model", spec["model_path"])
-    inputs = call_contract(module, "get_inputs", spec["model_path"])
+    model = call_contract(module, "get_model", spec.model_path)
+    inputs = call_contract(module, "get_inputs", spec.model_path)
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)):
@@ -115,58 +117,52 @@ def execute(run: Run) -> None:
             f"get_model() must return an nn.Module or a callable, got {type(model).__name__}",
         )
 
-    device = resolve_device(torch, spec["device"])
-    dtype = getattr(torch, spec["dtype"]) if spec.get("dtype") else None
+    device = resolve_device(torch, spec.device)
+    dtype = getattr(torch, spec.dtype) if spec.dtype else None
     model, inputs = place(torch, model, tuple(inputs), device, dtype)
-    run.result["environment"].update(device_info(torch, device))
-    run.result["inputs"] = [describe(torch, x) for x in inputs]
+    result.environment = replace(result.environment, **device_info(torch, device))
+    result.inputs = [describe(torch, x) for x in inputs]
     if isinstance(model, torch.nn.Module):
-        run.result["parameters"] = sum(p.numel() for p in model.parameters())
+        result.parameters = sum(p.numel() for p in model.parameters())
 
-    train = bool(spec["train"])
-    mode_options = dict(torch._inductor.list_mode_options(spec["mode"], spec.get("dynamic")))
+    train = spec.train
+    mode_options = dict(torch._inductor.list_mode_options(spec.mode, spec.dynamic))
     # comment_origin makes Inductor mark, inside each kernel, the lines generated for each op.
-    capture_options = {k: v for k, v in CAPTURE_OPTIONS.items() if k not in spec["options"]}
-    options = {**mode_options, **capture_options, **spec["options"]}
-    run.result["settings"] = {
-        "mode_options": mode_options,
-        "capture_options": capture_options,
-        "device": str(device),
-        "dtype": spec.get("dtype"),
-    }
+    capture_options = {k: v for k, v in CAPTURE_OPTIONS.items() if k not in spec.options}
+    options = {**mode_options, **capture_options, **spec.options}
+    result.settings = ReportedSettings(
+        device=str(device), dtype=spec.dtype, mode_options=mode_options, capture_options=capture_options
+    )
 
     run.phase("eager run")
     eager_outputs, eager_grads, eager_s = step(torch, model, inputs, train, device, "eager")
-    run.result["eager_first_call_s"] = eager_s
-    run.result["outputs"] = [describe(torch, t) for t in tensors_in(torch, eager_outputs)]
+    result.eager_first_call_s = eager_s
+    result.outputs = [describe(torch, t) for t in tensors_in(torch, eager_outputs)]
 
     run.phase("compile")
-    compiled = torch.compile(
-        model, options=options or None, fullgraph=bool(spec["fullgraph"]), dynamic=spec.get("dynamic")
-    )
+    compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
     outputs, grads, cold_s = step(torch, compiled, inputs, train, device, "compile")
-    run.result["cold_compile_s"] = cold_s
+    result.cold_compile_s = cold_s
 
     run.phase("second call")
     _, _, second_s = step(torch, compiled, inputs, train, device, "compile")
-    run.result["second_call_s"] = second_s
+    result.second_call_s = second_s
 
     run.phase("compare")
-    run.result["accuracy"] = accuracy(torch, outputs, eager_outputs, grads, eager_grads)
+    result.accuracy = accuracy(torch, outputs, eager_outputs, grads, eager_grads)
 
-    if spec.get("bench", True):
+    if spec.bench:
         run.phase("benchmark")
-        run.result["bench"] = benchmark(
-            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent,
-            spec.get("bench_scope", "full"),
-        )  # fmt: skip
+        result.bench = benchmark(
+            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent, spec.bench_scope
+        )
 
 
 def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], train: bool, device: Any, dtype: Any,
-              folder: Path, scope: str = "full") -> dict[str, Any]:  # fmt: skip
-    """Time the compiled model (see inductor_lens/bench/measure.py); a failure here is reported, not fatal."""
+              folder: Path, scope: str = "full") -> BenchData:  # fmt: skip
+    """Time the compiled model (see measure.py); a failure here is reported, not fatal."""
     try:
-        from inductor_lens.bench.measure import measure
+        from .measure import measure
 
         def one_step(fn: Any) -> None:
             if train:
@@ -180,11 +176,11 @@ def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], tr
             (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
         )
         return measure(
-            torch, one_step, model, compiled, device, matmul_dtype, str(folder / "profile_trace.json"), scope
+            torch, one_step, model, compiled, device, matmul_dtype, str(folder / PROFILE_TRACE_FILE), scope
         )
     except Exception as exc:
         traceback.print_exc()
-        return {"device": device.type, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+        return BenchData(device=device.type, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
 def load_model_file(run: Run, path: Path) -> Any:
@@ -205,15 +201,15 @@ def load_model_file(run: Run, path: Path) -> Any:
     return module
 
 
-def call_contract(module: Any, name: str, path: str) -> Any:
+def call_contract(module: Any, name: str, path: Path) -> Any:
     function = getattr(module, name, None)
     if function is None:
         raise Failure(
             "ModelFileError",
-            f"{Path(path).name} defines no {name}() (a model file needs get_model and get_inputs)",
+            f"{path.name} defines no {name}() (a model file needs get_model and get_inputs)",
         )
     if not callable(function):
-        raise Failure("ModelFileError", f"{Path(path).name}: {name} is not a function")
+        raise Failure("ModelFileError", f"{path.name}: {name} is not a function")
     try:
         return function()
     except Exception as exc:
@@ -300,7 +296,7 @@ def tensors_in(torch: Any, value: Any) -> list[Any]:
 
 def accuracy(
     torch: Any, outputs: list[Any], reference: list[Any], grads: list[Any], ref_grads: list[Any]
-) -> dict[str, Any]:
+) -> Accuracy:
     max_abs, max_ref, ok = 0.0, 0.0, True
     rtol, atol = 0.0, 0.0
     for got, want in zip(outputs, reference, strict=False):  # a length mismatch is reported below
@@ -315,15 +311,15 @@ def accuracy(
         ok = ok and bool(
             torch.allclose(got.double(), want.double(), rtol=rtol_t, atol=atol_t, equal_nan=True)
         )
-    result: dict[str, Any] = {
-        "compared": "outputs and parameter gradients" if ref_grads else "outputs",
-        "tensors": len(reference),
-        "max_abs_error": max_abs,
-        "max_rel_error": max_abs / max_ref if max_ref > 0 else max_abs,
-        "within_tolerance": ok and len(outputs) == len(reference),
-        "rtol": rtol or 1e-4,
-        "atol": atol or 1e-5,
-    }
+    result = Accuracy(
+        compared="outputs and parameter gradients" if ref_grads else "outputs",
+        tensors=len(reference),
+        max_abs_error=max_abs,
+        max_rel_error=max_abs / max_ref if max_ref > 0 else max_abs,
+        within_tolerance=ok and len(outputs) == len(reference),
+        rtol=rtol or 1e-4,
+        atol=atol or 1e-5,
+    )
     if ref_grads:
         g_abs, g_ref = 0.0, 0.0
         for got, want in zip(grads, ref_grads, strict=True):
@@ -331,8 +327,7 @@ def accuracy(
                 continue
             g_abs = max(g_abs, _finite_max((got.double() - want.double()).abs()))
             g_ref = max(g_ref, _finite_max(want.double().abs()))
-        result["grad_max_abs_error"] = g_abs
-        result["grad_max_rel_error"] = g_abs / g_ref if g_ref > 0 else g_abs
+        result = replace(result, grad_max_abs_error=g_abs, grad_max_rel_error=g_abs / g_ref if g_ref > 0 else g_abs)
     return result
 
 
@@ -350,20 +345,20 @@ def describe(torch: Any, value: Any) -> str:
     return type(value).__name__
 
 
-def environment(torch: Any) -> dict[str, Any]:
-    env: dict[str, Any] = {
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "cuda_version": torch.version.cuda,
-        "platform": platform.platform(terse=True),
-    }
+def environment(torch: Any) -> EnvironmentFacts:
     try:
         import triton
 
-        env["triton_version"] = triton.__version__
+        triton_version: str | None = triton.__version__
     except Exception:
-        env["triton_version"] = None
-    return env
+        triton_version = None
+    return EnvironmentFacts(
+        torch_version=torch.__version__,
+        triton_version=triton_version,
+        python_version=platform.python_version(),
+        cuda_version=torch.version.cuda,
+        platform=platform.platform(terse=True),
+    )
 
 
 def device_info(torch: Any, device: Any) -> dict[str, Any]:
@@ -400,6 +395,3 @@ def _first_line(exc: BaseException) -> str:
             return line[:400]
     return type(exc).__name__
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

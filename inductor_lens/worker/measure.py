@@ -1,7 +1,7 @@
-"""Stage 4 of the pipeline (bench), the measuring side: runs inside the capture's child process.
+"""Stage 4 of the pipeline (bench), in the model process: time the compiled model where it lives.
 
 After the model has been compiled and checked, ``measure(...)`` times it on the device it ran on and
-returns plain JSON-ready data (the parent turns it into records, see ``bench/__init__.py``):
+returns a ``files.BenchData`` (the parent turns it into records, see ``bench/__init__.py``):
 
 - ceilings (GPU): the device's real bandwidth (a large device-to-device copy) and compute (a large
   matmul in the model's dtype), measured here, once per run;
@@ -12,18 +12,22 @@ returns plain JSON-ready data (the parent turns it into records, see ``bench/__i
   arguments of its real launch (same shapes, strides, dtypes and values).
 
 GPU timings use ``triton.testing.do_bench`` (CUDA events; it clears the L2 cache before every
-repetition, so inputs do not sit in cache). Only torch, triton and the standard library are used.
+repetition, so inputs do not sit in cache). Only torch, triton and the standard library are used,
+besides the declarations of ``files.py``; the hand-written kernels' check process and ``handwritten
+bench`` time with the same functions.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+
+from ..records.timing import Timing
+from .files import BenchData, CeilingsData, EndToEndData, IsolatedKernel, ProfileData
 
 WARMUP_MS = 25
 REP_MS = 100
@@ -51,22 +55,22 @@ def kernel_fingerprint(source: str) -> str:
     return hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
 
 
-def stat(samples_ms: list[float], method: str) -> dict[str, Any]:
+def stat(samples_ms: list[float], method: str) -> Timing:
     ordered = sorted(samples_ms)
 
     def quantile(q: float) -> float:
         return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
-    return {
-        "median_ms": statistics.median(ordered),
-        "p10_ms": quantile(0.1),
-        "p90_ms": quantile(0.9),
-        "samples": len(ordered),
-        "method": method,
-    }
+    return Timing(
+        median_ms=statistics.median(ordered),
+        p10_ms=quantile(0.1),
+        p90_ms=quantile(0.9),
+        samples=len(ordered),
+        method=method,
+    )
 
 
-def gpu_time(torch: Any, fn: Callable[[], Any]) -> dict[str, Any]:
+def gpu_time(torch: Any, fn: Callable[[], Any]) -> Timing:
     from triton.testing import do_bench
 
     samples = do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="all")
@@ -76,7 +80,7 @@ def gpu_time(torch: Any, fn: Callable[[], Any]) -> dict[str, Any]:
     )
 
 
-def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> dict[str, Any] | None:
+def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
     """GPU time alone: ``fn`` captured in a CUDA graph and replayed, so no Python launch overhead counts."""
     from triton.testing import do_bench_cudagraph
 
@@ -85,16 +89,16 @@ def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> dict[str, Any] | None:
         median, p10, p90 = do_bench_cudagraph(fn, rep=REP_MS, quantiles=[0.5, 0.1, 0.9])
     except Exception:  # a launcher that cannot be captured: no graph timing, not an error
         return None
-    return {
-        "median_ms": float(median),
-        "p10_ms": float(p10),
-        "p90_ms": float(p90),
-        "samples": 0,
-        "method": f"triton.testing.do_bench_cudagraph: the call replayed from a CUDA graph, {REP_MS} ms of repetitions",
-    }
+    return Timing(
+        median_ms=float(median),
+        p10_ms=float(p10),
+        p90_ms=float(p90),
+        samples=0,
+        method=f"triton.testing.do_bench_cudagraph: the call replayed from a CUDA graph, {REP_MS} ms of repetitions",
+    )
 
 
-def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> dict[str, Any]:
+def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> Timing:
     fn()
     samples = []
     for _ in range(repeats):
@@ -104,7 +108,7 @@ def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> dict[str, Any
     return stat(samples, f"time.perf_counter around each of {repeats} calls after one warm-up call (CPU)")
 
 
-def ceilings(torch: Any, device: Any, dtype: Any) -> dict[str, Any]:
+def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
     """The device's measured bandwidth and matmul throughput: the 100% lines of the roofline."""
     free, _ = torch.cuda.mem_get_info(device)
     nbytes = min(COPY_BYTES, free // 4)
@@ -118,38 +122,40 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> dict[str, Any]:
     matmul = gpu_time(torch, lambda a=a, b=b: a @ b)
     del a, b
     torch.cuda.empty_cache()
-    return {
-        "copy_bytes": 2 * nbytes,
-        "copy": copy,
-        "copy_gb_per_s": 2 * nbytes / (copy["median_ms"] * 1e-3) / 1e9,
-        "matmul_flop": 2 * n**3,
-        "matmul": matmul,
-        "matmul_tflops": 2 * n**3 / (matmul["median_ms"] * 1e-3) / 1e12,
-        "dtype": str(dtype).removeprefix("torch."),
-        "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-    }
+    return CeilingsData(
+        copy_bytes=2 * nbytes,
+        copy=copy,
+        copy_gb_per_s=2 * nbytes / (copy.median_ms * 1e-3) / 1e9,
+        matmul_flop=2 * n**3,
+        matmul=matmul,
+        matmul_tflops=2 * n**3 / (matmul.median_ms * 1e-3) / 1e12,
+        dtype=str(dtype).removeprefix("torch."),
+        tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+    )
 
 
-def end_to_end(
-    torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any, device: Any
-) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any, device: Any) -> EndToEndData:
+    timings: dict[str, Timing] = {}
+    peaks: dict[str, int] = {}
     for name, fn in (("eager", eager), ("compiled", compiled)):
         if device.type == "cuda":
-            result[name] = gpu_time(torch, lambda fn=fn: step(fn))
+            timings[name] = gpu_time(torch, lambda fn=fn: step(fn))
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             step(fn)
             torch.cuda.synchronize(device)
-            result[f"{name}_peak_bytes"] = torch.cuda.max_memory_allocated(device)
+            peaks[name] = int(torch.cuda.max_memory_allocated(device))
         else:
-            result[name] = cpu_time(lambda fn=fn: step(fn))
-    return result
+            timings[name] = cpu_time(lambda fn=fn: step(fn))
+    return EndToEndData(
+        eager=timings["eager"],
+        compiled=timings["compiled"],
+        eager_peak_bytes=peaks.get("eager"),
+        compiled_peak_bytes=peaks.get("compiled"),
+    )
 
 
-def profile_steps(
-    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any, path: str
-) -> dict[str, Any]:
+def profile_steps(torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any, path: str) -> ProfileData:
     """Profile PROFILED_STEPS compiled steps and save the Chrome trace; ``attribute`` reads it."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -165,7 +171,7 @@ def profile_steps(
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
     prof.export_chrome_trace(path)
-    return {"steps": PROFILED_STEPS, "trace": path, "device": device.type}
+    return ProfileData(steps=PROFILED_STEPS, trace=path, device=device.type)
 
 
 def record_launches(torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any) -> list[tuple]:
@@ -216,35 +222,35 @@ def _snapshot(torch: Any, args: tuple, budget: list[int]) -> tuple | None:
 
 def isolated_kernels(
     torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[IsolatedKernel]]:
     """Each Triton kernel of a compiled step, replayed alone on a copy of its real arguments.
 
     Keyed by kernel name; graphs of one run can reuse a name, so each entry carries the kernel's
     fingerprint too (``kernel_fingerprint``), which tells them apart.
     """
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, list[IsolatedKernel]] = {}
     for kernel, args, kwargs in record_launches(torch, step, compiled, device):
-        entry: dict[str, Any]
+        entry = IsolatedKernel(fingerprint=kernel_fingerprint(getattr(kernel.fn, "src", "")))
         if args is None:
-            entry = {
-                "error": "not replayed: copying its arguments would take more than a quarter of free memory"
-            }
+            entry.error = "not replayed: copying its arguments would take more than a quarter of free memory"
         else:
             try:
-                entry = {"isolated": gpu_time(torch, lambda k=kernel, a=args, kw=kwargs: k.run(*a, **kw))}
+                entry.isolated = gpu_time(torch, lambda k=kernel, a=args, kw=kwargs: k.run(*a, **kw))
             except Exception as exc:  # a replay that fails is reported, not fatal
-                entry = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                entry.error = f"{type(exc).__name__}: {exc}"[:300]
         if len(kernel.launchers) == 1:
             launcher = kernel.launchers[0]
-            entry["config"] = str(getattr(launcher, "config", ""))
-            for name in ("n_regs", "n_spills", "shared"):
-                value = getattr(launcher, name, None)
-                if isinstance(value, int):
-                    entry[name] = value
-        entry["fingerprint"] = kernel_fingerprint(getattr(kernel.fn, "src", ""))
+            entry.config = str(getattr(launcher, "config", ""))
+            entry.n_regs = _int_or_none(getattr(launcher, "n_regs", None))
+            entry.n_spills = _int_or_none(getattr(launcher, "n_spills", None))
+            entry.shared = _int_or_none(getattr(launcher, "shared", None))
         results.setdefault(kernel.fn.__name__, []).append(entry)
     torch.cuda.empty_cache()
     return results
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def measure(
@@ -256,16 +262,15 @@ def measure(
     dtype: Any,
     trace_path: str,
     scope: str = "full",
-) -> dict[str, Any]:
-    data: dict[str, Any] = {"device": device.type}
+) -> BenchData:
+    data = BenchData(device=device.type)
     if scope == "end_to_end":
-        data["end_to_end"] = end_to_end(torch, step, eager, compiled, device)
+        data.end_to_end = end_to_end(torch, step, eager, compiled, device)
         return data
     if device.type == "cuda":
-        data["ceilings"] = ceilings(torch, device, dtype)
-    data["end_to_end"] = end_to_end(torch, step, eager, compiled, device)
-    data["profile"] = profile_steps(torch, step, compiled, device, trace_path)
+        data.ceilings = ceilings(torch, device, dtype)
+    data.end_to_end = end_to_end(torch, step, eager, compiled, device)
+    data.profile = profile_steps(torch, step, compiled, device, trace_path)
     if device.type == "cuda":
-        data["isolated"] = isolated_kernels(torch, step, compiled, device)
-    json.dumps(data)  # everything here must be JSON-ready
+        data.isolated = isolated_kernels(torch, step, compiled, device)
     return data

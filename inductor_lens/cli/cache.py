@@ -1,0 +1,81 @@
+"""``inductor-lens cache info|clear``: the caches torch.compile and Triton keep on this machine."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .. import api
+from ..errors import UsageError
+from .common import lens_command
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """The caches torch.compile and Triton keep on this machine: show them, clear them safely."""
+
+
+@cache_group.command("info")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@lens_command
+def cache_info_command(as_json: bool, verbose: bool) -> None:
+    """Every cache, resolved as torch and Triton resolve it, with size, files and age."""
+    found = api.cache_info()
+    if as_json:
+        click.echo(json.dumps([c.to_json() for c in found], indent=1))
+        return
+    for cache in found:
+        where = f"{cache.path}  ({cache.source})"
+        if not cache.exists:
+            click.echo(f"{cache.name:<9} {where}: not there")
+            continue
+        u = cache.usage
+        click.echo(
+            f"{cache.name:<9} {where}: {api.format_bytes(u.bytes)} in {u.files:,} files, "
+            f"newest {api.format_age(u.newest)} old"
+        )
+        for part, pu in cache.parts.items():
+            click.echo(f"  {part:<20} {api.format_bytes(pu.bytes):>10} {pu.files:>8,} files  {cache.describe(part)}")
+
+
+@cache_group.command("clear")
+@click.option(
+    "--inductor", is_flag=True, help="Inductor's cache (FX graphs, AOT autograd, kernels, headers)."
+)
+@click.option("--triton", is_flag=True, help="Triton's own kernel cache.")
+@click.option("--all", "clear_all", is_flag=True, help="Both.")
+@click.option("--dry-run", is_flag=True, help="Delete nothing; list what would go.")
+@click.option("--yes", is_flag=True, help="Do not ask before deleting.")
+@lens_command
+def cache_clear_command(
+    inductor: bool, triton: bool, clear_all: bool, dry_run: bool, yes: bool, verbose: bool
+) -> None:
+    """Delete the content of the chosen caches (never anything that does not look like one)."""
+    names = [
+        n for n, chosen in (("inductor", inductor or clear_all), ("triton", triton or clear_all)) if chosen
+    ]
+    if not names:
+        raise UsageError("choose what to clear: --inductor, --triton or --all")
+    for name in names:
+        api.check_cache(name)
+    if not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                "not clearing without confirmation: add --yes (or --dry-run to see what would go)"
+            )
+        click.confirm(f"Delete the content of the {' and '.join(names)} cache(s)?", abort=True, err=True)
+    for name in names:
+        result = api.clear_cache(name, dry_run=dry_run)
+        if dry_run:
+            click.echo(
+                f"{name}: would delete {len(result.would_remove)} entries, "
+                f"{api.format_bytes(result.freed)}, from {result.path}"
+            )
+            for entry in result.would_remove[:20]:
+                click.echo(f"  {entry}")
+            continue
+        click.echo(f"{name}: freed {api.format_bytes(result.freed)} ({result.removed:,} files) in {result.path}")
+        for failure in result.failed[:5]:
+            click.echo(f"  not removed: {failure}", err=True)

@@ -1,0 +1,169 @@
+"""The command line, shared pieces: error handling, the options several commands take, the last lines they print.
+
+Every failure ends as one line ``error: <cause>`` on stderr and a non-zero exit code (see errors.py
+for the codes); ``--verbose`` adds the traceback and streams the model process's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import api
+from ..errors import LensError
+from ..options import DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERNAL_ERROR_EXIT = 70
+
+
+def lens_command(function: F) -> F:
+    """Adds --verbose and turns errors into one line plus an exit code."""
+
+    @click.option("-v", "--verbose", is_flag=True, help="Stream the model process's output; show tracebacks.")
+    @functools.wraps(function)
+    def wrapper(*args: Any, verbose: bool, **kwargs: Any) -> Any:
+        try:
+            return function(*args, verbose=verbose, **kwargs)
+        except LensError as exc:
+            if verbose:
+                traceback.print_exc()
+            fail(exc.one_line(), exc.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted; whatever was captured so far is kept", 130)
+        except click.exceptions.Exit:
+            raise
+        except Exception as exc:
+            if verbose:
+                traceback.print_exc()
+            fail(
+                f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)",
+                INTERNAL_ERROR_EXIT,
+            )
+
+    return wrapper  # type: ignore[return-value]
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def out_option(help_text: str) -> Callable[[F], F]:
+    """``--out DIR``: where a command writes its report or comparison."""
+    return click.option(
+        "--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=help_text
+    )
+
+
+def open_option(what: str) -> Callable[[F], F]:
+    return click.option("--open", "open_browser", is_flag=True, help=f"Open the {what} in a browser when done.")
+
+
+def strict_option(function: F) -> F:
+    return click.option(
+        "--strict", is_flag=True, help="Fail on any debug output this version does not recognise."
+    )(function)
+
+
+def model_options(function: F) -> F:
+    """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
+    decorators = [
+        click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum."),
+        click.option(
+            "--device",
+            type=click.Choice(("auto", "cpu", "cuda")),
+            default="auto",
+            show_default=True,
+            help="auto: cuda when available.",
+        ),
+        click.option(
+            "--dtype",
+            type=click.Choice(sorted(set(DTYPES)), case_sensitive=False),
+            default=None,
+            help="Cast the model and floating inputs to this dtype.",
+        ),
+        click.option("--fullgraph", is_flag=True, help="Passed to torch.compile: fail on any graph break."),
+        click.option(
+            "--dynamic/--no-dynamic", default=None, help="Passed to torch.compile (default: torch decides)."
+        ),
+        click.option(
+            "--timeout",
+            "timeout_s",
+            type=click.FloatRange(min=1),
+            default=DEFAULT_TIMEOUT_S,
+            show_default=True,
+            help="Seconds before a model process is killed.",
+        ),
+        click.option(
+            "--no-bench",
+            "no_bench",
+            is_flag=True,
+            help="Skip timing (end to end, per kernel, device ceilings).",
+        ),
+        click.option(
+            "--no-handwritten",
+            "no_handwritten",
+            is_flag=True,
+            help="Skip checking and timing the hand-written Triton equivalents of the kernels.",
+        ),
+        strict_option,
+        open_option("report"),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def spec_from_options(model: Path, mode: str, options: dict[str, Any], **kwargs: Any) -> CompileSpec:
+    return CompileSpec(
+        model_path=model,
+        mode=mode,
+        options=options,
+        train=kwargs["train"],
+        device=kwargs["device"],
+        dtype=normalize_dtype(kwargs["dtype"]),
+        fullgraph=kwargs["fullgraph"],
+        dynamic=kwargs["dynamic"],
+        timeout_s=kwargs["timeout_s"],
+        bench=not kwargs["no_bench"],
+        handwritten=not kwargs["no_handwritten"],
+    )
+
+
+def show_progress(phase: str, elapsed: float) -> None:
+    click.echo(f"  [{elapsed:6.1f}s] {phase}", err=True)
+
+
+def finish_report(result: api.ReportResult, open_browser: bool) -> None:
+    run = result.run
+    warnings = len(run.stats.warnings)
+    kernels = sum(len(g.kernels) for g in run.graphs)
+    summary = f"{len(run.graphs)} graph(s), {kernels} kernel(s)"
+    if warnings:
+        summary += f", {warnings} parse warning(s) (listed in the report)"
+    if result.report_s is not None:
+        summary += f"; report written in {result.report_s:.1f} s"
+    click.echo(f"inductor-lens: {summary}", err=True)
+    click.echo(f"report: {result.index}")
+    if open_browser:
+        click.echo(api.open_report(result.index))
+    if result.error is not None:
+        raise result.error
+
+
+def finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
+    comparison = result.comparison
+    if comparison.verdict is not None:
+        click.echo(f"inductor-lens: {comparison.verdict.text}", err=True)
+    click.echo(f"comparison: {result.index}")
+    if open_browser:
+        click.echo(api.open_report(result.index))
+    if result.error is not None:
+        raise result.error

@@ -1,0 +1,54 @@
+"""``inductor-lens compile MODEL``: compile a model file and write its report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import api
+from ..options import MODES, parse_inductor_options
+from .common import finish_report, lens_command, model_options, out_option, show_progress, spec_from_options
+
+
+@click.command("compile")
+@click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--mode", type=click.Choice(MODES), default="default", show_default=True, help="torch.compile mode."
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).",
+)
+@out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/].")
+@model_options
+@lens_command
+def compile_command(
+    model: Path,
+    mode: str,
+    options: tuple[str, ...],
+    out_dir: Path | None,
+    strict: bool,
+    open_browser: bool,
+    verbose: bool,
+    **model_settings: Any,
+) -> None:
+    """Compile MODEL (a .py file with get_model() and get_inputs()) and write an HTML report."""
+    spec = spec_from_options(model, mode, parse_inductor_options(options), **model_settings)
+    target = out_dir or api.default_report_dir(spec)
+    click.echo(
+        f"inductor-lens: compiling {model} (mode {mode}, device {spec.device}) into {target}/", err=True
+    )
+    result = api.compile_model(
+        spec,
+        target,
+        strict=strict,
+        progress=None if verbose else show_progress,
+        echo=sys.stderr if verbose else None,
+    )
+    finish_report(result, open_browser)

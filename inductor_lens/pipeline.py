@@ -1,0 +1,164 @@
+"""The pipeline, composed once: capture -> parse -> records -> bench -> report.
+
+    build_run(folder, capture_dir)   parse the debug output and attach what the capture measured and
+                                     the hand-written equivalents: a CompileRun, nothing written
+    compile_model(spec, out_dir)     capture a model, build its run, write its report
+    report_folder(folder, out_dir)   build the run of a folder copied from anywhere (or re-render a
+                                     report), write its report
+
+Every caller (the API, ``compare``, the tests) goes through ``build_run``, so a report built from a
+capture folder copied off a GPU box is the report its own machine would have written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from .bench import attach_measurements
+from .capture import CAPTURE_DIR, PhaseCallback, capture, find_capture_dir
+from .errors import InputFolderError, LensError, UsageError
+from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten
+from .options import CompileSpec
+from .parse import parse_debug_folder
+from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
+from .report import render_report, write_report
+from .report.folders import LENS_JSON, REPORT_PAGES, named_out_dir, prepare_out_dir
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    run: CompileRun
+    index: Path
+    error: LensError | None = None
+    # Seconds spent parsing the debug output and writing the report (not compiling).
+    report_s: float | None = None
+
+
+def build_run(
+    folder: Path,
+    capture_dir: Path | None,
+    *,
+    strict: bool = False,
+    allow_empty: bool = False,
+    title: str | None = None,
+    settings: CompileSettings | None = None,
+    environment: Environment | None = None,
+    capture: CaptureOutcome | None = None,
+    run_handwritten: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    on_stage: Callable[[str], None] | None = None,
+    now: Callable[[], dt.datetime] | None = None,
+) -> CompileRun:
+    """The CompileRun of the debug output under ``folder``, with the measurements and hand-written
+    results found in ``capture_dir``; ``run_handwritten`` checks (and on a GPU times) the hand-written
+    equivalents now, in a worker, instead of reading earlier results."""
+    run = parse_debug_folder(
+        folder,
+        strict=strict,
+        allow_empty=allow_empty,
+        title=title,
+        settings=settings,
+        environment=environment,
+        capture=capture,
+        now=now,
+    )
+    if capture_dir is not None:
+        run = attach_measurements(run, capture_dir, strict=strict)
+    if run_handwritten and on_stage is not None:
+        on_stage("hand-written kernels")
+    return attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
+
+
+def compile_model(
+    spec: CompileSpec,
+    out_dir: Path,
+    *,
+    strict: bool = False,
+    draw: bool = True,
+    progress: PhaseCallback | None = None,
+    echo: TextIO | None = None,
+    cache_root: Path | None = None,
+) -> ReportResult:
+    """Compile the model in the model process and write its report; a failed run still gets one.
+
+    ``cache_root`` holds the model process's Inductor and Triton caches and is kept; by default it
+    gets fresh ones, deleted after it ends.
+    """
+    if not spec.model_path.is_file():
+        raise UsageError(f"{spec.model_path}: no such model file")
+    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
+    captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
+    started = time.perf_counter()
+
+    def stage(name: str) -> None:
+        if progress is not None:
+            progress(name, time.perf_counter() - started)
+
+    run = build_run(
+        out_dir,
+        out_dir / CAPTURE_DIR,
+        strict=strict,
+        allow_empty=True,
+        title=spec.model_name,
+        settings=captured.settings,
+        environment=captured.environment,
+        capture=captured.outcome,
+        run_handwritten=spec.handwritten and captured.error() is None,
+        timeout_s=spec.timeout_s,
+        on_stage=stage,
+    )
+    index = render(run, out_dir, draw=draw)
+    return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)
+
+
+def report_folder(
+    folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
+) -> ReportResult:
+    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json."""
+    started = time.perf_counter()
+    previous = load_run(folder) if (folder / LENS_JSON).is_file() else None
+    if out_dir is None:
+        out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
+    try:
+        if previous is not None:
+            run = build_run(
+                folder,
+                folder / CAPTURE_DIR,
+                strict=strict,
+                title=previous.title,
+                settings=previous.settings,
+                environment=previous.environment,
+                capture=previous.capture,
+            )
+        else:
+            # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
+            # and the hand-written kernels' results (handwritten.json)
+            run = build_run(folder, find_capture_dir(folder), strict=strict)
+    except InputFolderError:
+        if previous is None:
+            raise
+        run = previous  # a report copied without its capture/ folder: re-render what lens.json holds
+    prepare_out_dir(out_dir, replace=REPORT_PAGES)
+    index = render(run, out_dir, draw=draw)
+    return ReportResult(run=run, index=index, report_s=time.perf_counter() - started)
+
+
+def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:
+    """Write the report of ``run`` (pages and lens.json) into ``out_dir``; returns its index.html."""
+    return write_report(render_report(run, draw=draw), out_dir)
+
+
+def load_run(path: Path) -> CompileRun:
+    """A CompileRun from ``lens.json`` (or a report folder holding one)."""
+    file = path / LENS_JSON if path.is_dir() else path
+    try:
+        return CompileRun.from_json(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFolderError(f"{path}: no {LENS_JSON} found") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputFolderError(f"{file}: not a readable {LENS_JSON} ({exc})") from exc

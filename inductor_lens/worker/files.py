@@ -1,0 +1,262 @@
+"""The process boundary: every file that crosses it, declared once, and read back with its shape checked.
+
+The parent writes what a worker needs, the worker writes what it found; both sides use these
+declarations. A worker writes its result after every step that matters (atomically), so a crash or a
+timeout still leaves what was done. The parent reads with ``read_json_file``: a file that is missing
+is ``None``, one that is not JSON or not of the declared shape raises ``FileShapeError``, which the
+reading stage turns into a warning (or an error under ``--strict``).
+
+    capture/spec.json         parent -> model process   CompileSpec (options.py)
+    capture/capture.json      model process -> parent   CaptureResult (with BenchData when timed)
+    capture/capture.log       model process -> parent   everything it printed; ``PHASE_MARKER`` lines
+    capture/profile_trace.json  model process -> parent   torch.profiler's Chrome trace of the timed steps
+    capture/handwritten_plan.json  parent -> check process   HandwrittenPlan
+    capture/handwritten.json  check process -> parent   HandwrittenResults
+
+Only the standard library and the record types are used here: a worker imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from ..records.codec import from_jsonable, to_jsonable
+from ..records.run import Accuracy
+from ..records.timing import Timing
+
+CAPTURE_DIR = "capture"
+SPEC_FILE = "spec.json"
+RESULT_FILE = "capture.json"
+LOG_FILE = "capture.log"
+PROFILE_TRACE_FILE = "profile_trace.json"
+HANDWRITTEN_PLAN_FILE = "handwritten_plan.json"
+HANDWRITTEN_RESULTS_FILE = "handwritten.json"
+HANDWRITTEN_LOG_FILE = "handwritten.log"
+
+# A worker announces each phase it enters with a line starting with this, on its output.
+PHASE_MARKER = "[inductor-lens] phase: "
+
+# Inductor option values as torch takes them (after ``options.parse_inductor_options``).
+OptionValue = bool | int | float | str | None
+
+T = TypeVar("T")
+
+
+class FileShapeError(ValueError):
+    """A boundary file that is not JSON, or not of its declared shape."""
+
+
+# --- capture.json: what the model process found ------------------------------------------------------
+
+
+@dataclass
+class EnvironmentFacts:
+    """Versions and device, measured in the model process (the fields of ``records.Environment``)."""
+
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    cuda_version: str | None = None
+    device_type: str | None = None
+    device_name: str | None = None
+    device_capability: str | None = None
+    multiprocessor_count: int | None = None
+    platform: str | None = None
+
+
+@dataclass
+class ReportedSettings:
+    """How the model process called torch.compile, beyond what the spec asked for."""
+
+    device: str | None = None
+    dtype: str | None = None
+    # What the mode turns on (torch._inductor.list_mode_options), and what inductor-lens added.
+    mode_options: dict[str, OptionValue] = field(default_factory=dict)
+    capture_options: dict[str, OptionValue] = field(default_factory=dict)
+
+
+@dataclass
+class CeilingsData:
+    """The device's measured bandwidth (a large copy) and matmul throughput."""
+
+    copy_bytes: int
+    copy: Timing
+    copy_gb_per_s: float
+    matmul_flop: int
+    matmul: Timing
+    matmul_tflops: float
+    dtype: str = ""
+    tf32: bool = False
+
+
+@dataclass
+class EndToEndData:
+    eager: Timing | None = None
+    compiled: Timing | None = None
+    eager_peak_bytes: int | None = None
+    compiled_peak_bytes: int | None = None
+
+
+@dataclass
+class ProfileData:
+    """The profiled compiled steps; the trace itself is ``PROFILE_TRACE_FILE`` beside capture.json."""
+
+    steps: int
+    trace: str
+    device: str
+
+
+@dataclass
+class IsolatedKernel:
+    """One Triton kernel replayed alone on a copy of its real launch's arguments."""
+
+    isolated: Timing | None = None
+    error: str | None = None
+    config: str | None = None  # the launcher's config, as Triton prints it
+    n_regs: int | None = None
+    n_spills: int | None = None
+    shared: int | None = None
+    # Graphs of one run can reuse a kernel name: the kernel text's hash tells them apart.
+    fingerprint: str | None = None
+
+
+@dataclass
+class BenchData:
+    """What ``worker/measure.py`` measured; ``error`` when timing failed (the capture still counts)."""
+
+    device: str
+    error: str | None = None
+    ceilings: CeilingsData | None = None
+    end_to_end: EndToEndData | None = None
+    profile: ProfileData | None = None
+    isolated: dict[str, list[IsolatedKernel]] = field(default_factory=dict)
+
+
+@dataclass
+class CaptureResult:
+    """capture.json: the model process's outcome, written after every phase."""
+
+    status: str = "failed"  # "ok" once every phase ran
+    phase: str = "start"
+    error: str | None = None
+    # The LensError class the parent reports the failure as (errors.py), e.g. "ModelFileError".
+    error_kind: str | None = None
+    wall_s: float | None = None
+    environment: EnvironmentFacts = field(default_factory=EnvironmentFacts)
+    settings: ReportedSettings = field(default_factory=ReportedSettings)
+    eager_first_call_s: float | None = None
+    cold_compile_s: float | None = None
+    second_call_s: float | None = None
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    parameters: int | None = None
+    accuracy: Accuracy | None = None
+    bench: BenchData | None = None
+
+
+# --- the hand-written kernels' check process ---------------------------------------------------------
+
+
+@dataclass
+class HandwrittenTask:
+    name: str
+    shape: dict[str, int]
+    dtype: str
+
+    @property
+    def key(self) -> str:
+        return task_key(self.name, self.shape, self.dtype)
+
+
+@dataclass
+class HandwrittenPlan:
+    device: str  # "cuda", or "cpu" (Triton's interpreter, reduced shapes, no timing)
+    tasks: list[HandwrittenTask] = field(default_factory=list)
+
+
+@dataclass
+class HandwrittenTaskResult:
+    checked_shape: dict[str, int] = field(default_factory=dict)
+    interpreter: bool = False
+    ok: bool | None = None
+    max_rel_error: float | None = None
+    tolerance: float | None = None
+    timing: Timing | None = None  # the hand-written kernel, do_bench
+    eager: Timing | None = None  # torch's own op(s) on the same inputs
+    gpu_alone: Timing | None = None  # the kernel replayed from a CUDA graph
+    error: str | None = None
+    seconds: float | None = None
+
+
+@dataclass
+class HandwrittenResults:
+    device: str = ""
+    results: dict[str, HandwrittenTaskResult] = field(default_factory=dict)
+    # Set by the parent when the check process died or ran out of time.
+    error: str | None = None
+
+
+def task_key(name: str, shape: Mapping[str, int], dtype: str) -> str:
+    return f"{name}:{'x'.join(str(v) for v in shape.values())}:{dtype}"
+
+
+# --- reading and writing -------------------------------------------------------------------------------
+
+
+def write_json_file(path: Path, value: object) -> None:
+    """Write a declared value (a dataclass) as JSON, atomically: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(to_jsonable(value), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json_file(path: Path, declared: type[T]) -> T | None:
+    """The file as its declared type; ``None`` when it is not there."""
+    data = load_json_file(path)
+    return None if data is None else decode(declared, data, path.name)
+
+
+def read_capture_result(path: Path) -> CaptureResult | None:
+    """capture.json without its measurements (``read_bench_data`` reads those): a damaged
+    measurement section must not hide how the model process ended."""
+    data = load_json_file(path)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise FileShapeError(f"{path.name}: not a CaptureResult (a JSON {type(data).__name__})")
+    return decode(CaptureResult, {k: v for k, v in data.items() if k != "bench"}, path.name)
+
+
+def read_bench_data(path: Path) -> BenchData | None:
+    """The measurements in capture.json, if the model process took any."""
+    data = load_json_file(path)
+    if data is not None and not isinstance(data, dict):
+        raise FileShapeError(f"{path.name}: not a CaptureResult (a JSON {type(data).__name__})")
+    if data is None or data.get("bench") is None:
+        return None
+    return decode(BenchData, data["bench"], f"{path.name}: bench")
+
+
+def load_json_file(path: Path) -> object | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileShapeError(f"{path.name}: cannot read ({exc})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FileShapeError(f"{path.name}: not JSON ({exc})") from exc
+
+
+def decode(declared: type[T], data: object, where: str) -> T:
+    try:
+        return from_jsonable(declared, data)  # type: ignore[no-any-return]
+    except (TypeError, ValueError, KeyError) as exc:
+        raise FileShapeError(f"{where}: not a {declared.__name__} ({type(exc).__name__}: {exc})") from exc

@@ -1,0 +1,123 @@
+"""The process boundary: what the model process imports, and what crosses to the tool and back.
+
+The model process must stay as light as the user's own script would be: no report, no Jinja2, no CLI.
+A model file records ``sys.modules`` when its process exits (after the compile, the comparison with
+eager and the timing), and the tool's report of that run must be complete.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.worker.files import (
+    BenchData,
+    CaptureResult,
+    FileShapeError,
+    HandwrittenResults,
+    read_bench_data,
+    read_capture_result,
+    read_json_file,
+)
+
+from .conftest import run_cli_process
+
+# The tool's own modules a worker may import: the boundary itself and the plain data it declares.
+WORKER_SIDE = tuple(f"inductor_lens.{name}" for name in ("worker", "records", "options", "errors", "version"))
+# Libraries of the report and the command line. Inductor imports Jinja2 itself (for its templates),
+# so the test records who imported each first: it must never be the tool.
+PARENT_LIBRARIES = ("jinja2", "markupsafe", "pygments", "click", "graphviz")
+
+MODEL = """
+import atexit, importlib.abc, json, os, sys, traceback
+import torch
+
+importers = {}
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name in WATCHED and name not in importers:
+            frames = [f.filename for f in traceback.extract_stack()[:-1]]
+            callers = [f for f in frames if "importlib" not in f and not f.startswith("<")]
+            importers[name] = callers[-1] if callers else "?"
+        return None
+
+WATCHED = %r
+sys.meta_path.insert(0, Watch())
+# Imported before this file was loaded (the tool's worker had run, and torch was imported).
+early = sorted(m for m in sys.modules if m.split(".")[0] in WATCHED)
+
+def _record():
+    with open(os.environ["MODULES_OUT"], "w") as out:
+        json.dump({"modules": sorted(sys.modules), "importers": importers, "early": early}, out)
+
+atexit.register(_record)
+
+def get_model():
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+
+def get_inputs():
+    return (torch.randn(16, 32),)
+""" % (PARENT_LIBRARIES,)
+
+
+@pytest.mark.slow
+def test_model_process_imports_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tmp_path / "tiny.py"
+    model.write_text(textwrap.dedent(MODEL))
+    modules_out = tmp_path / "modules.json"
+    monkeypatch.setenv("MODULES_OUT", str(modules_out))
+    result = run_cli_process("compile", model, "--device", "cpu", "--out", tmp_path / "r", "--strict", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    recorded = json.loads(modules_out.read_text())
+    modules = recorded["modules"]
+    assert "torch" in modules and "inductor_lens.worker.capture" in modules
+    assert "inductor_lens.worker.measure" in modules  # it was timed, so the whole child side ran
+    ours = [m for m in modules if m.startswith("inductor_lens")]
+    assert [m for m in ours if m != "inductor_lens" and not m.startswith(WORKER_SIDE)] == []
+    package = str(Path(__file__).resolve().parents[1] / "inductor_lens")
+    by_us = {name: who for name, who in recorded["importers"].items() if who.startswith(package)}
+    assert recorded["early"] == [] and by_us == {}
+    # what crossed back is complete and typed
+    capture = tmp_path / "r" / "capture"
+    outcome = read_capture_result(capture / "capture.json")
+    assert outcome is not None and outcome.status == "ok" and outcome.phase == "done"
+    assert outcome.accuracy is not None and outcome.accuracy.within_tolerance
+    bench = read_bench_data(capture / "capture.json")
+    assert bench is not None and bench.device == "cpu" and bench.end_to_end is not None
+    assert bench.profile is not None and bench.profile.steps == 20
+    handwritten = read_json_file(capture / "handwritten.json", HandwrittenResults)
+    assert handwritten is not None and handwritten.device == "cpu" and handwritten.results
+
+
+def test_boundary_files_of_the_wrong_shape_raise_one_error(tmp_path: Path) -> None:
+    result = tmp_path / "capture.json"
+    result.write_text(json.dumps({"status": "ok", "phase": 3}))
+    with pytest.raises(FileShapeError, match="not a CaptureResult"):
+        read_capture_result(result)
+    # a damaged measurement section does not hide how the model process ended
+    result.write_text(json.dumps({"status": "ok", "phase": "done", "bench": {"device": "cpu", "end_to_end": [1]}}))
+    outcome = read_capture_result(result)
+    assert outcome is not None and outcome.status == "ok" and outcome.bench is None
+    with pytest.raises(FileShapeError, match="bench: not a BenchData"):
+        read_bench_data(result)
+    result.write_text("[1, 2]")
+    with pytest.raises(FileShapeError):
+        read_bench_data(result)
+    result.write_text('{"status": "ok"')
+    with pytest.raises(FileShapeError, match="not JSON"):
+        read_capture_result(result)
+    assert read_capture_result(tmp_path / "missing.json") is None
+    assert read_json_file(tmp_path / "missing.json", BenchData) is None
+
+
+def test_a_default_result_round_trips(tmp_path: Path) -> None:
+    from inductor_lens.worker.files import write_json_file
+
+    path = tmp_path / "capture.json"
+    write_json_file(path, CaptureResult(phase="compile", inputs=["float32[2] on cpu"]))
+    assert read_capture_result(path) == CaptureResult(phase="compile", inputs=["float32[2] on cpu"])
+    assert not list(tmp_path.glob("*.tmp"))
