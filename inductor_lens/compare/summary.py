@@ -11,16 +11,18 @@ floor), and the page says so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..parse.compat import CUDAGRAPH_LOG_MARKERS
 from ..records import (
     AutotuneWinner,
+    CaptureStatus,
     CompileRun,
     ConfigDiff,
     ConfigResult,
     Evidence,
+    JsonValue,
     Timing,
     Verdict,
 )
@@ -41,10 +43,10 @@ class ConfigRun:
 
     name: str
     mode: str
-    options: dict
+    options: Mapping[str, JsonValue]
     run: CompileRun | None
     report: str
-    status: str = "ok"
+    status: CaptureStatus = "ok"
     error: str | None = None
     warm_compile_s: float | None = None
     warm_error: str | None = None

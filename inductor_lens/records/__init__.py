@@ -10,12 +10,14 @@ documents, each with its own schema version:
     timing.py       BenchResult and the timings of launches and kernels
     handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
-    codec.py        the JSON codec both documents use
+    codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
 """
 
 from __future__ import annotations
 
 from .codec import (
+    JsonScalar,
+    JsonValue,
     from_jsonable,
     lens_document,
     to_jsonable,
@@ -63,6 +65,7 @@ from .run import (
     AutotuneTable,
     CaptureOutcome,
     CaptureStatus,
+    ChoiceKind,
     CompilePhase,
     CompileRun,
     CompileSettings,
@@ -96,6 +99,7 @@ __all__ = [
     "CaptureOutcome",
     "CaptureStatus",
     "ChangeKind",
+    "ChoiceKind",
     "Comparison",
     "CompilePhase",
     "CompileRun",
@@ -121,6 +125,8 @@ __all__ = [
     "IRDump",
     "IRNode",
     "InductorBenchmark",
+    "JsonScalar",
+    "JsonValue",
     "KernelArg",
     "KernelBackend",
     "KernelChange",

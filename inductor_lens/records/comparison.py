@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from .codec import from_jsonable, lens_document, to_jsonable
+from .codec import JsonValue, from_jsonable, lens_document, to_jsonable
+from .graph import GraphKind
+from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
 
 COMPARISON_SCHEMA_VERSION = 5
@@ -28,7 +30,7 @@ class AutotuneWinner:
     shapes: str
     winner: str
     winner_ms: float
-    winner_kind: str  # "extern", "triton" or "other"
+    winner_kind: ChoiceKind
     runner_up: str | None = None
     runner_up_ms: float | None = None
     choices: int = 0
@@ -40,9 +42,9 @@ class ConfigResult:
 
     name: str
     mode: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, JsonValue] = field(default_factory=dict)  # as CompileSettings.options
     report: str = ""  # its report folder, relative to the comparison's folder where possible
-    status: str = "ok"  # the capture's status: "ok", "failed", "timeout"
+    status: CaptureStatus = "ok"  # the capture's status
     error: str | None = None
     cold_compile_s: float | None = None  # first call on fresh, empty caches
     warm_compile_s: float | None = None  # first call of a second process on the caches the first filled
@@ -101,7 +103,7 @@ class GraphPairing:
 
     before: str | None
     after: str | None
-    kind: str
+    kind: GraphKind
 
 
 @dataclass(frozen=True)

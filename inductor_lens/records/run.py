@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from .codec import from_jsonable, lens_document, to_jsonable
+from .codec import JsonScalar, JsonValue, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, SourceLine
 from .handwritten import HandwrittenMatch
 from .timing import BenchResult
@@ -30,6 +30,7 @@ RUN_SCHEMA_VERSION = 5
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
+ChoiceKind = Literal["extern", "triton", "other"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +55,17 @@ class CompileSettings:
     """How torch.compile was called."""
 
     mode: str = "default"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    mode_options: Mapping[str, Any] = field(default_factory=dict)
+    # Inductor config values: mostly scalars, but a few options take a list or a dict (and the values read
+    # back from fx_graph_runnable.py are whatever literal Inductor printed).
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    mode_options: Mapping[str, JsonValue] = field(default_factory=dict)
     train: bool = False
     device: str | None = None
     dtype: str | None = None
     fullgraph: bool = False
     dynamic: bool | None = None
     # Options inductor-lens itself set for the capture (they change comments, not code).
-    capture_options: Mapping[str, Any] = field(default_factory=dict)
+    capture_options: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,8 +153,8 @@ class AutotuneChoice:
     name: str
     ms: float
     percent: float | None = None
-    kind: Literal["extern", "triton", "other"] = "other"
-    config: Mapping[str, Any] = field(default_factory=dict)
+    kind: ChoiceKind = "other"
+    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # a Triton template's BLOCK_M=64, ...
 
 
 @dataclass(frozen=True)
