@@ -24,6 +24,7 @@ from .codec import (
 )
 from .comparison import (
     COMPARISON_SCHEMA_VERSION,
+    AgainstBaseline,
     AutotuneWinner,
     ChangeKind,
     Comparison,
@@ -32,6 +33,7 @@ from .comparison import (
     DiffSide,
     Evidence,
     GraphPairing,
+    Judgement,
     KernelChange,
     Verdict,
 )
@@ -92,6 +94,7 @@ __all__ = [
     "COMPARISON_SCHEMA_VERSION",
     "RUN_SCHEMA_VERSION",
     "Accuracy",
+    "AgainstBaseline",
     "AutotuneChoice",
     "AutotuneTable",
     "AutotuneWinner",
@@ -127,6 +130,7 @@ __all__ = [
     "InductorBenchmark",
     "JsonScalar",
     "JsonValue",
+    "Judgement",
     "KernelArg",
     "KernelBackend",
     "KernelChange",
