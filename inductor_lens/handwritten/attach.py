@@ -16,6 +16,7 @@ from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun, 
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for
 from .runner import RESULTS_NAME, read_results, run_tasks, task_key
+from .source import kernel_record
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -44,7 +45,8 @@ def attach_handwritten(
         data = read_results(capture_dir / RESULTS_NAME)
     device = str(data.get("device") or run_device(run))
     matches = tuple(_with_runs(m, data["results"], device, run) for m in matches)
-    run = replace(run, handwritten=matches)
+    names = dict.fromkeys(name for m in matches for name in m.equivalents)
+    run = replace(run, handwritten=matches, handwritten_kernels=tuple(kernel_record(n) for n in names))
     if data.get("error"):
         warning = Diagnostic("warning", "hand-written kernels", str(data["error"]))
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))

@@ -8,7 +8,8 @@ documents, each with its own schema version:
                     frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
-    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's
+    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's, and
+                    HandwrittenKernel: each hand-written kernel as the report shows it
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
     codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
 """
@@ -56,9 +57,11 @@ from .graph import (
     SourceLine,
 )
 from .handwritten import (
+    HandwrittenKernel,
     HandwrittenMatch,
     HandwrittenRun,
     MatchKind,
+    shape_text,
 )
 from .run import (
     RUN_SCHEMA_VERSION,
@@ -123,6 +126,7 @@ __all__ = [
     "GraphKind",
     "GraphPairing",
     "GraphRecord",
+    "HandwrittenKernel",
     "HandwrittenMatch",
     "HandwrittenRun",
     "IRDump",
@@ -152,5 +156,6 @@ __all__ = [
     "Verdict",
     "from_jsonable",
     "lens_document",
+    "shape_text",
     "to_jsonable",
 ]
