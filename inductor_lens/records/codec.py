@@ -58,8 +58,7 @@ def from_jsonable(tp: Any, data: Any) -> Any:
         if data is None and type(None) in options:
             return None
         # the option of the data's own JSON type first: "1.5" stays a string where str is allowed
-        options = sorted(options, key=lambda o: _JSON_KIND.get(typing.get_origin(o) or o) is not type(data))
-        for option in options:
+        for option in sorted(options, key=lambda o: _json_kind(o) is not type(data)):
             if option is type(None):
                 continue
             try:
@@ -107,6 +106,10 @@ def from_jsonable(tp: Any, data: Any) -> Any:
             raise TypeError(f"expected a string, got {data!r}")
         return data
     return data
+
+
+def _json_kind(tp: Any) -> type | None:
+    return _JSON_KIND.get(typing.get_origin(tp) or tp)
 
 
 def _json_value(data: Any) -> Any:
