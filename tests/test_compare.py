@@ -17,6 +17,8 @@ from inductor_lens.compare.summary import SINGLE_PROCESS_FLOOR, own_noise, verdi
 from inductor_lens.errors import InputFolderError, ModelRunError, UsageError
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import (
+    COMPARISON_SCHEMA_VERSION,
+    AgainstBaseline,
     BenchResult,
     Comparison,
     CompileRun,
@@ -24,6 +26,7 @@ from inductor_lens.records import (
     EndToEnd,
     GraphRecord,
     Launch,
+    LaunchTiming,
     Timing,
 )
 from inductor_lens.report import render_comparison
@@ -276,6 +279,67 @@ def test_evidence_for_a_slower_configuration() -> None:
     assert (against_eager.against, round(against_eager.slower_by, 3)) == ("eager", 0.34)
 
 
+def _judged_comparison() -> Comparison:
+    """Two timed configurations: the other twice as fast; its launches the same, slower and faster."""
+
+    def graph(*times: float) -> GraphRecord:
+        plain = _graph(("extern", "mm", ("mm",)), ("extern", "add", ("add",)), ("extern", "copy", ("copy",)))
+        timed = tuple(
+            replace(x, timing=LaunchTiming(t, 1.0, 0.3)) for x, t in zip(plain.launches, times, strict=True)
+        )
+        return replace(plain, launches=timed)
+
+    entries = [
+        ConfigRun("default", "default", {}, _timed_run(graph(100.0, 10.0, 10.0), 1.0, 1.5, None), "a",
+                  latency_again=Timing(1.01, 1.0, 1.0, 20, "t")),
+        ConfigRun("fast", "max-autotune", {}, _timed_run(graph(101.0, 15.0, 5.0), 0.5, 1.5, None), "b",
+                  latency_again=Timing(0.505, 0.5, 0.5, 20, "t")),
+    ]  # fmt: skip
+    return build_comparison(entries, kind="compare", title="m", model_path="m.py")
+
+
+def test_judgements_are_made_once_and_recorded() -> None:
+    comparison = _judged_comparison()
+    base, fast = comparison.configs
+    assert base.step_ms == pytest.approx(1.005) and base.against_baseline is None
+    assert fast.step_ms == pytest.approx(0.5025)
+    assert fast.against_baseline == AgainstBaseline(pytest.approx(-0.5), pytest.approx(0.02), "faster")
+    (diff,) = comparison.diffs
+    assert diff.noise == pytest.approx(0.02)
+    # 1 µs of 100 is inside the 2% noise; +5 and -5 µs of 10 are not
+    assert [c.judgement for c in diff.changes] == ["within noise", "slower", "faster"]
+    assert Comparison.from_json(comparison.to_json()) == comparison
+    files = render_comparison(comparison)
+    assert '<span class="ok">-50.0%</span>' in files["index.html"]
+    assert 'id="unjudged"' not in files["index.html"]
+    page = files["diffs/1.html"]
+    assert [page.count(f'Δ <b class="{tone}">') for tone in ("muted", "bad", "ok")] == [1, 1, 1]
+    assert "did not record" not in page
+
+
+def test_an_older_comparison_shows_its_numbers_without_judgement() -> None:
+    """Schema 5 recorded no judgements: the page does not work them out again with today's rules."""
+    document = json.loads(_judged_comparison().to_json())
+    document["schema_version"] = 5
+    for config in document["comparison"]["configs"]:
+        del config["step_ms"], config["against_baseline"]
+    for diff in document["comparison"]["diffs"]:
+        del diff["noise"]
+        for change in diff["changes"]:
+            del change["judgement"]
+    old = Comparison.from_json(json.dumps(document))
+    assert old.configs[1].latency is not None and old.configs[1].against_baseline is None
+    files = render_comparison(old)
+    index = files["index.html"]
+    assert 'id="unjudged"' in index and "did not record whether each difference" in index
+    assert '<span class="muted">not recorded</span>' in index and "-50.0%" not in index
+    assert "0.500 ms" in index  # the measured step is still shown
+    page = files["diffs/1.html"]
+    assert "did not record whether each difference" in page
+    assert page.count('Δ <b class="muted">') == 3
+    assert '<b class="bad">' not in page and '<b class="ok">' not in page
+
+
 # --- lens.json, re-rendering, the CLI on existing reports ----------------------------------------
 
 
@@ -321,7 +385,7 @@ def test_comparison_round_trip_and_rerender(run_cli, two_reports, tmp_path: Path
     first = api.diff_reports(a, b, tmp_path / "d")
     text = (tmp_path / "d" / "lens.json").read_text()
     assert Comparison.from_json(text) == first.comparison
-    assert json.loads(text)["schema_version"] == 5
+    assert json.loads(text)["schema_version"] == COMPARISON_SCHEMA_VERSION
     with pytest.raises(ValueError, match="it holds a comparison"):
         CompileRun.from_json(text)
     assert api.is_comparison(tmp_path / "d") and not api.is_comparison(a)

@@ -6,8 +6,8 @@ import pytest
 
 from inductor_lens.handwritten.catalog import EQUIVALENTS, get, interpreter_shape, parse_shape
 from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_name
+from inductor_lens.handwritten.source import kernel_source
 from inductor_lens.parse import parse_debug_folder
-from inductor_lens.report.handwritten_view import kernel_source
 
 from .conftest import CPU_CASE
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun
 from inductor_lens.report import drawing, render_report, write_report
@@ -163,3 +166,34 @@ def test_pages_explain_themselves(unpacked) -> None:
     assert "Inductor's own benchmark" not in kernel_page
     pointwise_page = files["kernels/model__1_inference_3.1/triton_poi_fused_gelu_1.html"]
     assert re.search(r"<b>0\.019 ms</b>, 1747\.63 GB/s, 19 registers", pointwise_page)
+
+
+def test_handwritten_pages_show_the_kernels_recorded_with_the_run(unpacked) -> None:
+    """Source, formula and summary come from the run's records, not from the installed package."""
+    run = attach_handwritten(_run(unpacked, "block_default"), None, execute=False)
+    assert {k.name for k in run.handwritten_kernels} == {n for m in run.handwritten for n in m.equivalents}
+    layernorm = run.handwritten_kernel("layernorm")
+    assert layernorm is not None and layernorm.dims == ("rows", "cols")
+    assert layernorm.source.startswith("@triton.jit") and "def _norm_forward_kernel(" in layernorm.source
+    recorded = replace(layernorm, formula="recorded_formula(x)", summary="recorded summary",
+                       source="@triton.jit\ndef recorded_layernorm_kernel(x_ptr):\n    pass\n")  # fmt: skip
+    kernels = tuple(recorded if k.name == "layernorm" else k for k in run.handwritten_kernels)
+    run = CompileRun.from_json(replace(run, handwritten_kernels=kernels).to_json())
+    files = render_report(run, draw=False)
+    page = files["handwritten.html"]
+    assert "recorded_layernorm_kernel" in page and "_norm_forward_kernel" not in page
+    assert "<code>recorded_formula(x)</code>" in page and "(recorded summary)" in page
+    assert "not recorded" not in page
+    kernel_page = files["kernels/model__1_inference_3.1/triton_per_fused_native_layer_norm_0.html"]
+    assert "recorded_layernorm_kernel" in kernel_page and "_norm_forward_kernel" not in kernel_page
+
+
+def test_handwritten_source_is_read_without_torch_or_triton() -> None:
+    code = (
+        "import sys; from inductor_lens.handwritten.source import kernel_record; "
+        "k = kernel_record('matmul_bias'); assert 'def matmul_kernel(' in k.source, k; "
+        "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -45,7 +45,7 @@ class Watch(importlib.abc.MetaPathFinder):
             importers[name] = callers[-1] if callers else "?"
         return None
 
-WATCHED = %r
+WATCHED = __WATCHED__
 sys.meta_path.insert(0, Watch())
 # Imported before this file was loaded (the tool's worker had run, and torch was imported).
 early = sorted(m for m in sys.modules if m.split(".")[0] in WATCHED)
@@ -61,7 +61,7 @@ def get_model():
 
 def get_inputs():
     return (torch.randn(16, 32),)
-""" % (PARENT_LIBRARIES,)
+""".replace("__WATCHED__", repr(PARENT_LIBRARIES))
 
 
 @pytest.mark.slow

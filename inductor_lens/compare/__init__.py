@@ -17,7 +17,7 @@ from ..records import Comparison
 from ..version import __version__
 from .configs import ConfigRequest, parse_config, requested_configs
 from .kernels import diff_runs
-from .summary import ConfigRun, config_result, evidence, verdict
+from .summary import ConfigRun, against_baseline, config_result, evidence, judge_changes, pair_noise, verdict
 
 __all__ = ["ConfigRequest", "ConfigRun", "build_comparison", "parse_config", "requested_configs"]
 
@@ -32,12 +32,12 @@ def build_comparison(
     created: str | None = None,
 ) -> Comparison:
     """The first entry is the baseline every other configuration's kernels are diffed against."""
-    configs = tuple(config_result(e) for e in entries)
+    configs = against_baseline([config_result(e) for e in entries])
     runs = {e.name: e.run for e in entries if e.run is not None}
     base = entries[0]
     diffs = tuple(
-        diff_runs(base.name, base.run, e.name, e.run)
-        for e in entries[1:]
+        judge_changes(diff_runs(base.name, base.run, e.name, e.run), pair_noise(configs[0], config))
+        for e, config in zip(entries[1:], configs[1:], strict=True)
         if base.run is not None and e.run is not None
     )
     return Comparison(

@@ -16,9 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..records import CompileRun, ConfigDiff, DiffSide, GraphPairing, GraphRecord, KernelChange, Launch
+from ..records import (
+    CompileRun,
+    ConfigDiff,
+    DiffSide,
+    GraphPairing,
+    GraphRecord,
+    JsonValue,
+    KernelChange,
+    Launch,
+)
 
 _DEF = re.compile(r"^\s*def \w+\(")
 # inductor_meta entries that name or count rather than set how the kernel is tuned
@@ -35,7 +43,7 @@ class _Unit:
     time_us: float | None
     code: str  # the kernel's body (name, comments and decorators taken out), or the extern call line
     config: str | None  # the launch config the run-time autotuner kept
-    meta: Mapping[str, Any]  # Inductor's inductor_meta of the kernel (its tuning settings)
+    meta: Mapping[str, JsonValue]  # Inductor's inductor_meta of the kernel (its tuning settings)
 
 
 def launch_kind(graph: GraphRecord, launch: Launch) -> str:

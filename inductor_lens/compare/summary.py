@@ -1,5 +1,8 @@
 """The comparison stage, judgement: each configuration's numbers, the verdict, and the evidence.
 
+Every judgement the pages show is made here and kept in the records (the report only reads them):
+each configuration's step against the baseline's, each kernel change's time, the verdict.
+
 The verdict names the fastest configuration only where its lead is larger than the run-to-run
 noise, measured, not assumed: ``compare`` times each configuration's compiled step in two separate
 processes (the cold one and the warm one), the gap between the two medians is that configuration's
@@ -11,16 +14,21 @@ floor), and the page says so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from ..parse.compat import CUDAGRAPH_LOG_MARKERS
 from ..records import (
+    AgainstBaseline,
     AutotuneWinner,
+    CaptureStatus,
     CompileRun,
     ConfigDiff,
     ConfigResult,
     Evidence,
+    JsonValue,
+    Judgement,
+    KernelChange,
     Timing,
     Verdict,
 )
@@ -41,10 +49,10 @@ class ConfigRun:
 
     name: str
     mode: str
-    options: dict
+    options: Mapping[str, JsonValue]
     run: CompileRun | None
     report: str
-    status: str = "ok"
+    status: CaptureStatus = "ok"
     error: str | None = None
     warm_compile_s: float | None = None
     warm_error: str | None = None
@@ -57,6 +65,7 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         return ConfigResult(entry.name, entry.mode, entry.options, entry.report, entry.status, entry.error,
                             warm_compile_s=entry.warm_compile_s, warm_error=entry.warm_error)  # fmt: skip
     e2e = run.bench.end_to_end if run.bench else None
+    latency = e2e.compiled if e2e else None
     kernels: Counter[str] = Counter(launch_kind(g, launch) for g in run.graphs for launch in g.launches)
     return ConfigResult(
         name=entry.name,
@@ -68,9 +77,10 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         cold_compile_s=run.capture.cold_compile_s if run.capture else None,
         warm_compile_s=entry.warm_compile_s,
         warm_error=entry.warm_error,
-        latency=e2e.compiled if e2e else None,
+        latency=latency,
         latency_again=entry.latency_again,
-        noise=own_noise(e2e.compiled if e2e else None, entry.latency_again),
+        noise=own_noise(latency, entry.latency_again),
+        step_ms=_mean_median(latency, entry.latency_again),
         eager=e2e.eager if e2e else None,
         speedup=e2e.speedup if e2e else None,
         peak_bytes=e2e.compiled_peak_bytes if e2e else None,
@@ -110,11 +120,15 @@ def autotune_winners(run: CompileRun) -> tuple[AutotuneWinner, ...]:
 
 def step_ms(config: ConfigResult) -> float | None:
     """The compiled step's median: the mean of the two processes' medians where both measured it."""
-    if config.latency is None:
+    return _mean_median(config.latency, config.latency_again)
+
+
+def _mean_median(latency: Timing | None, again: Timing | None) -> float | None:
+    if latency is None:
         return None
-    if config.latency_again is None:
-        return config.latency.median_ms
-    return (config.latency.median_ms + config.latency_again.median_ms) / 2
+    if again is None:
+        return latency.median_ms
+    return (latency.median_ms + again.median_ms) / 2
 
 
 def own_noise(latency: Timing | None, again: Timing | None) -> float | None:
@@ -134,6 +148,42 @@ def own_noise(latency: Timing | None, again: Timing | None) -> float | None:
 def pair_noise(a: ConfigResult, b: ConfigResult) -> float:
     """The noise a difference between two configurations must beat: the larger of their own."""
     return max(a.noise or NOISE_FLOOR, b.noise or NOISE_FLOOR)
+
+
+def judge(fraction: float, noise: float) -> Judgement:
+    """A difference in time (fraction, + = slower) counts only beyond the noise."""
+    return "within noise" if abs(fraction) <= noise else "slower" if fraction > 0 else "faster"
+
+
+def against_baseline(configs: Sequence[ConfigResult]) -> tuple[ConfigResult, ...]:
+    """The configurations, each but the first (the baseline) with its step judged against the baseline's."""
+    base, base_ms = configs[0], step_ms(configs[0])
+    judged = [base]
+    for config in configs[1:]:
+        ms = step_ms(config)
+        if ms and base_ms:
+            fraction, noise = ms / base_ms - 1, pair_noise(config, base)
+            config = replace(
+                config, against_baseline=AgainstBaseline(fraction, noise, judge(fraction, noise))
+            )
+        judged.append(config)
+    return tuple(judged)
+
+
+def judge_changes(diff: ConfigDiff, noise: float) -> ConfigDiff:
+    """The kernel diff with each change's time judged against ``noise``, the noise of its two configurations."""
+    changes = tuple(replace(c, judgement=_change_judgement(c, noise)) for c in diff.changes)
+    return replace(diff, changes=changes, noise=noise)
+
+
+def _change_judgement(change: KernelChange, noise: float) -> Judgement | None:
+    delta, before = change.delta_us, change.before.time_us if change.before else None
+    if delta is None:
+        return None
+    if before and abs(delta) <= noise * before:
+        return "within noise"
+    # an added launch (nothing before) is judged by its sign alone
+    return "slower" if delta > 0 else "faster"
 
 
 def _gap(a: float, b: float) -> float:
@@ -171,7 +221,10 @@ def _ms(value: float | None) -> str:
 def evidence(
     configs: Sequence[ConfigResult], runs: dict[str, CompileRun], diffs: Sequence[ConfigDiff]
 ) -> tuple[Evidence, ...]:
-    """For each configuration slower than the baseline or than eager (beyond noise): what the captures show."""
+    """For each configuration slower than the baseline or than eager (beyond noise): what the captures show.
+
+    ``configs`` as ``against_baseline`` judged them.
+    """
     found = []
     base = configs[0]
     for config in configs:
@@ -180,17 +233,10 @@ def evidence(
         if run is None or ms is None:
             continue
         diff = next((d for d in diffs if d.other == config.name), None)
-        base_ms = step_ms(base)
-        noise = pair_noise(config, base)
-        if config is not base and base_ms and ms / base_ms - 1 > noise:
-            found.append(
-                Evidence(
-                    config.name,
-                    base.name,
-                    ms / base_ms - 1,
-                    _findings(config, run, base, diff, noise, runs.get(base.name)),
-                )
-            )
+        versus = config.against_baseline
+        if versus is not None and versus.judgement == "slower":
+            findings = _findings(config, run, base, diff, versus.noise, runs.get(base.name))
+            found.append(Evidence(config.name, base.name, versus.fraction, findings))
         own = config.noise or NOISE_FLOOR
         if config.eager and ms / config.eager.median_ms - 1 > own:
             found.append(

@@ -2,6 +2,7 @@
 
 catalog.py   what each hand-written kernel computes, its shapes, cost and tolerance (no torch import)
 kernels/     the kernels, tutorial style: @triton.jit kernel, launcher, torch reference, input maker
+source.py    their source read without importing them, recorded with the catalog's facts for the report
 check.py     run one against its reference on given shapes (CPU: Triton's interpreter), and time it (GPU)
 match.py     which hand-written kernel does the job of each Inductor kernel, on which shapes
 runner.py    the child process that checks and times the matches of a compiled run

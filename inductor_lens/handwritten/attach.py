@@ -22,6 +22,7 @@ from ..worker.files import (
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for
 from .runner import read_results, run_tasks
+from .source import kernel_record
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -49,7 +50,8 @@ def attach_handwritten(
         data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
     device = data.device or run_device(run)
     matches = tuple(_with_runs(m, data.results, device, run) for m in matches)
-    run = replace(run, handwritten=matches)
+    names = dict.fromkeys(name for m in matches for name in m.equivalents)
+    run = replace(run, handwritten=matches, handwritten_kernels=tuple(kernel_record(n) for n in names))
     if data.error:
         warning = Diagnostic("warning", "hand-written kernels", data.error)
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import options
 from ..errors import UsageError
+from ..records import shape_text
 
 DTYPES = ("float32", "float16", "bfloat16")
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -47,8 +48,9 @@ class Equivalent:
     interpreter_note: str = ""
     default_shape: tuple[int, ...] = ()
     bench_shape: tuple[int, ...] = ()
-    # The @triton.jit functions it launches (kernels/<module>.py), named here so the report can show
-    # their source without importing Triton; tests check them against the implementation.
+    # The @triton.jit functions it launches (kernels/<module>.py), named here so their source can be
+    # recorded for the report without importing Triton (source.py); tests check them against the
+    # implementation.
     kernels: tuple[str, ...] = ()
 
     def shape(self, values: tuple[int, ...]) -> dict[str, int]:
@@ -60,7 +62,7 @@ class Equivalent:
         return dict(zip(self.dims, values, strict=True))
 
     def shape_text(self, shape: Shape) -> str:
-        return "x".join(str(shape[d]) for d in self.dims)
+        return shape_text(shape, self.dims)
 
 
 MEMORY_TOLERANCE = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}

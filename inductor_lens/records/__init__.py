@@ -8,20 +8,24 @@ documents, each with its own schema version:
                     frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
-    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's
+    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's, and
+                    HandwrittenKernel: each hand-written kernel as the report shows it
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
-    codec.py        the JSON codec both documents use
+    codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
 """
 
 from __future__ import annotations
 
 from .codec import (
+    JsonScalar,
+    JsonValue,
     from_jsonable,
     lens_document,
     to_jsonable,
 )
 from .comparison import (
     COMPARISON_SCHEMA_VERSION,
+    AgainstBaseline,
     AutotuneWinner,
     ChangeKind,
     Comparison,
@@ -30,6 +34,7 @@ from .comparison import (
     DiffSide,
     Evidence,
     GraphPairing,
+    Judgement,
     KernelChange,
     Verdict,
 )
@@ -52,9 +57,11 @@ from .graph import (
     SourceLine,
 )
 from .handwritten import (
+    HandwrittenKernel,
     HandwrittenMatch,
     HandwrittenRun,
     MatchKind,
+    shape_text,
 )
 from .run import (
     RUN_SCHEMA_VERSION,
@@ -63,6 +70,7 @@ from .run import (
     AutotuneTable,
     CaptureOutcome,
     CaptureStatus,
+    ChoiceKind,
     CompilePhase,
     CompileRun,
     CompileSettings,
@@ -89,6 +97,7 @@ __all__ = [
     "COMPARISON_SCHEMA_VERSION",
     "RUN_SCHEMA_VERSION",
     "Accuracy",
+    "AgainstBaseline",
     "AutotuneChoice",
     "AutotuneTable",
     "AutotuneWinner",
@@ -96,6 +105,7 @@ __all__ = [
     "CaptureOutcome",
     "CaptureStatus",
     "ChangeKind",
+    "ChoiceKind",
     "Comparison",
     "CompilePhase",
     "CompileRun",
@@ -116,11 +126,15 @@ __all__ = [
     "GraphKind",
     "GraphPairing",
     "GraphRecord",
+    "HandwrittenKernel",
     "HandwrittenMatch",
     "HandwrittenRun",
     "IRDump",
     "IRNode",
     "InductorBenchmark",
+    "JsonScalar",
+    "JsonValue",
+    "Judgement",
     "KernelArg",
     "KernelBackend",
     "KernelChange",
@@ -142,5 +156,6 @@ __all__ = [
     "Verdict",
     "from_jsonable",
     "lens_document",
+    "shape_text",
     "to_jsonable",
 ]

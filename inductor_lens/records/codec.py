@@ -3,6 +3,11 @@
 Adding a field needs no codec change. Non-finite floats become the strings "nan"/"inf"/"-inf" (JSON
 has no NaN). ``from_jsonable`` checks every value against its declared type, so a document of the
 wrong shape raises TypeError/ValueError rather than building records that break later.
+
+Where the content is JSON that Inductor or Triton wrote (kernel metadata, option values), fields say
+``JsonValue``: any JSON value, read as it is (lists stay lists). In a union, the option of the value's
+own JSON type is tried first, so the string "1.5" or "nan" of a ``JsonValue`` stays a string (a float
+field still reads "nan" back as the float it wrote).
 """
 
 from __future__ import annotations
@@ -13,7 +18,17 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ForwardRef, Literal, TypeAlias
+
+# A JSON scalar, and any JSON value. Recursive: typing.get_type_hints leaves the inner "JsonValue" a
+# ForwardRef, which from_jsonable reads as any JSON value.
+JsonScalar: TypeAlias = bool | int | float | str | None
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+_JSON_VALUE = (ForwardRef("JsonValue"), "JsonValue")
+# The JSON type each declared type is read from, to try a union's options in a useful order.
+_JSON_KIND: dict[Any, type] = {
+    bool: bool, int: int, float: float, str: str, tuple: list, list: list, dict: dict, Mapping: dict,
+}  # fmt: skip
 
 
 def to_jsonable(value: Any) -> Any:
@@ -36,11 +51,14 @@ def from_jsonable(tp: Any, data: Any) -> Any:
         if data not in typing.get_args(tp):
             raise ValueError(f"{data!r} is not one of {typing.get_args(tp)}")
         return data
+    if tp in _JSON_VALUE:
+        return _json_value(data)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(tp)
         if data is None and type(None) in options:
             return None
-        for option in options:
+        # the option of the data's own JSON type first: "1.5" stays a string where str is allowed
+        for option in sorted(options, key=lambda o: _json_kind(o) is not type(data)):
             if option is type(None):
                 continue
             try:
@@ -58,12 +76,11 @@ def from_jsonable(tp: Any, data: Any) -> Any:
                 kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
         return tp(**kwargs)
     if origin in (tuple, list):
-        if not isinstance(data, list):
-            raise TypeError(f"expected a list, got {type(data).__name__}")
         args = typing.get_args(tp)
         item_type = args[0] if args else Any
-        items = [from_jsonable(item_type, v) for v in data]
-        return tuple(items) if origin is tuple else items
+        if not isinstance(data, list):
+            raise TypeError(f"expected a list, got {type(data).__name__}")
+        return origin(from_jsonable(item_type, v) for v in data)
     if origin in (dict, Mapping, typing.Mapping) or tp in (dict, Mapping):
         args = typing.get_args(tp)
         value_type = args[1] if len(args) == 2 else Any
@@ -88,6 +105,25 @@ def from_jsonable(tp: Any, data: Any) -> Any:
         if not isinstance(data, str):
             raise TypeError(f"expected a string, got {data!r}")
         return data
+    return data
+
+
+def _json_kind(tp: Any) -> type | None:
+    return _JSON_KIND.get(typing.get_origin(tp) or tp)
+
+
+def _json_value(data: Any) -> Any:
+    """``data`` itself, once checked to be JSON (what json.loads gives: dict, list, str, number, bool, None)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise TypeError(f"expected a JSON object key, got {key!r}")
+            _json_value(value)
+    elif isinstance(data, list):
+        for value in data:
+            _json_value(value)
+    elif data is not None and not isinstance(data, (bool, int, float, str)):
+        raise TypeError(f"expected a JSON value, got {type(data).__name__}")
     return data
 
 

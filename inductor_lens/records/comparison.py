@@ -3,6 +3,10 @@
 Schema history of the comparison document (bump COMPARISON_SCHEMA_VERSION on any change an older
 reader would misread); its numbers continue the run document's, which it shared until 5:
   5: first version: configurations with their timings and noise, kernel diffs, verdict, evidence.
+  6: the judgements the pages show, made where the comparison is built: each configuration's step time
+     (ConfigResult.step_ms) and its difference from the baseline against the noise of the two
+     (ConfigResult.against_baseline), each kernel change's time against that noise (KernelChange.judgement,
+     ConfigDiff.noise). A version 5 document has none: its pages show the numbers without a judgement.
 """
 
 from __future__ import annotations
@@ -10,14 +14,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from .codec import from_jsonable, lens_document, to_jsonable
+from .codec import JsonValue, from_jsonable, lens_document, to_jsonable
+from .graph import GraphKind
+from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
 
-COMPARISON_SCHEMA_VERSION = 5
+COMPARISON_SCHEMA_VERSION = 6
 
 ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
+# A difference in time against the run-to-run noise (compare/summary.py): slower or faster only beyond it.
+Judgement = Literal["slower", "faster", "within noise"]
 
 
 @dataclass(frozen=True)
@@ -28,10 +36,19 @@ class AutotuneWinner:
     shapes: str
     winner: str
     winner_ms: float
-    winner_kind: str  # "extern", "triton" or "other"
+    winner_kind: ChoiceKind
     runner_up: str | None = None
     runner_up_ms: float | None = None
     choices: int = 0
+
+
+@dataclass(frozen=True)
+class AgainstBaseline:
+    """A configuration's compiled step against the baseline's, judged against the noise of the two."""
+
+    fraction: float  # step_ms / the baseline's step_ms - 1: + = slower
+    noise: float  # the larger of the two configurations' own noise (fraction)
+    judgement: Judgement
 
 
 @dataclass(frozen=True)
@@ -40,9 +57,9 @@ class ConfigResult:
 
     name: str
     mode: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, JsonValue] = field(default_factory=dict)  # as CompileSettings.options
     report: str = ""  # its report folder, relative to the comparison's folder where possible
-    status: str = "ok"  # the capture's status: "ok", "failed", "timeout"
+    status: CaptureStatus = "ok"  # the capture's status
     error: str | None = None
     cold_compile_s: float | None = None  # first call on fresh, empty caches
     warm_compile_s: float | None = None  # first call of a second process on the caches the first filled
@@ -52,6 +69,9 @@ class ConfigResult:
     noise: float | None = (
         None  # how far two measurements of its step land apart (fraction; see compare/summary.py)
     )
+    # The step time comparisons use: the mean of the two processes' medians where both measured it.
+    step_ms: float | None = None
+    against_baseline: AgainstBaseline | None = None  # None for the baseline itself, or where not timed
     eager: Timing | None = None
     speedup: float | None = None  # eager median / compiled median
     peak_bytes: int | None = None  # compiled step's peak device memory (GPU)
@@ -87,6 +107,7 @@ class KernelChange:
     before: DiffSide | None
     after: DiffSide | None
     note: str = ""
+    judgement: Judgement | None = None  # delta_us against the noise; None where a side was not timed
 
     @property
     def delta_us(self) -> float | None:
@@ -101,7 +122,7 @@ class GraphPairing:
 
     before: str | None
     after: str | None
-    kind: str
+    kind: GraphKind
 
 
 @dataclass(frozen=True)
@@ -112,6 +133,7 @@ class ConfigDiff:
     other: str
     graphs: tuple[GraphPairing, ...] = ()
     changes: tuple[KernelChange, ...] = ()
+    noise: float | None = None  # the run-to-run noise its changes were judged against (fraction)
 
     def count(self, kind: ChangeKind) -> int:
         return sum(1 for c in self.changes if c.kind == kind)

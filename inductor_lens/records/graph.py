@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from .codec import JsonValue
 from .timing import KernelTiming, LaunchTiming
 
 GraphKind = Literal["forward", "backward", "inference", "unknown"]
@@ -79,8 +80,11 @@ class KernelRecord:
     num_reduction: int | None = None
     bytes_accessed: int | None = None
     flops: int | None = None
-    launch_config: Mapping[str, Any] = field(default_factory=dict)
-    inductor_meta: Mapping[str, Any] = field(default_factory=dict)
+    # What the kernel's decorator says, as Inductor wrote it (calls become {"_call": name, ...}; see
+    # parse/pyliteral.py): the launch settings (num_warps, grid_type, config_args, device, ...) and
+    # Inductor's inductor_meta.
+    launch_config: Mapping[str, JsonValue] = field(default_factory=dict)
+    inductor_meta: Mapping[str, JsonValue] = field(default_factory=dict)
     source_nodes: tuple[str, ...] = ()
     aten_ops: tuple[str, ...] = ()
     node_mappings: tuple[NodeMapping, ...] = ()
@@ -91,7 +95,8 @@ class KernelRecord:
     source_lines: tuple[SourceLine, ...] = ()
     origins: tuple[OriginSegment, ...] = ()
     # What the trace's triton_kernel_info recorded: configs tried, coordinate descent, cache state...
-    autotune_info: Mapping[str, Any] = field(default_factory=dict)
+    # (its keys change between torch versions, so it is kept as the trace wrote it)
+    autotune_info: Mapping[str, JsonValue] = field(default_factory=dict)
     launches: tuple[int, ...] = ()
     inductor_benchmark: InductorBenchmark | None = None
     timing: KernelTiming | None = None

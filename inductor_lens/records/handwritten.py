@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .timing import Roofline, Timing
 
 MatchKind = Literal["exact", "composed", "partial", "none"]
+
+
+def shape_text(shape: Mapping[str, int], dims: Sequence[str]) -> str:
+    """``1000x777``: a hand-written kernel's shape, its sizes in the order of its dimensions."""
+    return "x".join(str(shape[d]) for d in dims)
+
+
+@dataclass(frozen=True)
+class HandwrittenKernel:
+    """A hand-written kernel as the report shows it, recorded when the matches were made.
+
+    The catalog and the kernels' code change between versions of inductor-lens: a saved report keeps
+    the ones it was built with.
+    """
+
+    name: str
+    summary: str
+    formula: str  # what it computes, in torch terms
+    dims: tuple[str, ...]  # the names of its shape's dimensions, in order
+    source: str  # the @triton.jit functions it launches, as written ("" where they could not be read)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
   4: hand-written equivalents (HandwrittenMatch, HandwrittenRun): the match of every generated kernel
      and extern matmul/attention call, and each hand-written kernel's check and timing.
   5: the comparison document appeared beside it (one number for both documents); the run unchanged.
+  6: the hand-written kernels the matches name, as the report shows them (HandwrittenKernel: summary,
+     formula, dimensions and source), so a saved report never shows a later version's kernels; a
+     version 5 run has none, and its page says their source was not recorded. Option values, a
+     template's autotune config and kernel metadata typed (JsonValue, JsonScalar): their JSON unchanged.
 """
 
 from __future__ import annotations
@@ -19,17 +23,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from .codec import from_jsonable, lens_document, to_jsonable
+from .codec import JsonScalar, JsonValue, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, SourceLine
-from .handwritten import HandwrittenMatch
+from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 5
+RUN_SCHEMA_VERSION = 6
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
+ChoiceKind = Literal["extern", "triton", "other"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +59,17 @@ class CompileSettings:
     """How torch.compile was called."""
 
     mode: str = "default"
-    options: Mapping[str, Any] = field(default_factory=dict)
-    mode_options: Mapping[str, Any] = field(default_factory=dict)
+    # Inductor config values: mostly scalars, but a few options take a list or a dict (and the values read
+    # back from fx_graph_runnable.py are whatever literal Inductor printed).
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    mode_options: Mapping[str, JsonValue] = field(default_factory=dict)
     train: bool = False
     device: str | None = None
     dtype: str | None = None
     fullgraph: bool = False
     dynamic: bool | None = None
     # Options inductor-lens itself set for the capture (they change comments, not code).
-    capture_options: Mapping[str, Any] = field(default_factory=dict)
+    capture_options: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,8 +157,8 @@ class AutotuneChoice:
     name: str
     ms: float
     percent: float | None = None
-    kind: Literal["extern", "triton", "other"] = "other"
-    config: Mapping[str, Any] = field(default_factory=dict)
+    kind: ChoiceKind = "other"
+    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # a Triton template's BLOCK_M=64, ...
 
 
 @dataclass(frozen=True)
@@ -223,6 +230,7 @@ class CompileRun:
     sources: tuple[SourceFile, ...] = ()
     bench: BenchResult | None = None
     handwritten: tuple[HandwrittenMatch, ...] = ()
+    handwritten_kernels: tuple[HandwrittenKernel, ...] = ()  # each one the matches name, once
     log_text: str = ""
     stats: ParseStats = field(default_factory=ParseStats)
 
@@ -240,6 +248,9 @@ class CompileRun:
 
     def handwritten_for(self, graph_id: str, target: str) -> HandwrittenMatch | None:
         return next((m for m in self.handwritten if m.graph_id == graph_id and m.target == target), None)
+
+    def handwritten_kernel(self, name: str) -> HandwrittenKernel | None:
+        return next((k for k in self.handwritten_kernels if k.name == name), None)
 
     def to_json(self) -> str:
         document = {"schema_version": RUN_SCHEMA_VERSION, "run": to_jsonable(self)}

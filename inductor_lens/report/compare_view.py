@@ -4,6 +4,11 @@ A comparison report is an index (table, verdict, evidence, kernel diff summary) 
 configuration diffed against the baseline, with a side-by-side source diff of each changed pair.
 Each configuration's own report is a normal report in its folder (``configs/<name>/`` for
 ``compare``; the reports given to ``diff`` stay where they are and are linked).
+
+Whether a difference beats the run-to-run noise is read from the records (compare/summary.py judged it
+when the comparison was built), never worked out here. A comparison saved before those judgements were
+recorded (schema 5) shows its measured numbers without them, and says so: today's rules are not applied
+to yesterday's measurements.
 """
 
 from __future__ import annotations
@@ -11,12 +16,13 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..compare.summary import pair_noise, step_ms
-from ..records import Comparison, ConfigDiff, ConfigResult, DiffSide, Evidence, KernelChange
+from ..records import Comparison, ConfigDiff, ConfigResult, DiffSide, Evidence, Judgement, KernelChange
 from .views import launch_page
 
 KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
 CONTEXT_LINES = 3
+# The colour of a judgement; a difference not judged (or not timed) is muted.
+TONES: dict[Judgement | None, str] = {"slower": "bad", "faster": "ok", "within noise": "muted", None: "muted"}
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ class ConfigRow:
     config: ConfigResult
     url: str  # its report's index page
     step_ms: float | None
-    versus_base: float | None  # fraction, + = slower than the baseline
+    versus_base: float | None  # fraction, + = slower than the baseline (None for the baseline itself)
     versus_tone: str  # "bad" slower / "ok" faster than the baseline beyond the noise of the two, else "muted"
     fastest: bool
     warm_ratio: float | None  # warm / cold compile seconds
@@ -58,6 +64,7 @@ class DiffPage:
     rows: tuple[ChangeRow, ...]
     counts: dict[str, int]
     delta_us: float | None
+    unjudged: bool  # timed changes without a recorded judgement: an older comparison
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,12 @@ class ComparisonPage:
     kinds: tuple[str, ...]  # kernel kinds in any configuration, for the table's columns
     diffs: tuple[DiffPage, ...]
     evidence: tuple[Evidence, ...]
+    unjudged: bool  # timed configurations without a recorded judgement: an older comparison
 
 
 def comparison_page(comparison: Comparison) -> ComparisonPage:
     fastest = comparison.verdict.fastest if comparison.verdict else None
-    base = comparison.baseline
-    rows = tuple(_row(c, c.report, base, c.name == fastest) for c in comparison.configs)
+    rows = tuple(_row(c, c.report, c.name == fastest) for c in comparison.configs)
     seen = {k for c in comparison.configs for k in c.kernels}
     kinds = tuple(k for k in KIND_ORDER if k in seen) + tuple(sorted(seen - set(KIND_ORDER) - {"extern"}))
     kinds += ("extern",) if "extern" in seen else ()
@@ -81,28 +88,20 @@ def comparison_page(comparison: Comparison) -> ComparisonPage:
         _diff_page(d, f"diffs/{i}.html", by_name[d.base], by_name[d.other])
         for i, d in enumerate(comparison.diffs, 1)
     )
-    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence)
+    # since schema 6 every timed configuration has its step_ms: older comparisons recorded no judgements
+    unjudged = any(c.latency is not None and c.step_ms is None for c in comparison.configs)
+    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence, unjudged)
 
 
-def _row(config: ConfigResult, url: str, base: ConfigResult, fastest: bool) -> ConfigRow:
-    ms, base_ms = step_ms(config), step_ms(base)
-    versus = ms / base_ms - 1 if ms and base_ms else None
-    noise = pair_noise(config, base)
-    tone = "muted" if versus is None or abs(versus) <= noise else "bad" if versus > 0 else "ok"
+def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
+    versus = config.against_baseline
+    fraction, tone = (versus.fraction, TONES[versus.judgement]) if versus else (None, TONES[None])
     warm = (config.warm_compile_s / config.cold_compile_s
             if config.warm_compile_s is not None and config.cold_compile_s else None)  # fmt: skip
-    return ConfigRow(config, url.rstrip("/") + "/", ms, versus, tone, fastest, warm)
-
-
-def _tone(change: KernelChange, noise: float) -> str:
-    delta, before = change.delta_us, change.before.time_us if change.before else None
-    if delta is None or (before and abs(delta) <= noise * before):
-        return "muted"
-    return "bad" if delta > 0 else "ok"
+    return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm)
 
 
 def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) -> DiffPage:
-    noise = pair_noise(base.config, other.config)
     rows = tuple(
         ChangeRow(
             change,
@@ -112,14 +111,15 @@ def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) ->
             side_by_side(change.before.source, change.after.source)
             if change.before and change.after and change.kind != "unchanged"
             else (),
-            _tone(change, noise),
+            TONES[change.judgement],
         )
         for i, change in enumerate(diff.changes, 1)
     )
     counts = {kind: diff.count(kind) for kind in ("changed", "regrouped", "added", "removed", "unchanged")}
     deltas = [c.delta_us for c in diff.changes]
     total = None if any(d is None for d in deltas) or not deltas else sum(deltas)  # type: ignore[misc]
-    return DiffPage(diff, url, base, other, rows, counts, total)
+    unjudged = any(c.delta_us is not None and c.judgement is None for c in diff.changes)
+    return DiffPage(diff, url, base, other, rows, counts, total, unjudged)
 
 
 def _side_url(report: str, side: DiffSide | None) -> str | None:

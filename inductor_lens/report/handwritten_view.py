@@ -1,22 +1,28 @@
 """Report stage: the view model of the hand-written equivalents: each Inductor kernel next to the
 hand-written Triton kernel(s) that do its job, their agreement with torch, and their times.
 
-The hand-written kernels' source is read from the package's files with ``ast`` (nothing is
-imported), so a report renders the same on a machine without a GPU, torch or Triton.
+The hand-written kernels (their source, formula, summary and dimensions) are read from the run's
+records, as they were when the report was built; only the highlighting is done here. A report saved
+before they were recorded (run schema 5) says their source was not recorded rather than showing
+today's kernels.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 from markupsafe import Markup
 
-from ..handwritten import kernels as kernels_package
-from ..handwritten.catalog import Equivalent, get
-from ..records import CompileRun, GraphRecord, HandwrittenMatch, HandwrittenRun, Launch
+from ..records import (
+    CompileRun,
+    GraphRecord,
+    HandwrittenKernel,
+    HandwrittenMatch,
+    HandwrittenRun,
+    Launch,
+    shape_text,
+)
 from .highlight import highlight
 from .views import SummaryItem, graph_url, launch_url
 
@@ -35,10 +41,14 @@ LAUNCH_BOUND = 1.5
 @dataclass(frozen=True)
 class HandwrittenStep:
     run: HandwrittenRun
-    equivalent: Equivalent
+    kernel: HandwrittenKernel | None  # None in a report saved before the kernels were recorded
     source: Markup
     shape_text: str
     checked_text: str  # "" when the full shape was checked
+
+    @property
+    def name(self) -> str:
+        return self.run.name
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,7 @@ def handwritten_rows(run: CompileRun) -> tuple[HandwrittenRow, ...]:
     for match in run.handwritten:
         graph = run.graph(match.graph_id)
         if graph is not None:
-            rows.append(_row(match, graph, _launch(graph, match)))
+            rows.append(_row(run, match, graph, _launch(graph, match)))
     return tuple(rows)
 
 
@@ -83,7 +93,7 @@ def handwritten_row(run: CompileRun, graph: GraphRecord, target: str) -> Handwri
     match = run.handwritten_for(graph.id, target)
     if match is None:
         return None
-    return _row(match, graph, _launch(graph, match))
+    return _row(run, match, graph, _launch(graph, match))
 
 
 def _launch(graph: GraphRecord, match: HandwrittenMatch) -> Launch | None:
@@ -126,8 +136,10 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
     return HandwrittenPage(run, rows, tuple(summary))
 
 
-def _row(match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None) -> HandwrittenRow:
-    steps = tuple(_step(r) for r in match.runs)
+def _row(
+    run: CompileRun, match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None
+) -> HandwrittenRow:
+    steps = tuple(_step(r, run.handwritten_kernel(r.name)) for r in match.runs)
     inductor_us, method = _inductor_time(graph, match, launch)
     timings = [r.timing for r in match.runs]
     handwritten_us = sum(t.median_ms for t in timings) * 1e3 if timings and all(timings) else None  # type: ignore[union-attr]
@@ -148,13 +160,16 @@ def _row(match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None) -> 
                           verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
 
 
-def _step(run: HandwrittenRun) -> HandwrittenStep:
-    equivalent = get(run.name)
+def _step(run: HandwrittenRun, kernel: HandwrittenKernel | None) -> HandwrittenStep:
+    # Without the kernel's record (an older report), its shapes' own order: they were written in the
+    # order of its dimensions.
+    dims = kernel.dims if kernel else tuple(run.shape)
     checked = ""
     if run.checked_shape and dict(run.checked_shape) != dict(run.shape):
-        checked = equivalent.shape_text(run.checked_shape)
-    shape = equivalent.shape_text(run.shape) if run.shape else "—"
-    return HandwrittenStep(run, equivalent, kernel_source(run.name), shape, checked)
+        checked = shape_text(run.checked_shape, dims)
+    shape = shape_text(run.shape, dims) if run.shape else "—"
+    source = _highlighted(kernel.name, kernel.source) if kernel and kernel.source else Markup("")
+    return HandwrittenStep(run, kernel, source, shape, checked)
 
 
 def _inductor_time(
@@ -206,31 +221,7 @@ def _correctness(runs: tuple[HandwrittenRun, ...]) -> str:
     return "ok"
 
 
-# --- hand-written source, read without importing ------------------------------------------------
-
-
-@functools.cache
-def _module_tree(module: str) -> tuple[str, ast.Module] | None:
-    path = Path(kernels_package.__file__).with_name(f"{module}.py")
-    try:
-        text = path.read_text(encoding="utf-8")
-        return text, ast.parse(text)
-    except (OSError, SyntaxError):
-        return None
-
-
-@functools.cache
-def kernel_source(name: str) -> Markup:
-    """The highlighted source of the Triton kernel(s) a hand-written equivalent launches."""
-    parsed = _module_tree(get(name).module)
-    if parsed is None:
-        return Markup("")
-    text, tree = parsed
-    wanted = get(name).kernels
-    pieces = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in wanted:
-            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            lines = text.splitlines()[start - 1 : node.end_lineno]
-            pieces.append("\n".join(lines))
-    return highlight("\n\n\n".join(pieces), "python", f"hw-{name}") if pieces else Markup("")
+@functools.lru_cache(maxsize=64)
+def _highlighted(name: str, source: str) -> Markup:
+    """A hand-written kernel's recorded source, highlighted (cached: many rows and kernel pages show one kernel)."""
+    return highlight(source, "python", f"hw-{name}")

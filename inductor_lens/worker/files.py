@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..records.codec import from_jsonable, to_jsonable
+from ..records.codec import JsonValue, from_jsonable, to_jsonable
 from ..records.run import Accuracy
 from ..records.timing import Timing
 
@@ -40,9 +40,6 @@ HANDWRITTEN_LOG_FILE = "handwritten.log"
 
 # A worker announces each phase it enters with a line starting with this, on its output.
 PHASE_MARKER = "[inductor-lens] phase: "
-
-# Inductor option values as torch takes them (after ``options.parse_inductor_options``).
-OptionValue = bool | int | float | str | None
 
 T = TypeVar("T")
 
@@ -76,8 +73,8 @@ class ReportedSettings:
     device: str | None = None
     dtype: str | None = None
     # What the mode turns on (torch._inductor.list_mode_options), and what inductor-lens added.
-    mode_options: dict[str, OptionValue] = field(default_factory=dict)
-    capture_options: dict[str, OptionValue] = field(default_factory=dict)
+    mode_options: dict[str, JsonValue] = field(default_factory=dict)
+    capture_options: dict[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass

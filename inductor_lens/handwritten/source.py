@@ -1,0 +1,50 @@
+"""Stage 4 of the pipeline (bench), hand-written side: the hand-written kernels as a report records them.
+
+The source of the ``@triton.jit`` functions a catalog entry launches is read from ``kernels/<module>.py``
+with ``ast`` (nothing is imported: no torch, no Triton) and kept in the run's records with the catalog
+facts the report shows, so a saved report re-renders with the kernels it was built with.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from ..records import HandwrittenKernel
+from .catalog import get
+
+KERNELS_DIR = Path(__file__).with_name("kernels")
+
+
+@functools.cache
+def _module_tree(module: str) -> tuple[str, ast.Module] | None:
+    try:
+        text = (KERNELS_DIR / f"{module}.py").read_text(encoding="utf-8")
+        return text, ast.parse(text)
+    except (OSError, SyntaxError):
+        return None
+
+
+def kernel_source(name: str) -> str:
+    """The source of the Triton kernel(s) a hand-written equivalent launches, decorators included."""
+    equivalent = get(name)
+    parsed = _module_tree(equivalent.module)
+    if parsed is None:
+        return ""
+    text, tree = parsed
+    lines = text.splitlines()
+    pieces = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in equivalent.kernels:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            pieces.append("\n".join(lines[start - 1 : node.end_lineno]))
+    return "\n\n\n".join(pieces)
+
+
+def kernel_record(name: str) -> HandwrittenKernel:
+    """What the report shows of one hand-written kernel, as this version of inductor-lens has it."""
+    equivalent = get(name)
+    return HandwrittenKernel(
+        name, equivalent.summary, equivalent.formula, equivalent.dims, kernel_source(name)
+    )
