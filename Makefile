@@ -22,11 +22,13 @@ endif
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 STAMP := .make
 
-.PHONY: demo test install install-test system-deps graphviz apt lint update-golden clean help
+.PHONY: demo test test-fast typecheck install install-test system-deps graphviz apt lint update-golden clean help
 
 help:
 	@echo "make demo    compile $(DEMO_MODEL) and write an HTML report (installs what it needs)"
 	@echo "make test    run the whole test suite (installs what it needs, Chromium and Graphviz included)"
+	@echo "make test-fast   the unit and golden tiers only (the edit loop: about a minute)"
+	@echo "make typecheck   mypy over the package"
 	@echo "make lint    ruff over the code"
 	@echo "make update-golden   rewrite tests/golden/ after an intended report change"
 
@@ -34,9 +36,19 @@ demo: install graphviz
 	$(PY) -m inductor_lens compile $(DEMO_MODEL)
 	@echo "Open it with: $(PY) -m inductor_lens open   (or open the index.html printed above)"
 
+# The tiers are the folders of tests/ (unit, golden, e2e, browser, gpu). `make test` runs them all and
+# treats a missing Chromium or Graphviz as a failure; gpu tests skip themselves without CUDA.
 test: install-test system-deps
-	$(PY) -m ruff check inductor_lens tests samples
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m ruff check inductor_lens tests samples benchmarks
+	$(PY) -m mypy
+	INDUCTOR_LENS_REQUIRE_BROWSER=1 INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install-test
+	$(PY) -m ruff check inductor_lens tests samples benchmarks
+	$(PY) -m pytest -m "unit or golden" $(PYTEST_ARGS)
+
+typecheck: install-test
+	$(PY) -m mypy
 
 install: $(STAMP)/install
 install-test: $(STAMP)/install-test
@@ -77,10 +89,10 @@ apt:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PACKAGES)
 
 lint: install-test
-	$(PY) -m ruff check inductor_lens tests samples
+	$(PY) -m ruff check inductor_lens tests samples benchmarks
 
 update-golden: install-test
-	$(PY) -m pytest tests/test_golden.py --update-golden
+	$(PY) -m pytest tests/golden --update-golden
 
 clean:
 	rm -rf $(STAMP) build dist *.egg-info tests/actual .pytest_cache

@@ -1,4 +1,10 @@
-"""Shared test fixtures: unpacked real captures, the CLI, a fixed clock, and GPU/browser gating."""
+"""Shared test fixtures: unpacked real captures, the CLI, a fixed clock, and the tiers.
+
+The tiers are the folders: ``unit/`` (parsers, records, views, the CLI on frozen captures: seconds),
+``golden/`` (whole pages against tests/golden/), ``e2e/`` (real compiles in model processes: minutes),
+``browser/`` (pages in headless Chromium), ``gpu/`` (skipped without CUDA). Each test gets its tier as a
+marker, so ``-m "unit or golden"`` is the fast loop (``make test-fast``).
+"""
 
 from __future__ import annotations
 
@@ -47,12 +53,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+TIERS = ("unit", "golden", "e2e", "browser", "gpu")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not _cuda_available():
-        skip = pytest.mark.skip(reason="needs a CUDA device")
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip)
+    cuda = _cuda_available()
+    for item in items:
+        tier = item.path.parent.name
+        if tier not in TIERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of the tier folders {', '.join(TIERS)}")
+        item.add_marker(getattr(pytest.mark, tier))
+        if tier == "gpu" and not cuda:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+
+
+def require_graphviz() -> None:
+    """Skip where Graphviz's ``dot`` is missing, unless INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 (``make test`` and CI):
+    there a missing ``dot`` is a failure, not a silent skip."""
+    from inductor_lens.report import drawing
+
+    if drawing.dot_binary() is None:
+        if os.environ.get("INDUCTOR_LENS_REQUIRE_GRAPHVIZ") == "1":
+            pytest.fail("Graphviz dot is not installed (INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1)")
+        pytest.skip("Graphviz dot is not installed")
 
 
 def _cuda_available() -> bool:

@@ -17,7 +17,7 @@ from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun
 from inductor_lens.report import drawing, render_report, write_report
 
-from .conftest import CPU_CASE, FIXED_TIME, GPU_CASES
+from ..conftest import CPU_CASE, FIXED_TIME, GPU_CASES, require_graphviz
 
 
 class _Links(HTMLParser):
@@ -109,8 +109,7 @@ def _drawings(page: str) -> list[str]:
 
 
 def test_fx_drawing_has_one_group_per_fused_kernel(unpacked) -> None:
-    if drawing.dot_binary() is None:
-        pytest.skip("Graphviz dot is not installed")
+    require_graphviz()
     run = _run(unpacked, "block_default")
     graph = run.graphs[1]
     kernel_view, fx_view = _drawings(render_report(run)["graphs/model__1_inference_3.1.html"])

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.slow
+from ..conftest import require_graphviz
 
 
 def test_24_layer_transformer_report(large_report: Path) -> None:
+    require_graphviz()
     run = json.loads((large_report / "lens.json").read_text())["run"]
     forward, backward = run["graphs"]
     assert (forward["kind"], backward["kind"]) == ("forward", "backward")

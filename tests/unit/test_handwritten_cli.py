@@ -7,7 +7,7 @@ import pytest
 from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS
 
-from .conftest import assert_one_line_error
+from ..conftest import assert_one_line_error
 
 
 def test_list_shows_every_kernel(run_cli) -> None:

@@ -13,9 +13,7 @@ import pytest
 
 from inductor_lens.errors import CaptureTimeout, CompileError, ModelFileError, ModelRunError, UsageError
 
-from .conftest import SAMPLES, assert_one_line_error, run_cli_process
-
-pytestmark = pytest.mark.slow
+from ..conftest import SAMPLES, assert_one_line_error, run_cli_process
 
 SAMPLE_NAMES = ("mlp", "softmax_ln", "block", "convnet", "graphbreak")
 

@@ -17,7 +17,7 @@ import pytest
 
 from inductor_lens.api import diff_reports, report_folder
 
-pytestmark = pytest.mark.browser
+from ..conftest import require_graphviz
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -94,10 +94,8 @@ def test_kernel_table_sorts_and_filters(browser, block_report: Path) -> None:
 
 
 def test_drawing_links_to_kernel_pages(browser, block_report: Path) -> None:
+    require_graphviz()
     page, problems = _open(browser, (block_report / "graphs" / "model__1_inference_3.1.html").as_uri())
-    drawing = page.locator(".drawing svg")
-    if drawing.count() == 0:
-        pytest.skip("Graphviz dot is not installed")
     link = page.locator(".drawing svg a[*|href$='triton_poi_fused_addmm_gelu_view_2.html']").first
     link.click()
     page.wait_for_load_state("load")
@@ -138,7 +136,6 @@ def test_handwritten_page_and_kernel_side_by_side(browser, block_report: Path) -
     page.close()
 
 
-@pytest.mark.slow
 def test_large_report_pages_load(browser, large_report: Path) -> None:
     """The 24-layer transformer's pages (several MB, hundreds of launches drawn) load cleanly."""
     graphs = sorted((large_report / "graphs").glob("*.html"))

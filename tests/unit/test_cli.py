@@ -11,7 +11,7 @@ import pytest
 
 from inductor_lens.errors import InputFolderError, ParseError, UsageError
 
-from .conftest import CPU_CASE, GPU_CASES, TIMED_CASE, assert_one_line_error, run_cli_process
+from ..conftest import CPU_CASE, GPU_CASES, TIMED_CASE, assert_one_line_error, run_cli_process
 
 
 @pytest.mark.parametrize("case", GPU_CASES)

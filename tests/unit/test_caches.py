@@ -9,7 +9,7 @@ import pytest
 
 from inductor_lens import caches
 
-from .conftest import assert_one_line_error
+from ..conftest import assert_one_line_error
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timin
 from inductor_lens.report import render_report
 from inductor_lens.worker.measure import _snapshot, kernel_fingerprint, stat
 
-from .conftest import CPU_CASE, FIXED_TIME, TIMED_CASE
+from ..conftest import CPU_CASE, FIXED_TIME, TIMED_CASE
 
 MIB = 1 << 20
 H200_LIKE = DeviceCeilings(

@@ -13,7 +13,7 @@ from inductor_lens.parse.origins import origin_segments
 from inductor_lens.records import CompileRun
 from inductor_lens.report import render_report
 
-from .conftest import FIXED_TIME, FIXTURES
+from ..conftest import FIXED_TIME, FIXTURES
 
 
 def _run(unpacked, case: str) -> CompileRun:

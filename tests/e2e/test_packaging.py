@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
-
-pytestmark = pytest.mark.slow
+from ..conftest import ROOT
 
 
 @pytest.fixture(scope="module")

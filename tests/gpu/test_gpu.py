@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLES, run_cli_process
-
-pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+from ..conftest import SAMPLES, run_cli_process
 
 
 @pytest.mark.parametrize(("sample", "category"), [("mlp", "pointwise"), ("softmax_ln", "reduction")])

@@ -23,7 +23,7 @@ from inductor_lens.parse import parse_debug_folder
 from inductor_lens.pipeline import build_run
 from inductor_lens.report import render_comparison, render_report
 
-from .conftest import CPU_CASE, FIXED_TIME, ROOT, TIMED_CASE
+from ..conftest import CPU_CASE, FIXED_TIME, ROOT, TIMED_CASE
 
 GOLDEN = ROOT / "tests" / "golden"
 ACTUAL = ROOT / "tests" / "actual"

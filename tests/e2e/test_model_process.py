@@ -1,8 +1,8 @@
-"""The process boundary: what the model process imports, and what crosses to the tool and back.
+"""The model process, seen from inside: what it imports, and what it hands back to the tool.
 
-The model process must stay as light as the user's own script would be: no report, no Jinja2, no CLI.
-A model file records ``sys.modules`` when its process exits (after the compile, the comparison with
-eager and the timing), and the tool's report of that run must be complete.
+It must stay as light as the user's own script would be: no report, no Jinja2, no CLI. A model file
+records ``sys.modules`` (and who imported the report's libraries) when its process exits, after the
+compile, the comparison with eager and the timing; the files it left must read back complete.
 """
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ from pathlib import Path
 import pytest
 
 from inductor_lens.worker.files import (
-    BenchData,
-    CaptureResult,
-    FileShapeError,
     HandwrittenResults,
     read_bench_data,
     read_capture_result,
     read_json_file,
 )
 
-from .conftest import run_cli_process
+from ..conftest import ROOT, run_cli_process
 
 # The tool's own modules a worker may import: the boundary itself and the plain data it declares.
 WORKER_SIDE = tuple(f"inductor_lens.{name}" for name in ("worker", "records", "options", "errors", "version"))
@@ -64,7 +61,6 @@ def get_inputs():
 """.replace("__WATCHED__", repr(PARENT_LIBRARIES))
 
 
-@pytest.mark.slow
 def test_model_process_imports_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = tmp_path / "tiny.py"
     model.write_text(textwrap.dedent(MODEL))
@@ -78,7 +74,7 @@ def test_model_process_imports_no_report(tmp_path: Path, monkeypatch: pytest.Mon
     assert "inductor_lens.worker.measure" in modules  # it was timed, so the whole child side ran
     ours = [m for m in modules if m.startswith("inductor_lens")]
     assert [m for m in ours if m != "inductor_lens" and not m.startswith(WORKER_SIDE)] == []
-    package = str(Path(__file__).resolve().parents[1] / "inductor_lens")
+    package = str(ROOT / "inductor_lens")
     by_us = {name: who for name, who in recorded["importers"].items() if who.startswith(package)}
     assert recorded["early"] == [] and by_us == {}
     # what crossed back is complete and typed
@@ -93,31 +89,3 @@ def test_model_process_imports_no_report(tmp_path: Path, monkeypatch: pytest.Mon
     assert handwritten is not None and handwritten.device == "cpu" and handwritten.results
 
 
-def test_boundary_files_of_the_wrong_shape_raise_one_error(tmp_path: Path) -> None:
-    result = tmp_path / "capture.json"
-    result.write_text(json.dumps({"status": "ok", "phase": 3}))
-    with pytest.raises(FileShapeError, match="not a CaptureResult"):
-        read_capture_result(result)
-    # a damaged measurement section does not hide how the model process ended
-    result.write_text(json.dumps({"status": "ok", "phase": "done", "bench": {"device": "cpu", "end_to_end": [1]}}))
-    outcome = read_capture_result(result)
-    assert outcome is not None and outcome.status == "ok" and outcome.bench is None
-    with pytest.raises(FileShapeError, match="bench: not a BenchData"):
-        read_bench_data(result)
-    result.write_text("[1, 2]")
-    with pytest.raises(FileShapeError):
-        read_bench_data(result)
-    result.write_text('{"status": "ok"')
-    with pytest.raises(FileShapeError, match="not JSON"):
-        read_capture_result(result)
-    assert read_capture_result(tmp_path / "missing.json") is None
-    assert read_json_file(tmp_path / "missing.json", BenchData) is None
-
-
-def test_a_default_result_round_trips(tmp_path: Path) -> None:
-    from inductor_lens.worker.files import write_json_file
-
-    path = tmp_path / "capture.json"
-    write_json_file(path, CaptureResult(phase="compile", inputs=["float32[2] on cpu"]))
-    assert read_capture_result(path) == CaptureResult(phase="compile", inputs=["float32[2] on cpu"])
-    assert not list(tmp_path.glob("*.tmp"))

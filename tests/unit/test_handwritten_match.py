@@ -9,7 +9,7 @@ from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_n
 from inductor_lens.handwritten.source import kernel_source
 from inductor_lens.parse import parse_debug_folder
 
-from .conftest import CPU_CASE
+from ..conftest import CPU_CASE
 
 # (graph kind, target) -> (kind, equivalents, shape, dtype): every match of the inference graph.
 BLOCK_INFERENCE = {

@@ -14,7 +14,7 @@ from inductor_lens import api
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config, requested_configs
 from inductor_lens.compare.kernels import diff_runs, kernel_body
 from inductor_lens.compare.summary import SINGLE_PROCESS_FLOOR, own_noise, verdict
-from inductor_lens.errors import InputFolderError, ModelRunError, UsageError
+from inductor_lens.errors import InputFolderError, UsageError
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import (
     COMPARISON_SCHEMA_VERSION,
@@ -32,7 +32,7 @@ from inductor_lens.records import (
 from inductor_lens.report import render_comparison
 from inductor_lens.report.compare_view import side_by_side
 
-from .conftest import SAMPLES, assert_one_line_error
+from ..conftest import SAMPLES, assert_one_line_error
 
 KNOWN = {"epilogue_fusion": True, "max_autotune": False, "coordinate_descent_tuning": False}
 
@@ -435,61 +435,3 @@ def test_compare_refuses_bad_input_in_one_line(run_cli, tmp_path: Path) -> None:
 
 
 # --- end to end on the CPU ------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_compare_mlp_two_modes_on_cpu(run_cli, tmp_path: Path) -> None:
-    out = tmp_path / "cmp"
-    result = run_cli("compare", SAMPLES / "mlp.py", "--device", "cpu", "--mode", "default",
-                     "--mode", "max-autotune-no-cudagraphs", "--no-handwritten", "--out", out)  # fmt: skip
-    assert result.code == 0, result.stderr
-    assert result.stdout.strip() == f"comparison: {out / 'index.html'}"
-    comparison = Comparison.from_json((out / "lens.json").read_text())
-    assert [c.name for c in comparison.configs] == ["default", "max-autotune-no-cudagraphs"]
-    for config in comparison.configs:
-        assert config.status == "ok" and config.warm_error is None
-        # warm: FX graph, AOTAutograd and kernel caches hit; cold also built C++ kernels (and their header)
-        assert config.cold_compile_s and config.warm_compile_s
-        assert config.warm_compile_s < 0.6 * config.cold_compile_s, config
-        assert config.latency and config.latency_again and config.eager and config.speedup
-        assert config.kernels == {"cpp pointwise": 1, "extern": 2}
-        assert config.graphs == 1 and config.graph_breaks == 0 and config.cudagraphs is None
-        assert (out / config.report / "index.html").is_file()
-        assert (out / config.report / "capture-warm" / "capture.log").is_file()
-    # the kernel diff: the same three launches, matched by their FX nodes, each with a time in both
-    (diff,) = comparison.diffs
-    assert [(c.kind, c.nodes) for c in diff.changes] == [
-        ("unchanged", ("input_1",)),
-        ("unchanged", ("input_2",)),
-        ("unchanged", ("input_2", "input_3")),
-    ]
-    assert all(c.delta_us is not None for c in diff.changes)
-    assert comparison.verdict is not None
-    assert "the gap between the step medians of its cold and its warm process" in comparison.verdict.noise_how
-    assert all(c.noise is not None and c.noise >= 0.02 for c in comparison.configs)
-    assert "CPU" in comparison.notes[0]
-    index = (out / "index.html").read_text()
-    assert "Which configuration for <code>mlp</code>?" in index and "Compile, warm" in index
-    assert (out / "diffs" / "1.html").is_file()
-    # the per-configuration report is the normal report
-    assert "cpp_fused_gelu_0" in (out / "configs" / "default" / "index.html").read_text()
-
-
-@pytest.mark.slow
-def test_failing_configurations_still_give_a_comparison(run_cli, tmp_path: Path) -> None:
-    model = tmp_path / "broken.py"
-    model.write_text(
-        "def get_model():\n    raise RuntimeError('boom in get_model')\n\ndef get_inputs():\n    return ()\n"
-    )
-    out = tmp_path / "cmp"
-    result = run_cli("compare", model, "--device", "cpu", "--mode", "default", "--mode", "reduce-overhead",
-                     "--no-handwritten", "--out", out)  # fmt: skip
-    assert_one_line_error(result, "configuration default:", "boom in get_model")
-    assert result.code == ModelRunError.exit_code
-    comparison = Comparison.from_json((out / "lens.json").read_text())
-    assert [(c.name, c.status) for c in comparison.configs] == [
-        ("default", "failed"),
-        ("reduce-overhead", "failed"),
-    ]
-    assert "boom in get_model" in (out / "index.html").read_text()
-    assert (out / "configs" / "default" / "index.html").is_file()  # the failed run's own report, with its log

@@ -11,7 +11,7 @@ import pytest
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun
 
-from .conftest import CPU_CASE, FIXTURES, GPU_CASES
+from ..conftest import CPU_CASE, FIXTURES, GPU_CASES
 
 # Independent of the parser: the kernel names the file itself declares.
 TRITON_DEFINITION = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)'", re.M)

@@ -1,0 +1,49 @@
+"""The process boundary's files: declared once, read back with their shape checked (see worker/files.py).
+
+What the model process itself imports is checked end to end in tests/e2e/test_model_process.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.worker.files import (
+    BenchData,
+    CaptureResult,
+    FileShapeError,
+    read_bench_data,
+    read_capture_result,
+    read_json_file,
+    write_json_file,
+)
+
+
+def test_boundary_files_of_the_wrong_shape_raise_one_error(tmp_path: Path) -> None:
+    result = tmp_path / "capture.json"
+    result.write_text(json.dumps({"status": "ok", "phase": 3}))
+    with pytest.raises(FileShapeError, match="not a CaptureResult"):
+        read_capture_result(result)
+    # a damaged measurement section does not hide how the model process ended
+    result.write_text(json.dumps({"status": "ok", "phase": "done", "bench": {"device": "cpu", "end_to_end": [1]}}))
+    outcome = read_capture_result(result)
+    assert outcome is not None and outcome.status == "ok" and outcome.bench is None
+    with pytest.raises(FileShapeError, match="bench: not a BenchData"):
+        read_bench_data(result)
+    result.write_text("[1, 2]")
+    with pytest.raises(FileShapeError):
+        read_bench_data(result)
+    result.write_text('{"status": "ok"')
+    with pytest.raises(FileShapeError, match="not JSON"):
+        read_capture_result(result)
+    assert read_capture_result(tmp_path / "missing.json") is None
+    assert read_json_file(tmp_path / "missing.json", BenchData) is None
+
+
+def test_a_default_result_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "capture.json"
+    write_json_file(path, CaptureResult(phase="compile", inputs=["float32[2] on cpu"]))
+    assert read_capture_result(path) == CaptureResult(phase="compile", inputs=["float32[2] on cpu"])
+    assert not list(tmp_path.glob("*.tmp"))
