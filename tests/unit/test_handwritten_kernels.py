@@ -1,7 +1,7 @@
 """Every hand-written Triton kernel against its torch reference, on CPU tensors under Triton's interpreter.
 
 Odd, tiny and block-crossing shapes in every dtype the interpreter runs correctly (bfloat16 dot
-products are checked on a GPU instead: benchmarks/handwritten_gpu.py and tests/test_gpu.py). Sizes
+products are checked on a GPU instead: benchmarks/handwritten_gpu.py and tests/gpu/test_gpu.py). Sizes
 stay small: the interpreter runs each program in numpy.
 """
 
