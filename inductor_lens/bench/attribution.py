@@ -21,7 +21,7 @@ import json
 import re
 import statistics
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,13 +156,13 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
             total[step] += duration
             start = float(kernel["ts"])
             intervals[step].append((start, start + duration))
-            key = owner_of_id.get(ext) or by_name.get(kernel["name"])
-            if key is not None and key not in launches:
-                launches[key] = LaunchTimes()
-                per_step[key], per_step_calls[key] = [0.0] * len(steps), [0] * len(steps)
-            if key is not None:
-                per_step[key][step] += duration
-                per_step_calls[key][step] += 1
+            owner = owner_of_id.get(ext) or by_name.get(kernel["name"])
+            if owner is not None and owner not in launches:
+                launches[owner] = LaunchTimes()
+                per_step[owner], per_step_calls[owner] = [0.0] * len(steps), [0] * len(steps)
+            if owner is not None:
+                per_step[owner][step] += duration
+                per_step_calls[owner][step] += 1
             else:
                 unattributed.setdefault(kernel["name"], [0.0] * len(steps))[step] += duration
     else:
@@ -196,7 +196,7 @@ def _unique_triton_launches(graphs: list[GraphRecord]) -> dict[str, tuple[str, i
     return {name: keys[0] for name, keys in found.items() if len(keys) == 1}
 
 
-def _step_index(steps: list[_Range]):
+def _step_index(steps: list[_Range]) -> Callable[[_Range | None], int | None]:
     starts = [s.start for s in steps]
 
     def find(r: _Range | None) -> int | None:
@@ -246,9 +246,11 @@ def _count_in_order(expected: list[str], names: list[str]) -> int:
     return matched
 
 
-def _align(launches: tuple[Launch, ...], children: list[tuple[_Range, list[_Range]]]):
+def _align(
+    launches: tuple[Launch, ...], children: list[tuple[_Range, list[_Range]]]
+) -> list[tuple[Launch, tuple[_Range, list[_Range]]]]:
     """Pair each launch with the next top-level range of the same name, in order."""
-    pairs = []
+    pairs: list[tuple[Launch, tuple[_Range, list[_Range]]]] = []
     position = 0
     names = [range_label(c.name) for c, _ in children]
     for launch in launches:

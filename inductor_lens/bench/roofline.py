@@ -68,8 +68,10 @@ def argument_type(graph: GraphRecord, argument: str) -> str | None:
         parsed = tensor_type(buffer_type(graph, node.args[0].id))
         dtype = parsed[0] if parsed else "?"  # a view of a buffer whose type the graph does not say
         size = node.args[1]
-        if isinstance(size, ast.Tuple) and all(isinstance(e, ast.Constant) for e in size.elts):
-            return f"{dtype}[{', '.join(str(e.value) for e in size.elts)}]"
+        if isinstance(size, ast.Tuple):
+            values = [e.value for e in size.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(size.elts):
+                return f"{dtype}[{', '.join(map(str, values))}]"
     return None
 
 
@@ -129,7 +131,7 @@ def place(
     if ceilings is not None:
         peak_bw = ceilings.copy_gb_per_s * 1e9
         peak_flops = ceilings.matmul_tflops * 1e12
-        if intensity is not None:
+        if flops and intensity is not None:
             roof = min(peak_flops, peak_bw * intensity)
             percent = 100.0 * (flops / seconds) / roof
             bound = "compute" if peak_bw * intensity >= peak_flops else "memory"

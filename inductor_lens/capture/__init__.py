@@ -22,7 +22,7 @@ from typing import TextIO
 
 from ..errors import CaptureTimeout, CompileError, LensError, ModelFileError, ModelRunError, UsageError
 from ..options import CompileSpec
-from ..records import CaptureOutcome, CompileSettings, Environment
+from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
 from ..worker.files import (
     CAPTURE_DIR,
     LOG_FILE,
@@ -77,7 +77,9 @@ def capture(
     spec_path.write_text(replace(spec, model_path=spec.model_path.resolve()).to_json(), encoding="utf-8")
     result_path.unlink(missing_ok=True)
     own_cache = cache_root is None
-    cache_root = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if own_cache else cache_root.resolve()
+    cache_root = (
+        Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if cache_root is None else cache_root.resolve()
+    )
     phases = ["start"]
 
     def on_phase(phase: str, elapsed: float) -> None:
@@ -144,7 +146,7 @@ def find_capture_dir(folder: Path) -> Path | None:
 
 
 def _outcome(spec: CompileSpec, result: CaptureResult, finished: Finished, capture_dir: Path) -> CaptureOutcome:
-    status = "ok" if result.status == "ok" and finished.exit_code == 0 else "failed"
+    status: CaptureStatus = "ok" if result.status == "ok" and finished.exit_code == 0 else "failed"
     error, kind = result.error, result.error_kind
     if finished.timed_out:
         status, kind = "timeout", "CaptureTimeout"

@@ -177,13 +177,13 @@ def _change(kind: str, left: Sequence[_Unit], right: Sequence[_Unit], note: str)
 def _side(units: Sequence[_Unit]) -> DiffSide | None:
     if not units:
         return None
-    times = [u.time_us for u in units]
+    times = [u.time_us for u in units if u.time_us is not None]
     return DiffSide(
         graph_id=units[0].graph.id,
         launches=tuple(u.launch.position for u in units),
         targets=tuple(u.launch.target for u in units),
         kinds=tuple(u.kind for u in units),
-        time_us=None if any(t is None for t in times) else sum(times),  # type: ignore[misc]
+        time_us=sum(times) if len(times) == len(units) else None,  # None unless every launch was timed
         source="\n\n".join(_display_code(u) for u in units),
     )
 

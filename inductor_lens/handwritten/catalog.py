@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from .. import options
 from ..errors import UsageError
@@ -106,21 +107,42 @@ def _attention(causal: bool) -> Callable[[Shape, int], Cost]:
     return cost
 
 
+class _Family(TypedDict, total=False):
+    """Keyword arguments of ``Equivalent`` that the entries of a family share."""
+
+    family: str
+    dims: tuple[str, ...]
+    bound: str
+    reference_dtype: str
+    interpreter_dtypes: tuple[str, ...]
+    interpreter_note: str
+    default_shape: tuple[int, ...]
+    bench_shape: tuple[int, ...]
+
+
+class _OneModuleFamily(_Family, total=False):
+    """A family whose entries launch the same kernels, checked to one tolerance (row-wise entries differ)."""
+
+    module: str
+    kernels: tuple[str, ...]
+    tolerance: Mapping[str, float]
+
+
 _ROWS_COLS = ("rows", "cols")
-_ELEMENTWISE = dict(
+_ELEMENTWISE = _OneModuleFamily(
     family="elementwise", module="elementwise", kernels=("_bias_act_kernel",), dims=_ROWS_COLS, bound="memory",
     tolerance=MEMORY_TOLERANCE, default_shape=(1000, 777), bench_shape=(8192, 8192),
 )  # fmt: skip
-_ROWWISE = dict(
+_ROWWISE = _Family(
     family="row-wise", dims=_ROWS_COLS, bound="memory",
     default_shape=(1000, 777), bench_shape=(16384, 4096),
 )  # fmt: skip
-_MATMUL = dict(
+_MATMUL = _OneModuleFamily(
     family="matmul", module="matmul", kernels=("matmul_kernel",), dims=("M", "N", "K"), bound="compute", tolerance=DOT_TOLERANCE,
     reference_dtype="float32", interpreter_dtypes=("float32", "float16"),
     interpreter_note=DOT_INTERPRETER_NOTE, default_shape=(200, 300, 100), bench_shape=(4096, 4096, 4096),
 )  # fmt: skip
-_ATTENTION = dict(
+_ATTENTION = _OneModuleFamily(
     family="attention", module="attention", kernels=("flash_attention_kernel", "_attention_key_blocks", "_load_tile"), dims=("batch", "heads", "seq", "head_dim"), bound="compute",
     tolerance=DOT_TOLERANCE, reference_dtype="float32", interpreter_dtypes=("float32", "float16"),
     interpreter_note=DOT_INTERPRETER_NOTE, default_shape=(2, 3, 100, 64), bench_shape=(8, 8, 256, 64),

@@ -42,7 +42,7 @@ class ChartPoint:
     share: float  # of the step's time, sizes the dot
 
 
-def _scale(low: float, high: float, size: float, offset: float, log: bool = True):
+def _scale(low: float, high: float, size: float, offset: float, log: bool = True) -> Callable[[float], float]:
     if log:
         low, high = math.log10(low), math.log10(high)
 
@@ -102,16 +102,21 @@ def _frame(title_x: str, title_y: str) -> list[str]:
 
 
 def roofline_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Markup | None:
-    placed = [p for p in points if p.roofline.intensity and p.roofline.tflops]
+    # (point, intensity, FLOP/s) of the points that have both
+    placed = [
+        (p, p.roofline.intensity, p.roofline.tflops * 1e12)
+        for p in points
+        if p.roofline.intensity and p.roofline.tflops
+    ]
     if not placed:
         return None
     peak_flops = ceilings.matmul_tflops * 1e12
     peak_bw = ceilings.copy_gb_per_s * 1e9
     ridge = peak_flops / peak_bw
-    x_low = min([p.roofline.intensity for p in placed] + [ridge]) / 4
-    x_high = max([p.roofline.intensity for p in placed] + [ridge]) * 4
+    x_low = min([intensity for _, intensity, _ in placed] + [ridge]) / 4
+    x_high = max([intensity for _, intensity, _ in placed] + [ridge]) * 4
     y_high = peak_flops * 2
-    y_low = min([p.roofline.tflops * 1e12 for p in placed] + [peak_bw * x_low]) / 2
+    y_low = min([flop_s for _, _, flop_s in placed] + [peak_bw * x_low]) / 2
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     sx = _scale(x_low, x_high, plot_w, LEFT)
     sy = _scale(y_low, y_high, -plot_h, TOP + plot_h)
@@ -136,22 +141,25 @@ def roofline_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Markup
         f'<text x="{sx(x_low) + 6:.1f}" y="{sy(peak_bw * x_low) - 6:.1f}" class="roof-label">'
         f"{ceilings.copy_gb_per_s:,.0f} GB/s</text>"
     )
-    for point in sorted(placed, key=lambda p: -p.share):
+    for point, intensity, flop_s in sorted(placed, key=lambda item: -item[0].share):
         r = point.roofline
         tooltip = f"{point.label}: {r.tflops:.2f} TFLOP/s at {r.intensity:.1f} FLOP/byte, {r.percent:.0f}% of the roof"
-        parts.append(_dot(sx(r.intensity), sy(r.tflops * 1e12), point, tooltip))
+        parts.append(_dot(sx(intensity), sy(flop_s), point, tooltip))
     parts.append("</svg>")
     return Markup("".join(parts))
 
 
 def bandwidth_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Markup | None:
-    placed = [p for p in points if p.roofline.bytes and p.roofline.gb_per_s]
+    # (point, bytes, GB/s) of the points that have both
+    placed = [
+        (p, p.roofline.bytes, p.roofline.gb_per_s) for p in points if p.roofline.bytes and p.roofline.gb_per_s
+    ]
     if not placed:
         return None
     peak = ceilings.copy_gb_per_s
-    x_low = min(p.roofline.bytes for p in placed) / 3
-    x_high = max(p.roofline.bytes for p in placed) * 3
-    y_high = max([peak] + [p.roofline.gb_per_s for p in placed]) * 1.1
+    x_low = min(moved for _, moved, _ in placed) / 3
+    x_high = max(moved for _, moved, _ in placed) * 3
+    y_high = max([peak] + [rate for _, _, rate in placed]) * 1.1
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     sx = _scale(x_low, x_high, plot_w, LEFT)
     sy = _scale(0, y_high, -plot_h, TOP + plot_h, log=False)
@@ -175,10 +183,10 @@ def bandwidth_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Marku
         f'<text x="{LEFT + plot_w - 4}" y="{sy(peak) - 5:.1f}" text-anchor="end" class="roof-label">'
         f"measured copy: {peak:,.0f} GB/s (dashed: 80%)</text>"
     )
-    for point in sorted(placed, key=lambda p: -p.share):
+    for point, moved, rate in sorted(placed, key=lambda item: -item[0].share):
         r = point.roofline
         tooltip = f"{point.label}: {r.gb_per_s:,.0f} GB/s, {r.bytes:,} bytes, {r.percent or 0:.0f}% of copy bandwidth"
-        parts.append(_dot(sx(r.bytes), sy(r.gb_per_s), point, tooltip))
+        parts.append(_dot(sx(moved), sy(rate), point, tooltip))
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -116,8 +116,8 @@ def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) ->
         for i, change in enumerate(diff.changes, 1)
     )
     counts = {kind: diff.count(kind) for kind in ("changed", "regrouped", "added", "removed", "unchanged")}
-    deltas = [c.delta_us for c in diff.changes]
-    total = None if any(d is None for d in deltas) or not deltas else sum(deltas)  # type: ignore[misc]
+    deltas = [c.delta_us for c in diff.changes if c.delta_us is not None]
+    total = sum(deltas) if deltas and len(deltas) == len(diff.changes) else None
     unjudged = any(c.delta_us is not None and c.judgement is None for c in diff.changes)
     return DiffPage(diff, url, base, other, rows, counts, total, unjudged)
 

@@ -140,7 +140,7 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
             for name in names:
                 cluster.node(name)
     for node in fx_graph.nodes:
-        group = groups.get(node.name)
+        node_group = groups.get(node.name)
         tooltip = node.target
         if node.source is not None:
             tooltip = f"{node.source.label}: {node.source.code or ''}"
@@ -157,9 +157,11 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
             attrs.update(shape="doubleoctagon", fillcolor="#f1f5f9", style="filled", label="output")
         else:
             attrs["label"] = f"{node.name}\n{node.target}" + (f"\n{node.type}" if node.type else "")
-            if group is not None:
+            if node_group is not None:
                 attrs.update(
-                    fillcolor=CATEGORY_COLOURS.get(group.category, "#e2e8f0"), href=group.url, target="_top"
+                    fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"),
+                    href=node_group.url,
+                    target="_top",
                 )
             else:
                 attrs.update(style="rounded,dashed", color="#94a3b8")

@@ -21,6 +21,7 @@ from ..records import (
     HandwrittenMatch,
     HandwrittenRun,
     Launch,
+    Timing,
     shape_text,
 )
 from .highlight import highlight
@@ -103,9 +104,10 @@ def _launch(graph: GraphRecord, match: HandwrittenMatch) -> Launch | None:
 def handwritten_page(run: CompileRun) -> HandwrittenPage:
     rows = handwritten_rows(run)
     matched = [r for r in rows if r.match.kind != "none"]
-    timed = [r for r in matched if r.inductor_us and r.handwritten_us]
-    faster = sum(1 for r in timed if r.handwritten_us < r.inductor_us * (1 - TIE))  # type: ignore[operator]
-    slower = sum(1 for r in timed if r.handwritten_us > r.inductor_us * (1 + TIE))  # type: ignore[operator]
+    # (Inductor's time, the hand-written time) of the rows that have both
+    timed = [(r.inductor_us, r.handwritten_us) for r in matched if r.inductor_us and r.handwritten_us]
+    faster = sum(1 for inductor, handwritten in timed if handwritten < inductor * (1 - TIE))
+    slower = sum(1 for inductor, handwritten in timed if handwritten > inductor * (1 + TIE))
     bad = sum(1 for r in matched if r.correctness in ("mismatch", "error"))
     checked = [r for r in matched if r.correctness != "not run"]
     summary = [
@@ -141,13 +143,10 @@ def _row(
 ) -> HandwrittenRow:
     steps = tuple(_step(r, run.handwritten_kernel(r.name)) for r in match.runs)
     inductor_us, method = _inductor_time(graph, match, launch)
-    timings = [r.timing for r in match.runs]
-    handwritten_us = sum(t.median_ms for t in timings) * 1e3 if timings and all(timings) else None  # type: ignore[union-attr]
-    eagers = [r.eager for r in match.runs]
-    eager_us = sum(t.median_ms for t in eagers) * 1e3 if eagers and all(eagers) else None  # type: ignore[union-attr]
+    handwritten_us = _total_us([r.timing for r in match.runs])
+    eager_us = _total_us([r.eager for r in match.runs])
     verdict, tone = _verdict(match, inductor_us, handwritten_us)
-    alone = [r.gpu_alone for r in match.runs]
-    alone_us = sum(t.median_ms for t in alone) * 1e3 if alone and all(alone) else None  # type: ignore[union-attr]
+    alone_us = _total_us([r.gpu_alone for r in match.runs])
     launch_bound = ""
     if handwritten_us and alone_us and handwritten_us > LAUNCH_BOUND * alone_us:
         launch_bound = (f"Launch-bound at this size: the hand-written GPU time alone (replayed from a CUDA graph) is "
@@ -158,6 +157,12 @@ def _row(
     url = launch_url(graph, launch) if launch else graph_url(graph)
     return HandwrittenRow(match, graph, launch, url, steps, inductor_us, method, handwritten_us, eager_us,
                           verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
+
+
+def _total_us(timings: list[Timing | None]) -> float | None:
+    """The steps' times added up, in µs; None unless every step was timed."""
+    known = [t.median_ms for t in timings if t is not None]
+    return sum(known) * 1e3 if known and len(known) == len(timings) else None
 
 
 def _step(run: HandwrittenRun, kernel: HandwrittenKernel | None) -> HandwrittenStep:

@@ -257,8 +257,8 @@ def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
     info = kernel.autotune_info
     if info:
         facts.append(SummaryItem("Autotuning", *autotune_summary(info)))
-    if isinstance(config.get("config_args"), dict):
-        config_text = ", ".join(f"{k}={v}" for k, v in config["config_args"].items())
+    if isinstance(config_args := config.get("config_args"), dict):
+        config_text = ", ".join(f"{k}={v}" for k, v in config_args.items())
         facts.append(SummaryItem("Template config", config_text, tone="config"))
     return tuple(facts)
 

@@ -3,6 +3,7 @@ kernels (and library calls) its ops ended up in, and the graph breaks it caused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..records import CompileRun, GraphRecord, SourceLine
@@ -64,10 +65,10 @@ def line_urls(run: CompileRun) -> dict[tuple[str, int], str]:
                         f"source.html#{line_anchor(index[line.filename], line.line)}"
                     )
     for graph_break in run.graph_breaks:
-        for line in (graph_break.location, *graph_break.user_stack):
-            if line is not None and line.filename in index:
-                urls[(line.filename, line.line)] = (
-                    f"source.html#{line_anchor(index[line.filename], line.line)}"
+        for stack_line in (graph_break.location, *graph_break.user_stack):
+            if stack_line is not None and stack_line.filename in index:
+                urls[(stack_line.filename, stack_line.line)] = (
+                    f"source.html#{line_anchor(index[stack_line.filename], stack_line.line)}"
                 )
     return urls
 
@@ -95,7 +96,7 @@ def _uses(run: CompileRun) -> dict[tuple[str, int], tuple[SourceLine, list[LineU
     return uses
 
 
-def _extern_uses(graph: GraphRecord, add) -> None:
+def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None]) -> None:
     """Library calls reach user lines through the FX nodes their provenance handle names."""
     fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
     if fx is None or graph.provenance is None:

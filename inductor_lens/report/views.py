@@ -133,7 +133,7 @@ def index_page(run: CompileRun) -> IndexPage:
         for launch in graph.launches:
             if launch.kind == "extern":
                 counts["extern"] += 1
-                timing = launch.timing
+                launch_timing = launch.timing
                 rows.append(
                     KernelRow(
                         graph,
@@ -143,11 +143,11 @@ def index_page(run: CompileRun) -> IndexPage:
                         launch.aten_op or launch.target,
                         launch_url(graph, launch),
                         launch.aten_ops,
-                        timing.roofline.bytes if timing and timing.roofline else None,
+                        launch_timing.roofline.bytes if launch_timing and launch_timing.roofline else None,
                         1,
-                        in_context_us=timing.median_us if timing else None,
-                        share=timing.share if timing else None,
-                        roofline=timing.roofline if timing else None,
+                        in_context_us=launch_timing.median_us if launch_timing else None,
+                        share=launch_timing.share if launch_timing else None,
+                        roofline=launch_timing.roofline if launch_timing else None,
                     )
                 )
         for kernel in graph.kernels:

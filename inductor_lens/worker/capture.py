@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..options import CompileSpec
+from ..records.codec import JsonValue
 from ..records.run import Accuracy
 from .files import (
     PHASE_MARKER,
@@ -43,7 +44,7 @@ TOLERANCES = {
 
 
 # Inductor options inductor-lens adds to every capture (a user's --option of the same name wins).
-CAPTURE_OPTIONS = {"comment_origin": True}
+CAPTURE_OPTIONS: dict[str, JsonValue] = {"comment_origin": True}
 
 
 class Failure(Exception):

@@ -254,6 +254,6 @@ def load_json_file(path: Path) -> object | None:
 
 def decode(declared: type[T], data: object, where: str) -> T:
     try:
-        return from_jsonable(declared, data)  # type: ignore[no-any-return]
+        return from_jsonable(declared, data)
     except (TypeError, ValueError, KeyError) as exc:
         raise FileShapeError(f"{where}: not a {declared.__name__} ({type(exc).__name__}: {exc})") from exc

@@ -19,12 +19,15 @@ bench`` time with the same functions.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import re
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 from ..records.timing import Timing
 from .files import BenchData, CeilingsData, EndToEndData, IsolatedKernel, ProfileData
@@ -114,12 +117,12 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
     nbytes = min(COPY_BYTES, free // 4)
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    copy = gpu_time(torch, lambda dst=dst, src=src: dst.copy_(src))
+    copy = gpu_time(torch, functools.partial(dst.copy_, src))
     del src, dst
     n = MATMUL_SIZE
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
-    matmul = gpu_time(torch, lambda a=a, b=b: a @ b)
+    matmul = gpu_time(torch, functools.partial(operator.matmul, a, b))
     del a, b
     torch.cuda.empty_cache()
     return CeilingsData(
@@ -139,14 +142,14 @@ def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any
     peaks: dict[str, int] = {}
     for name, fn in (("eager", eager), ("compiled", compiled)):
         if device.type == "cuda":
-            timings[name] = gpu_time(torch, lambda fn=fn: step(fn))
+            timings[name] = gpu_time(torch, functools.partial(step, fn))
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             step(fn)
             torch.cuda.synchronize(device)
             peaks[name] = int(torch.cuda.max_memory_allocated(device))
         else:
-            timings[name] = cpu_time(lambda fn=fn: step(fn))
+            timings[name] = cpu_time(functools.partial(step, fn))
     return EndToEndData(
         eager=timings["eager"],
         compiled=timings["compiled"],
@@ -174,7 +177,13 @@ def profile_steps(torch: Any, step: Callable[[Any], Any], compiled: Any, device:
     return ProfileData(steps=PROFILED_STEPS, trace=path, device=device.type)
 
 
-def record_launches(torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any) -> list[tuple]:
+# (Inductor's CachingAutotuner, copies of its positional arguments or None, its keyword arguments)
+RecordedLaunch = tuple[Any, tuple[Any, ...] | None, dict[str, Any]]
+
+
+def record_launches(
+    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
+) -> list[RecordedLaunch]:
     """Run one compiled step and keep, for every Triton kernel it launches, a copy of its first launch.
 
     The copy holds the launch's arguments as they were just before it ran (tensors cloned with
@@ -183,24 +192,21 @@ def record_launches(torch: Any, step: Callable[[Any], Any], compiled: Any, devic
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     original = CachingAutotuner.run
-    launches: dict[int, tuple] = {}
+    launches: dict[int, RecordedLaunch] = {}
     budget = [torch.cuda.mem_get_info(device)[0] // 4]  # never clone more than a quarter of free memory
 
-    def recording(self, *args, **kwargs):
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
         if id(self) not in launches:
             launches[id(self)] = (self, _snapshot(torch, args, budget), dict(kwargs))
         return original(self, *args, **kwargs)
 
-    CachingAutotuner.run = recording
-    try:
+    with mock.patch.object(CachingAutotuner, "run", recording):
         step(compiled)
         torch.cuda.synchronize(device)
-    finally:
-        CachingAutotuner.run = original
     return list(launches.values())
 
 
-def _snapshot(torch: Any, args: tuple, budget: list[int]) -> tuple | None:
+def _snapshot(torch: Any, args: tuple[Any, ...], budget: list[int]) -> tuple[Any, ...] | None:
     """Clone the tensor arguments of a launch (sharing storage where the launch shares it)."""
     clones: dict[int, Any] = {}
     copied = []
@@ -235,7 +241,7 @@ def isolated_kernels(
             entry.error = "not replayed: copying its arguments would take more than a quarter of free memory"
         else:
             try:
-                entry.isolated = gpu_time(torch, lambda k=kernel, a=args, kw=kwargs: k.run(*a, **kw))
+                entry.isolated = gpu_time(torch, functools.partial(kernel.run, *args, **kwargs))
             except Exception as exc:  # a replay that fails is reported, not fatal
                 entry.error = f"{type(exc).__name__}: {exc}"[:300]
         if len(kernel.launchers) == 1:

@@ -7,10 +7,13 @@ stay small: the interpreter runs each program in numpy.
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS
+from inductor_lens.handwritten.source import KERNELS_DIR
 
 SHAPES = {
     "elementwise": [(1, 1), (3, 5), (37, 1031), (2, 9000)],
@@ -54,3 +57,20 @@ def test_a_wrong_kernel_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check, "implementation", lambda equivalent, device: wrong)
     result = check.check("softmax", {"rows": 3, "cols": 5}, "float32", "cpu")
     assert not result.ok and result.line().startswith("MISMATCH: softmax 3x5 float32")
+
+
+def test_only_triton_kernels_go_unannotated() -> None:
+    """pyproject.toml lets mypy pass unannotated functions in the kernel modules for the @triton.jit ones."""
+    unannotated = []
+    for path in sorted(KERNELS_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef) or any(
+                ast.unparse(d).startswith("triton.jit") for d in node.decorator_list
+            ):
+                continue
+            arguments = node.args
+            parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+            if node.returns is None or any(a.annotation is None for a in parameters):
+                unannotated.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not unannotated

@@ -289,8 +289,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         DOT_PRECISION="tf32" if tf32 else "ieee",
     )
     if interpreting():
-        grid = (triton.cdiv(seq, INTERPRETER_CONFIG["BLOCK_M"]), batch * heads)
-        flash_attention_kernel[grid](*launch_args, **constants, **INTERPRETER_CONFIG)
+        programs = (triton.cdiv(seq, INTERPRETER_CONFIG["BLOCK_M"]), batch * heads)
+        flash_attention_kernel[programs](*launch_args, **constants, **INTERPRETER_CONFIG)
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int, int]:

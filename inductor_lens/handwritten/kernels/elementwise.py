@@ -204,21 +204,12 @@ def _make_residual_inputs(
 
 
 def _entry(activation: str, *, with_bias: bool) -> Implementation:
-    if with_bias:
+    # Without a bias, make_inputs gives x alone and bias stays None.
+    def run(x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return bias_act(x, bias, activation=activation)
 
-        def run(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-            return bias_act(x, bias, activation=activation)
-
-        def reference(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-            return _reference(x, bias, activation=activation)
-
-    else:
-
-        def run(x: torch.Tensor) -> torch.Tensor:
-            return bias_act(x, activation=activation)
-
-        def reference(x: torch.Tensor) -> torch.Tensor:
-            return _reference(x, activation=activation)
+    def reference(x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return _reference(x, bias, activation=activation)
 
     make_inputs = functools.partial(_make_inputs, with_bias=with_bias)
     return Implementation(run, reference, make_inputs, (_bias_act_kernel,))

@@ -19,7 +19,7 @@ tiles for skinny products. float32 follows torch: TF32 only when
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -165,8 +165,8 @@ def matmul(
     )
     if interpreting():
         config = INTERPRETER_CONFIG
-        grid = (triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]),)
-        matmul_kernel[grid](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
+        programs = (triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]),)
+        matmul_kernel[programs](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int]:
@@ -176,7 +176,9 @@ def matmul(
     return c
 
 
-def _make_inputs(transposed_b: bool, with_bias: bool) -> Any:
+def _make_inputs(
+    transposed_b: bool, with_bias: bool
+) -> Callable[[Mapping[str, int], torch.dtype, torch.device, torch.Generator], tuple[torch.Tensor, ...]]:
     def make_inputs(
         shape: Mapping[str, int], dtype: torch.dtype, device: torch.device, generator: torch.Generator
     ) -> tuple[torch.Tensor, ...]:
@@ -196,7 +198,7 @@ def _make_inputs(transposed_b: bool, with_bias: bool) -> Any:
     return make_inputs
 
 
-def _reference(activation: str) -> Any:
+def _reference(activation: str) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
     def reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         out = a @ b + bias
         if activation == "relu":
@@ -206,7 +208,7 @@ def _reference(activation: str) -> Any:
     return reference
 
 
-def _run(activation: str) -> Any:
+def _run(activation: str) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
     def run(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         return matmul(a, b, bias, activation)
 
