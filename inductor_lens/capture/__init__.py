@@ -16,7 +16,7 @@ import os
 import shutil
 import signal
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -111,7 +111,7 @@ def capture(
     result = replace(result, phase=phases[-1]) if len(phases) > 1 else result
     return Capture(
         outcome=_outcome(spec, result, finished, capture_dir),
-        environment=Environment(**asdict(result.environment), source="capture"),
+        environment=result.environment,
         settings=_settings(spec, result),
         capture_dir=capture_dir,
     )

@@ -151,19 +151,19 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
     if result.report_s is not None:
         summary += f"; report written in {result.report_s:.1f} s"
     click.echo(f"inductor-lens: {summary}", err=True)
-    click.echo(f"report: {result.index}")
-    if open_browser:
-        click.echo(api.open_report(result.index))
-    if result.error is not None:
-        raise result.error
+    _finish("report", result.index, result.error, open_browser)
 
 
 def finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
-    comparison = result.comparison
-    if comparison.verdict is not None:
-        click.echo(f"inductor-lens: {comparison.verdict.text}", err=True)
-    click.echo(f"comparison: {result.index}")
+    if result.comparison.verdict is not None:
+        click.echo(f"inductor-lens: {result.comparison.verdict.text}", err=True)
+    _finish("comparison", result.index, result.error, open_browser)
+
+
+def _finish(what: str, index: Path, error: LensError | None, open_browser: bool) -> None:
+    """The last lines: where the pages are (on stdout, for scripts), then the failure, if any, as the exit."""
+    click.echo(f"{what}: {index}")
     if open_browser:
-        click.echo(api.open_report(result.index))
-    if result.error is not None:
-        raise result.error
+        click.echo(api.open_report(index))
+    if error is not None:
+        raise error

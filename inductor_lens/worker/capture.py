@@ -22,13 +22,12 @@ from typing import Any
 
 from ..options import CompileSpec
 from ..records.codec import JsonValue
-from ..records.run import Accuracy
+from ..records.run import Accuracy, Environment
 from .files import (
     PHASE_MARKER,
     PROFILE_TRACE_FILE,
     BenchData,
     CaptureResult,
-    EnvironmentFacts,
     ReportedSettings,
     write_json_file,
 )
@@ -346,19 +345,20 @@ def describe(torch: Any, value: Any) -> str:
     return type(value).__name__
 
 
-def environment(torch: Any) -> EnvironmentFacts:
+def environment(torch: Any) -> Environment:
     try:
         import triton
 
         triton_version: str | None = triton.__version__
     except Exception:
         triton_version = None
-    return EnvironmentFacts(
+    return Environment(
         torch_version=torch.__version__,
         triton_version=triton_version,
         python_version=platform.python_version(),
         cuda_version=torch.version.cuda,
         platform=platform.platform(terse=True),
+        source="capture",
     )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
-from ..records.run import Accuracy
+from ..records.run import Accuracy, Environment
 from ..records.timing import Timing
 
 CAPTURE_DIR = "capture"
@@ -49,21 +49,6 @@ class FileShapeError(ValueError):
 
 
 # --- capture.json: what the model process found ------------------------------------------------------
-
-
-@dataclass
-class EnvironmentFacts:
-    """Versions and device, measured in the model process (the fields of ``records.Environment``)."""
-
-    torch_version: str | None = None
-    triton_version: str | None = None
-    python_version: str | None = None
-    cuda_version: str | None = None
-    device_type: str | None = None
-    device_name: str | None = None
-    device_capability: str | None = None
-    multiprocessor_count: int | None = None
-    platform: str | None = None
 
 
 @dataclass
@@ -144,7 +129,7 @@ class CaptureResult:
     # The LensError class the parent reports the failure as (errors.py), e.g. "ModelFileError".
     error_kind: str | None = None
     wall_s: float | None = None
-    environment: EnvironmentFacts = field(default_factory=EnvironmentFacts)
+    environment: Environment = field(default_factory=lambda: Environment(source="capture"))
     settings: ReportedSettings = field(default_factory=ReportedSettings)
     eager_first_call_s: float | None = None
     cold_compile_s: float | None = None
