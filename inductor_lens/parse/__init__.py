@@ -196,5 +196,5 @@ def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:
     try:
         model_path = json.loads((layout.root / "spec.json").read_text(encoding="utf-8"))["model_path"]
         return Path(model_path).stem or layout.root.name
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return layout.root.name

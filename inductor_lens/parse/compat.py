@@ -152,7 +152,7 @@ def normalize_signature(value: Any, arg_names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, kind in value.items():
         name = str(key)
-        if name.isdigit() and int(name) < len(arg_names):
+        if name.isdecimal() and int(name) < len(arg_names):
             name = arg_names[int(name)]
         out[name] = str(kind)
     return out
