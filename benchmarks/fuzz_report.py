@@ -28,6 +28,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tarfile
@@ -109,6 +110,7 @@ _ODD_VALUES: list[Any] = [
     1.5,
     10**20,
     float("nan"),
+    float("inf"),
     True,
     None,
     "",
@@ -334,6 +336,32 @@ def m_unknown_kind(rng: random.Random, path: Path) -> str:
     return f"kind {kind!r} renamed at line {index + 1}"
 
 
+_NUMBER = re.compile(rb"\d+(?:\.\d+)?")
+_ODD_NUMBERS = [
+    b"1.2.3",
+    b"1e999",
+    b"-",
+    b"nan",
+    b"\xd9\xa3",
+    b"\xc2\xb2",
+    b"99999999999999999999999",
+    b"0.0.0",
+]
+
+
+def m_number(rng: random.Random, path: Path) -> str:
+    """A number somewhere in the file becomes one that int()/float() cannot read (or a huge one)."""
+    lines = _lines(path)
+    found = [(i, m) for i, line in enumerate(lines) for m in _NUMBER.finditer(line)]
+    if not found:
+        return "number (none in the file)"
+    index, match = rng.choice(found)
+    odd = rng.choice(_ODD_NUMBERS)
+    lines[index] = lines[index][: match.start()] + odd + lines[index][match.end() :]
+    _rewrite(path, b"".join(lines))
+    return f"line {index + 1}: {match.group().decode()} -> {odd!r}"
+
+
 def m_json_file_type(rng: random.Random, path: Path) -> str:
     try:
         data = json.loads(path.read_bytes())
@@ -407,6 +435,7 @@ MUTATIONS = [
     Mutation("duplicate_lines", 3, _is_text, m_duplicate_lines),
     Mutation("delete_lines", 3, _is_text, m_delete_lines),
     Mutation("non_utf8", 2, _is_text, m_non_utf8),
+    Mutation("number", 4, _is_text, m_number),
     Mutation("trace_record_type", 10, _is_trace, m_trace_record_type),
     Mutation("trace_payload_type", 6, _is_trace, m_trace_payload_type),
     Mutation("artifact_name", 3, _is_trace, m_artifact_name),
@@ -425,8 +454,13 @@ def _pick_file(rng: random.Random, folder: Path, applies: Callable[[str], bool])
     files = [f for f in files if applies(f)]
     if not files:
         return None
-    # half of the picks go to the files the parsers read most (trace, graph folders, capture json)
-    favoured = [f for f in files if _is_trace(f) or "/torchinductor/" in f or f.endswith("capture.json")]
+    # half of the picks go to what the report reads: trace, graph folders, logs, measurements
+    favoured = [
+        f
+        for f in files
+        if "/torchinductor/" in f
+        or f.endswith((".log", "capture.json", "profile_trace.json", "handwritten.json"))
+    ]
     pool = favoured if favoured and rng.random() < 0.5 else files
     return folder / rng.choice(pool)
 
