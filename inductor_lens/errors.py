@@ -7,6 +7,14 @@ A LensError carries a one-line message that names the cause; the CLI prints it a
 from __future__ import annotations
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (control bytes, a corrupt file's binary) escaped as
+    Python writes it (``\\x00``, ``\\x1b``, ``\\u2028``), so a message never carries raw bytes to a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class LensError(Exception):
     """Base class: something the user can act on, reported as one line."""
 
@@ -18,8 +26,8 @@ class LensError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        text = " ".join(self.message.split())
-        return f"{text} ({self.hint})" if self.hint else text
+        text = printable(" ".join(self.message.split()))
+        return f"{text} ({printable(self.hint)})" if self.hint else text
 
     def __str__(self) -> str:
         return self.one_line()

@@ -2,10 +2,12 @@
 
 ``parse_debug_folder(path)`` reads a TORCH_COMPILE_DEBUG tree (plus the TORCH_TRACE log and the
 process log when they are there) into the data model of ``records.py``. One module per artifact:
-``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace``, ``logs``, ``autotune``; ``layout`` finds
-the files, ``graph`` joins them per graph, ``frames`` builds Dynamo frames and graph breaks, ``compat``
-holds every torch-version difference. Unknown content
-is counted in ``CompileRun.stats``; ``strict=True`` raises ParseError instead.
+``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace`` / ``trace_records``, ``logs``,
+``autotune``; ``registry`` dispatches every file, trace record kind and artifact to the parser
+``readers`` declares for it (``known`` lists what is valid and not shown); ``layout`` finds the files,
+``graph`` joins them per graph, ``frames`` builds Dynamo frames and graph breaks, ``compat`` holds
+every torch-version difference. Unknown content and content of the wrong shape are counted in
+``CompileRun.stats``; ``strict=True`` raises ParseError instead.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from typing import Any
 
 from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphRecord
 from ..version import __version__
-from .autotune import link_tables, parse_autotune_tables
+from . import readers, registry
+from .autotune import link_tables
 from .diagnostics import Diagnostics
 from .frames import dynamo_frame, fold_restarts, graph_breaks
 from .graph import GraphContext, parse_graph_folder
 from .layout import DebugLayout, locate
-from .logs import debug_trace_compile_ids, parse_runnable_header
+from .readers import REGISTRY
 from .sources import read_sources
 from .trace import TraceSummary, read_traces
 
@@ -55,7 +58,7 @@ def parse_debug_folder(
     context = GraphContext(
         layout=layout,
         traces=traces,
-        logged_compile_ids=debug_trace_compile_ids(log_text),
+        logged_compile_ids=_from_log(readers.COMPILE_IDS, log_text, diagnostics, {}),
         diagnostics=diagnostics,
         multiple_runs=len(layout.run_dirs) > 1,
     )
@@ -79,7 +82,7 @@ def parse_debug_folder(
         frames=frames,
         graphs=graphs,
         graph_breaks=breaks,
-        autotune=link_tables(parse_autotune_tables(log_text), graphs),
+        autotune=link_tables(_from_log(readers.AUTOTUNE, log_text, diagnostics, []), graphs),
         sources=read_sources(graphs, frames, breaks, diagnostics),
         log_text=log_text,
         stats=diagnostics.stats(),
@@ -119,14 +122,24 @@ def _read_logs(layout: DebugLayout, diagnostics: Diagnostics) -> str:
     return text
 
 
+def _from_log(goes_to: str, log_text: str, diagnostics: Diagnostics, default: Any) -> Any:
+    (parser,) = REGISTRY.of("process log", goes_to)
+    return registry.run(parser, "process log", diagnostics, log_text, default=default)
+
+
 def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dict[str, str], dict[str, Any]]:
+    """Versions, GPU and non-default config, from the first graph folder's repro script."""
     for folder in layout.graph_folders:
-        path = folder.path / "fx_graph_runnable.py"
-        if path.is_file():
-            try:
-                return parse_runnable_header(path.read_text(encoding="utf-8", errors="replace"))
-            except OSError as exc:
-                diagnostics.warn(layout.relative(path), f"cannot read: {exc.strerror}")
+        for parser in REGISTRY.of("graph file", readers.SETTINGS):
+            path = folder.path / parser.reads
+            if path.is_file():
+                where = layout.relative(path)
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
+                    diagnostics.warn(where, f"cannot read: {exc.strerror}")
+                    continue
+                return registry.run(parser, where, diagnostics, text, where, diagnostics, default=({}, {}))
     return {}, {}
 
 
@@ -183,5 +196,5 @@ def _default_title(layout: DebugLayout, capture: CaptureOutcome | None) -> str:
     try:
         model_path = json.loads((layout.root / "spec.json").read_text(encoding="utf-8"))["model_path"]
         return Path(model_path).stem or layout.root.name
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return layout.root.name

@@ -30,11 +30,12 @@ from . import compat
 
 _GLOG_PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\]\s?(?:\[[^\]]*\]\s)?")
 _HEADER = re.compile(r"^AUTOTUNE (?P<op>[\w.]+)\((?P<shapes>.*)\)\s*$")
+_NUMBER = r"\d+(?:\.\d+)?"  # what float() reads: "0.0749", never "0.07.49"
 _CHOICE = re.compile(
-    r"^\s+(?P<name>\S+) (?P<ms>[\d.]+|inf|nan) ms (?P<percent>[\d.]+|inf|nan)%\s*(?P<config>.*)$"
+    rf"^\s+(?P<name>\S+) (?P<ms>{_NUMBER}|inf|nan) ms (?P<percent>{_NUMBER}|inf|nan)%\s*(?P<config>.*)$"
 )
 _SUMMARY = re.compile(
-    r"AUTOTUNE benchmarking takes (?P<bench>[\d.]+) seconds and (?P<pre>[\d.]+) seconds precompiling"
+    rf"AUTOTUNE benchmarking takes (?P<bench>{_NUMBER}) seconds and (?P<pre>{_NUMBER}) seconds precompiling"
     r"(?: for (?P<n>\d+) choices)?"
 )
 _CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,]+)")
@@ -53,7 +54,9 @@ def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
             expect_stats = False
             try:
                 stats = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
+                stats = {}
+            if not isinstance(stats, dict):
                 stats = {}
             continue
         if line.startswith("Autotune Choices Stats:"):

@@ -19,25 +19,8 @@ GRAPH_FOLDER = re.compile(
     r"^(?P<model>.+?)__(?P<aot_id>\d+)_(?P<kind>forward|backward|inference)_(?P<nth>\d+)(?:\.(?P<counter>\d+))?$"
 )
 
-# Files Inductor writes into a graph folder, by the name it gives them. Seen in 2.11 and 2.13.
-GRAPH_FILES = {
-    "output_code.py": "generated wrapper and kernels",
-    "fx_graph_readable.py": "ATen FX graph as Inductor received it",
-    "fx_graph_transformed.py": "FX graph after Inductor's post-grad passes",
-    "fx_graph_runnable.py": "standalone repro script",
-    "ir_pre_fusion.txt": "scheduler nodes before fusion",
-    "ir_post_fusion.txt": "scheduler nodes after fusion",
-    "inductor_provenance_tracking_node_mappings.json": "provenance: nodes to kernels",
-    "graph_diagram.svg": "Inductor's drawing of the post-fusion graph (trace.graph_diagram)",
-    "orig_fx_graph_diagram.svg": "Inductor's drawing of the FX graph (trace.draw_orig_fx_graph)",
-    "graph_diagram.dot": "Inductor's post-fusion graph as DOT text",
-    "orig_fx_graph_diagram.dot": "Inductor's FX graph as DOT text",
-    "debug.log": "Inductor debug log (trace.debug_log)",
-    "info.log": "Inductor info log (trace.info_log)",
-    # Not written by Inductor: `python output_code.py -k` output saved beside the graph by
-    # capture scripts (the shared GPU fixtures have it).
-    "bench_k.txt": "output of `python output_code.py -k`",
-}
+# The files Inductor writes into a graph folder are declared in readers.py (those read) and known.py
+# (those known and not shown), each with the torch versions it was seen in.
 
 TRACE_FILE = re.compile(r"^dedicated_log_torch_trace.*\.log$")
 
@@ -169,7 +152,7 @@ def normalize_signature(value: Any, arg_names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, kind in value.items():
         name = str(key)
-        if name.isdigit() and int(name) < len(arg_names):
+        if name.isdecimal() and int(name) < len(arg_names):
             name = arg_names[int(name)]
         out[name] = str(kind)
     return out
@@ -201,7 +184,14 @@ TRACE_ENVELOPE_FIELDS = {
     "has_payload",
     "compiled_autograd_id",
     "rank",
+    # torch/_logging/_internal.py:trace_structured adds these after the record's kind, which comes first:
+    # "stack" (the logging call's stack when there is no compile id; seen 2.11, 2.13) and
+    # "subgraph_name" (regional Inductor; 2.13 source).
+    "stack",
+    "subgraph_name",
 }
+# The record kinds and artifact names are declared in readers.py (those read) and known.py (those known
+# and not shown), each with the torch versions it was seen in or the torch source that writes it.
 
 # --- extern attention calls -------------------------------------------------------------------
 

@@ -2,12 +2,13 @@
 
 Parsers never crash on content they do not recognise: they report it here, where it is counted
 and later shown as a warning in the report. With ``strict=True`` (used by the tests and
-``inductor-lens report --strict``) the first warning raises ParseError instead.
+``inductor-lens report --strict``) the first warning raises ParseError instead. Messages quote the
+content they did not understand, so non-printable characters in them are escaped (``\\x00``).
 """
 
 from __future__ import annotations
 
-from ..errors import ParseError
+from ..errors import ParseError, printable
 from ..records import Diagnostic, DiagnosticLevel, ParseStats
 
 
@@ -20,13 +21,14 @@ class Diagnostics:
 
     def warn(self, where: str, message: str) -> None:
         """Content that a parser did not understand; it is skipped, counted and reported."""
+        where, message = printable(where), printable(message)
         if self.strict:
             raise ParseError(f"{where}: {message}")
         self._add("warning", where, message)
 
     def note(self, where: str, message: str) -> None:
         """Something worth telling the reader that is not a parsing failure."""
-        self._add("note", where, message)
+        self._add("note", printable(where), printable(message))
 
     def _add(self, level: DiagnosticLevel, where: str, message: str) -> None:
         key = (level, where, message)

@@ -40,12 +40,12 @@ def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
 
 
 def compile_id_order(compile_id: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.split(r"[/_]", compile_id.replace("!", "")) if p.isdigit())
+    return tuple(int(p) for p in re.split(r"[/_]", compile_id.replace("!", "")) if p.isdecimal())
 
 
 def _attempt(compile_id: str) -> int:
     _, _, attempt = compile_id.rpartition("_")
-    return int(attempt) if attempt.isdigit() else 0
+    return int(attempt) if attempt.isdecimal() else 0
 
 
 def dynamo_frame(trace: FrameTrace) -> DynamoFrame:

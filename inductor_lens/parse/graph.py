@@ -1,8 +1,10 @@
 """Parse stage: one graph folder -> GraphRecord, joining what each file says about its kernels.
 
-Kernels come from ``output_code.py``. Provenance (the folder's json, or the TORCH_TRACE copy for
-backward graphs, which get no json file) adds the post-grad FX nodes of each kernel; through the
-FX graph those give C++ kernels the ATen ops that Triton kernels carry in their header comments.
+Each file goes to the parser the registry declares for it (``readers.py``), and what it finds lands
+in the record field the declaration names. Kernels come from ``output_code.py``. Provenance (the
+folder's json, or the TORCH_TRACE copy for backward graphs, which get no json file) adds the
+post-grad FX nodes of each kernel; through the FX graph those give C++ kernels the ATen ops that
+Triton kernels carry in their header comments.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
+from typing import Any
 
 from ..records import (
     FxGraph,
@@ -23,14 +26,12 @@ from ..records import (
     Provenance,
     SourceLine,
 )
-from . import compat
+from . import compat, readers, registry
 from .diagnostics import Diagnostics
-from .fx_graph import parse_fx_graph
-from .ir import parse_ir
 from .layout import DebugLayout, GraphFolder
-from .logs import parse_bench_k
-from .output_code import OutputCode, parse_output_code
-from .provenance import build_provenance, load_json_object
+from .output_code import OutputCode
+from .provenance import build_provenance
+from .readers import REGISTRY
 from .source_lines import from_traceback, user_frames
 from .trace import GraphTrace, TraceSummary
 
@@ -50,48 +51,33 @@ class GraphContext:
 def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecord:
     diagnostics = context.diagnostics
     where_folder = context.layout.relative(folder.path)
-    texts: dict[str, str] = {}
-    files: list[str] = []
-    for path in sorted(folder.path.iterdir()):
-        if not path.is_file() or path.is_symlink():
-            continue
-        files.append(path.name)
-        diagnostics.files_seen += 1
-        if path.name not in compat.GRAPH_FILES:
-            diagnostics.warn(f"{where_folder}/{path.name}", "file not known to this version; skipped")
-            continue
-        if path.suffix in (".py", ".txt", ".json"):
-            text = _read_text(path, f"{where_folder}/{path.name}", diagnostics)
-            if text is not None:
-                texts[path.name] = text
-                diagnostics.files_parsed += 1
-        else:
-            diagnostics.files_parsed += 1
+    files, texts = _read_files(folder, where_folder, diagnostics)
 
     def where(name: str) -> str:
         return f"{where_folder}/{name}"
 
-    parsed = OutputCode(kernels=(), launches=())
-    output_code = texts.get("output_code.py", "")
-    if output_code:
-        parsed = parse_output_code(output_code, where("output_code.py"), diagnostics)
-    else:
-        diagnostics.warn(where_folder, "no output_code.py (the compile of this graph may have failed)")
+    def results(goes_to: str) -> list[Any]:
+        """What the registered parsers of the files present found for one record field, in order."""
+        found = []
+        for parser in REGISTRY.of("graph file", goes_to):
+            if parser.reads in texts:
+                text, at = texts[parser.reads], where(parser.reads)
+                found.append(registry.run(parser, at, diagnostics, text, at, diagnostics))
+        return [r for r in found if r is not None]
 
-    fx_graphs = tuple(
-        parse_fx_graph(texts[name], stage, where(name), diagnostics)
-        for name, stage in (("fx_graph_readable.py", "readable"), ("fx_graph_transformed.py", "transformed"))
-        if name in texts
-    )
-    ir = tuple(
-        parse_ir(texts[name], stage, where(name), diagnostics)
-        for name, stage in (("ir_pre_fusion.txt", "pre_fusion"), ("ir_post_fusion.txt", "post_fusion"))
-        if name in texts
-    )
+    (code_parser,) = REGISTRY.of("graph file", readers.KERNELS)
+    parsed = OutputCode(kernels=(), launches=())
+    output_code = texts.get(code_parser.reads, "")
+    if output_code:
+        parsed = next(iter(results(readers.KERNELS)), parsed)
+    else:
+        diagnostics.warn(where_folder, f"no {code_parser.reads} (the compile of this graph may have failed)")
+    fx_graphs = tuple(results(readers.FX_GRAPHS))
+    ir = tuple(results(readers.IR_DUMPS))
 
     md5 = hashlib.md5(output_code.encode("utf-8")).hexdigest() if output_code else None
     traced = context.traces.graphs.get(md5) if md5 else None
-    provenance = _provenance(texts, traced, where, diagnostics)
+    provenance = _provenance(texts, results(readers.PROVENANCE), traced, where, diagnostics)
     name = folder.path.name
     compile_id = traced.compile_id if traced else context.logged_compile_ids.get(name)
     match = compat.GRAPH_FOLDER.match(name)
@@ -114,10 +100,8 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         )
         for k in kernels
     )
-    if "bench_k.txt" in texts:
-        kernels = _join_benchmarks(
-            kernels, parse_bench_k(texts["bench_k.txt"], where("bench_k.txt"), diagnostics)
-        )
+    for benchmarks in results(readers.BENCHMARKS):
+        kernels = _join_benchmarks(kernels, benchmarks)
 
     if match is None:
         diagnostics.note(where_folder, "folder name does not follow <model>__<aot>_<kind>_<n>.<k>")
@@ -144,6 +128,30 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     )
 
 
+def _read_files(
+    folder: GraphFolder, where_folder: str, diagnostics: Diagnostics
+) -> tuple[list[str], dict[str, str]]:
+    """Every file's name, and the text of each file a registered parser reads; unknown files are warned."""
+    files: list[str] = []
+    texts: dict[str, str] = {}
+    for path in sorted(folder.path.iterdir()):
+        if not path.is_file() or path.is_symlink():
+            continue
+        files.append(path.name)
+        diagnostics.files_seen += 1
+        parser = REGISTRY.find("graph file", path.name)
+        if parser is None:
+            diagnostics.warn(f"{where_folder}/{path.name}", registry.not_known("graph file", path.name))
+            continue
+        if parser.shown:
+            text = _read_text(path, f"{where_folder}/{path.name}", diagnostics)
+            if text is None:
+                continue
+            texts[path.name] = text
+        diagnostics.files_parsed += 1
+    return files, texts
+
+
 def _read_text(path: Path, where: str, diagnostics: Diagnostics) -> str | None:
     try:
         size = path.stat().st_size
@@ -168,13 +176,20 @@ def _graph_id(folder: GraphFolder, context: GraphContext) -> str:
 
 
 def _provenance(
-    texts: dict[str, str], traced: GraphTrace | None, where: Callable[[str], str], diagnostics: Diagnostics
+    texts: dict[str, str],
+    mappings: list[dict[str, Any]],
+    traced: GraphTrace | None,
+    where: Callable[[str], str],
+    diagnostics: Diagnostics,
 ) -> Provenance | None:
-    name = "inductor_provenance_tracking_node_mappings.json"
-    if name in texts:
-        mappings = load_json_object(texts[name], where(name), diagnostics)
+    """The folder's provenance json when there is one (its parser gave ``mappings``, or a warning),
+    else the copy in the TORCH_TRACE log (backward graphs get no json file)."""
+    present = [p.reads for p in REGISTRY.of("graph file", readers.PROVENANCE) if p.reads in texts]
+    if present:
         stack = traced.stack_traces if traced else None
-        return build_provenance(mappings, stack, "debug folder", where(name), diagnostics)
+        return build_provenance(
+            mappings[0] if mappings else None, stack, "debug folder", where(present[0]), diagnostics
+        )
     if traced and (traced.mappings or traced.stack_traces):
         return build_provenance(
             traced.mappings, traced.stack_traces, "TORCH_TRACE log", "TORCH_TRACE", diagnostics

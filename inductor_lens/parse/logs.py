@@ -22,8 +22,9 @@ from .diagnostics import Diagnostics
 from .pyliteral import literal
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NUMBER = r"\d+(?:\.\d+)?"  # what float() reads: "0.023", never "0.0.23"
 _BENCH_LINE = re.compile(
-    r"(?P<module>c[a-z0-9]{9})\s+(?P<ms>[\d.]+)ms\s+(?P<gb>[\d.]+)\s*GB\s+(?P<gbs>[\d.]+)\s*GB/s"
+    rf"(?P<module>c[a-z0-9]{{9}})\s+(?P<ms>{_NUMBER})ms\s+(?P<gb>{_NUMBER})\s*GB\s+(?P<gbs>{_NUMBER})\s*GB/s"
     r"(?:\s+(?P<regs>\d+) regs\s+(?P<spills>\d+) spills\s+(?P<smem>\d+) shared mem)?"
 )
 _BENCH_NOISE = re.compile(r"^(No kernel with benchmark functionality found|\s*$)")
@@ -80,7 +81,7 @@ def parse_runnable_header(text: str) -> tuple[dict[str, str], dict[str, Any]]:
         elif match := _RUNNABLE_CONFIG.match(line):
             try:
                 config[match["key"]] = literal(ast.parse(match["value"], mode="eval").body)
-            except SyntaxError:
+            except (SyntaxError, ValueError, RecursionError):  # null bytes (Python 3.10), deep nesting
                 config[match["key"]] = match["value"]
         in_gpu_info = False
     return facts, config

@@ -12,6 +12,7 @@ The file is valid Python, so it is read with ``ast`` (never imported or run):
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,9 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
         tree = ast.parse(text)
     except SyntaxError as exc:
         diagnostics.warn(where, f"not valid Python (line {exc.lineno}): {exc.msg}")
+        return OutputCode(kernels=(), launches=())
+    except (ValueError, RecursionError) as exc:  # null bytes (Python 3.10), nesting too deep
+        diagnostics.warn(where, f"not valid Python: {exc}")
         return OutputCode(kernels=(), launches=())
     lines = text.splitlines()
     kernels: list[KernelRecord] = []
@@ -163,8 +167,9 @@ def _triton_kernel(common: dict[str, Any], where: str, diagnostics: Diagnostics)
     name = common["name"]
     try:
         tree = ast.parse(common["source"])
-    except SyntaxError as exc:
-        diagnostics.warn(where, f"Triton kernel {name}: source is not valid Python ({exc.msg})")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        diagnostics.warn(where, f"Triton kernel {name}: source is not valid Python ({message})")
         return KernelRecord(backend="triton", category=_category_from_name(name), **common)
     jit = next(
         (
@@ -206,7 +211,7 @@ def _triton_kernel(common: dict[str, Any], where: str, diagnostics: Diagnostics)
         num_load=_int_or_none(inductor_meta.get("num_load")),
         num_store=_int_or_none(inductor_meta.get("num_store")),
         num_reduction=_int_or_none(inductor_meta.get("num_reduction")),
-        bytes_accessed=round(kernel_num_gb * 1e9) if isinstance(kernel_num_gb, (int, float)) else None,
+        bytes_accessed=round(kernel_num_gb * 1e9) if _finite(kernel_num_gb) else None,
         flops=_int_or_none(inductor_meta.get("kernel_flop")),
         launch_config=launch_config,
         inductor_meta=inductor_meta,
@@ -241,6 +246,10 @@ def _category_from_name(name: str) -> str:
         if name.startswith(prefix):
             return category
     return "other"
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _int_or_none(value: Any) -> int | None:

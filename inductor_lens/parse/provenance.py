@@ -24,6 +24,9 @@ def load_json_object(text: str, where: str, diagnostics: Diagnostics) -> dict[st
     except json.JSONDecodeError as exc:
         diagnostics.warn(where, f"not valid JSON ({exc.msg} at line {exc.lineno})")
         return None
+    except (ValueError, RecursionError) as exc:  # an integer too long, nesting too deep
+        diagnostics.warn(where, f"not valid JSON ({exc})")
+        return None
     if not isinstance(data, dict):
         diagnostics.warn(where, f"expected a JSON object, found {type(data).__name__}")
         return None

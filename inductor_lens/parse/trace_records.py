@@ -1,0 +1,347 @@
+"""Parse stage: one reader per TORCH_TRACE record kind and artifact this version shows.
+
+Each reader gets one ``TraceRecord`` (its kind, JSON body, envelope fields and, when the registry
+asked for it, its payload) and files what it finds in ``TraceSummary``, per compile id:
+- ``str``: the interned file names the stacks refer to;
+- ``inductor_output_code``: its payload md5 equals the md5 of a graph folder's ``output_code.py``,
+  which ties the folder to its compile id; the provenance artifacts that follow belong to that graph;
+- ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
+  placeholders name the model's parameters), ``dynamo_cpp_guards_str``, ``compilation_metrics`` /
+  ``bwd_compilation_metrics`` (timings, versions);
+- the ``artifact`` kind, dispatched on its name through the registry: the provenance maps,
+  ``dynamo_graph_break_reason``, ``recompile_reasons`` and ``triton_kernel_info`` (per Triton kernel,
+  the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time).
+Before using a record, each reader checks that it has the shape torch writes (the JSON types of the
+fields it reads); a record of another shape is a counted warning naming its line, never an exception.
+Records logged outside any compile (no compile id) are skipped, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import SourceLine
+from . import registry
+from .diagnostics import Diagnostics
+
+_PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
+_NUMBER = (int, float)
+
+
+@dataclass
+class GraphTrace:
+    """What the trace says about one compiled graph, keyed by its output code's md5."""
+
+    compile_id: str
+    mappings: dict[str, Any] | None = None
+    stack_traces: dict[str, Any] | None = None
+
+
+@dataclass
+class FrameTrace:
+    """What the trace says about one compile id."""
+
+    compile_id: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    backward_metrics: list[dict[str, Any]] = field(default_factory=list)
+    stack: list[SourceLine] = field(default_factory=list)
+    guards: str = ""
+    graph_breaks: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    # Placeholders of Dynamo's output graph, in order: (name, type) such as
+    # ("L_self_modules_fc1_parameters_weight_", "f32[4096, 1024][1024, 1]cuda:0").
+    placeholders: list[tuple[str, str]] = field(default_factory=list)
+    # Triton kernel name -> what Inductor recorded when compiling it (configs, autotune cache, time).
+    kernel_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class TraceSummary:
+    files: list[str] = field(default_factory=list)
+    graphs: dict[str, GraphTrace] = field(default_factory=dict)
+    frames: dict[str, FrameTrace] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    record_kinds: Counter[str] = field(default_factory=Counter)
+
+    def frame(self, compile_id: str) -> FrameTrace:
+        return self.frames.setdefault(compile_id, FrameTrace(compile_id))
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    kind: str
+    body: Any
+    meta: dict[str, Any]
+    payload: str | None
+    where: str  # the trace file
+    line: int  # the line of its envelope
+
+    @property
+    def compile_id(self) -> str | None:
+        return format_compile_id(self.meta)
+
+    def skip(self, diagnostics: Diagnostics, problem: str) -> None:
+        """A record of the wrong shape: counted, named by its line, and left out."""
+        diagnostics.warn(self.where, f"line {self.line}: {self.kind} record {problem}; skipped")
+
+    def json_payload(self, diagnostics: Diagnostics, name: str) -> dict[str, Any] | None:
+        """The payload as a JSON object, or a warning."""
+        try:
+            data = json.loads(self.payload or "")
+        except (ValueError, RecursionError):
+            diagnostics.warn(self.where, f"line {self.line}: artifact {name}: payload is not JSON")
+            return None
+        if not isinstance(data, dict):
+            diagnostics.warn(
+                self.where,
+                f"line {self.line}: artifact {name}: payload is a JSON {_type(data)}, not an object",
+            )
+            return None
+        return data
+
+
+@dataclass
+class TraceState:
+    """What the readers share while one trace file is read."""
+
+    summary: TraceSummary
+    registry: registry.Registry
+    strings: dict[int, str] = field(default_factory=dict)
+    last_graph: GraphTrace | None = None
+
+
+def format_compile_id(meta: dict[str, Any]) -> str | None:
+    """``frame/frame_compile``, ``_attempt`` when > 0, ``!ca/`` for compiled autograd (tlparse's style)."""
+    frame, compile_ = meta.get("frame_id"), meta.get("frame_compile_id")
+    if frame is None or compile_ is None:
+        return None
+    text = f"{frame}/{compile_}"
+    if meta.get("attempt"):
+        text += f"_{meta['attempt']}"
+    if meta.get("compiled_autograd_id") is not None:
+        text = f"!{meta['compiled_autograd_id']}/{text}"
+    return text
+
+
+def _type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- record kinds ----------------------------------------------------------------------------
+
+
+def read_str(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    body = record.body
+    if not (isinstance(body, list) and len(body) == 2 and isinstance(body[0], str) and _is_int(body[1])):
+        record.skip(diagnostics, "is not [text, index]")
+        return
+    state.strings[body[1]] = body[0]
+
+
+def read_output_code(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is None:
+        return
+    md5 = record.meta.get("has_payload")
+    if not isinstance(md5, str):
+        record.skip(diagnostics, "has no payload md5")
+        return
+    state.last_graph = state.summary.graphs.setdefault(md5, GraphTrace(compile_id=compile_id))
+
+
+def read_artifact(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """The ``artifact`` kind: dispatched on the artifact's name."""
+    name = record.body.get("name") if isinstance(record.body, dict) else None
+    if not isinstance(name, str):
+        record.skip(diagnostics, "has no name string")
+        return
+    parser = state.registry.find("trace artifact", name)
+    if parser is None:
+        diagnostics.warn(record.where, registry.not_known("trace artifact", name))
+    elif parser.parse is not None:
+        registry.run(parser, record.where, diagnostics, record, state, diagnostics)
+
+
+def read_dynamo_start(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is None:
+        return
+    stack = record.body.get("stack") if isinstance(record.body, dict) else None
+    if not isinstance(stack, list):
+        record.skip(diagnostics, "has no stack list")
+        return
+    state.summary.frame(compile_id).stack = _stack(stack, record, state, diagnostics)
+
+
+def _stack(
+    frames: list[Any], record: TraceRecord, state: TraceState, diagnostics: Diagnostics
+) -> list[SourceLine]:
+    stack = []
+    for frame in frames:
+        if not isinstance(frame, dict) or not isinstance(frame.get("line"), int):
+            continue
+        name, loc = frame.get("name"), frame.get("loc")
+        if not isinstance(name, (str, type(None))) or not isinstance(loc, (str, type(None))):
+            record.skip(diagnostics, "has a stack frame whose name or code is not a string")
+            continue
+        filename = frame.get("filename")
+        path = state.strings.get(filename, str(filename)) if isinstance(filename, int) else str(filename)
+        stack.append(SourceLine(path, frame["line"], name, loc))
+    return stack
+
+
+def read_guards(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is not None and record.payload:
+        state.summary.frame(compile_id).guards = record.payload.strip("\n")
+
+
+def read_output_graph(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """The ``forward(self, L_x_: "f32[...]", ...)`` parameters of Dynamo's output graph."""
+    compile_id = record.compile_id
+    if compile_id is None or not record.payload:
+        return
+    for line in record.payload.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("def forward(self"):
+            state.summary.frame(compile_id).placeholders = _PLACEHOLDER.findall(stripped)
+            return
+    state.summary.frame(compile_id).placeholders = []
+
+
+# The compilation_metrics fields the report reads, with the JSON type torch writes (null allowed).
+_METRIC_TYPES: dict[str, tuple[type, ...]] = {
+    "co_name": (str,),
+    "co_filename": (str,),
+    "co_firstlineno": (int,),
+    "entire_frame_compile_time_s": _NUMBER,
+    "num_graph_breaks": (int,),
+    "fail_reason": (str,),
+    "guard_count": (int,),
+    "restart_reasons": (list,),
+    "recompile_reason": (str,),
+    "cudagraph_skip_reason": (str,),
+}
+
+
+def read_metrics(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is None:
+        return
+    if not isinstance(record.body, dict):
+        record.skip(diagnostics, "is not a JSON object")
+        return
+    metrics = dict(record.body)
+    for key, types in _METRIC_TYPES.items():
+        value = metrics.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            diagnostics.warn(
+                record.where,
+                f"line {record.line}: compilation_metrics {key} is a JSON {_type(value)}; left out",
+            )
+            del metrics[key]
+    state.summary.frame(compile_id).metrics = metrics
+    for key, name in (
+        ("pytorch_version", "torch"),
+        ("triton_version", "triton"),
+        ("cuda_version", "cuda"),
+        ("python_version", "python"),
+    ):
+        if isinstance(metrics.get(key), str) and metrics[key].strip():
+            state.summary.versions[name] = metrics[key].split(" ")[0]
+
+
+def read_backward_metrics(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is None:
+        return
+    if not isinstance(record.body, dict):
+        record.skip(diagnostics, "is not a JSON object")
+        return
+    state.summary.frame(compile_id).backward_metrics.append(record.body)
+
+
+# --- artifacts -------------------------------------------------------------------------------
+
+
+def read_node_mappings(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    _graph_json(record, state, diagnostics, "inductor_provenance_tracking_node_mappings", "mappings")
+
+
+def read_kernel_stack_traces(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    _graph_json(
+        record, state, diagnostics, "inductor_provenance_tracking_kernel_stack_traces", "stack_traces"
+    )
+
+
+def _graph_json(
+    record: TraceRecord, state: TraceState, diagnostics: Diagnostics, name: str, attribute: str
+) -> None:
+    """Provenance artifacts belong to the graph whose output code was logged just before them."""
+    graph = state.last_graph
+    if graph is None or graph.compile_id != record.compile_id or not record.payload:
+        return
+    data = record.json_payload(diagnostics, name)
+    if data is not None:
+        setattr(graph, attribute, data)
+
+
+def read_graph_break(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is not None and record.payload:
+        state.summary.frame(compile_id).graph_breaks.append(record.payload)
+
+
+def read_recompile_reasons(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is not None and record.payload:
+        state.summary.frame(compile_id).recompile_reasons.extend(
+            line.strip() for line in record.payload.splitlines() if line.strip()
+        )
+
+
+# triton_kernel_info fields holding configs: lists of [name, value] pairs (or, in older releases, text).
+_CONFIG_FIELDS = ("best_config", "only_config", "coordesc_tuning_start_config")
+
+
+def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    compile_id = record.compile_id
+    if compile_id is None or not record.payload:
+        return
+    info = record.json_payload(diagnostics, "triton_kernel_info")
+    if info is None:
+        return
+    kernels = state.summary.frame(compile_id).kernel_info
+    for kernel, entry in info.items():
+        if not isinstance(entry, dict):
+            diagnostics.warn(
+                record.where,
+                f"line {record.line}: triton_kernel_info of {kernel} is a JSON {_type(entry)}; skipped",
+            )
+            continue
+        entry = dict(entry)
+        for key in (*_CONFIG_FIELDS, "autotune_cache_state"):
+            value = entry.get(key)
+            if key == "autotune_cache_state":
+                wrong = value is not None and not isinstance(value, str)
+            else:
+                wrong = isinstance(value, list) and not all(
+                    isinstance(pair, list) and len(pair) == 2 for pair in value
+                )
+            if wrong:
+                diagnostics.warn(
+                    record.where,
+                    f"line {record.line}: triton_kernel_info {key} of {kernel} has another shape; left out",
+                )
+                del entry[key]
+        kernels[kernel] = entry
