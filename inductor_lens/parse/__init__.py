@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -146,13 +146,14 @@ def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dic
 def _infer_environment(
     traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...]
 ) -> Environment:
-    device: dict[str, Any] = {}
+    device: Mapping[str, Any] = {}
     backends = set()
     for graph in graphs:
         for kernel in graph.kernels:
             backends.add(kernel.backend)
-            if isinstance(kernel.launch_config.get("device"), dict):
-                device = kernel.launch_config["device"]
+            described = kernel.launch_config.get("device")
+            if isinstance(described, dict):
+                device = described
     capability = None
     if isinstance(device.get("major"), int) and isinstance(device.get("cc"), int):
         capability = f"{device['major']}.{device['cc'] % 10}"

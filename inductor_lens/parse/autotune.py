@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
 
-from ..records import AutotuneChoice, AutotuneTable, GraphRecord
+from ..records import AutotuneChoice, AutotuneTable, ChoiceKind, GraphRecord
 from . import compat
 
 _GLOG_PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\]\s?(?:\[[^\]]*\]\s)?")
@@ -101,7 +101,7 @@ def _shapes(text: str) -> tuple[str, ...]:
 def _choice(match: re.Match[str]) -> AutotuneChoice:
     name = match["name"]
     config = {key: _value(value.strip()) for key, value in _CONFIG_ITEM.findall(match["config"])}
-    kind = "triton" if name.startswith("triton_") else ("other" if name.startswith("cpp_") else "extern")
+    kind: ChoiceKind = "triton" if name.startswith("triton_") else "other" if name.startswith("cpp_") else "extern"
     return AutotuneChoice(
         name=name, ms=float(match["ms"]), percent=float(match["percent"]), kind=kind, config=config
     )

@@ -14,9 +14,9 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
 from . import compat
@@ -189,8 +189,8 @@ def _triton_kernel(common: dict[str, Any], where: str, diagnostics: Diagnostics)
         category = _category_from_name(name)
         if heuristic is not None:
             diagnostics.warn(where, f"Triton kernel {name}: unknown heuristics decorator {heuristic!r}")
-    triton_meta = keywords.get("triton_meta") if isinstance(keywords.get("triton_meta"), dict) else {}
-    inductor_meta = keywords.get("inductor_meta") if isinstance(keywords.get("inductor_meta"), dict) else {}
+    triton_meta = _object(keywords.get("triton_meta"))
+    inductor_meta = _object(keywords.get("inductor_meta"))
     signature = compat.normalize_signature(triton_meta.get("signature"), arg_names)
     args = tuple(KernelArg(name=a, type=signature.get(a, _annotation(jit, a))) for a in arg_names)
     launch_config: dict[str, Any] = {}
@@ -248,7 +248,7 @@ def _category_from_name(name: str) -> str:
     return "other"
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -303,9 +303,9 @@ def _launches(
     kernel_backends = {name: kernel.backend for name, kernel in kernels.items()}
     found: list[tuple[ast.stmt, int | None, LaunchKind, str]] = []
     for statement, partition in call_statements(call.body, partitions):
-        target = _launch_target(statement, kernel_backends, where, diagnostics)
-        if target is not None:
-            found.append((statement, partition, *target))
+        launched = _launch_target(statement, kernel_backends, where, diagnostics)
+        if launched is not None:
+            found.append((statement, partition, *launched))
     launch_ends = sorted((s.end_lineno or s.lineno) for s, *_ in found)
     for position, (statement, partition, kind, target) in enumerate(found, start=1):
         # The comments that describe a launch sit between it and the launch before it in the file.
@@ -342,7 +342,7 @@ def _launches(
 
 
 def _launch_target(
-    statement: ast.stmt, kernel_backends: dict[str, str], where: str, diagnostics: Diagnostics
+    statement: ast.stmt, kernel_backends: Mapping[str, str], where: str, diagnostics: Diagnostics
 ) -> tuple[LaunchKind, str] | None:
     if isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)):
         value = statement.value
@@ -370,3 +370,8 @@ def _launch_target(
         return None
     diagnostics.warn(where, f"call(): unrecognised call {target}")
     return None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A literal the decorator passed as a dict (triton_meta, inductor_meta); anything else reads as empty."""
+    return value if isinstance(value, dict) else {}

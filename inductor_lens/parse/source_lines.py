@@ -20,9 +20,10 @@ from ..records import SourceLine
 
 _FX_COMMENT = re.compile(r"^(?P<file>.+?):(?P<line>\d+) in (?P<function>[^,]+?)(?:, code: (?P<code>.*))?$")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
-# Library code, and the capture child of inductor-lens itself, which calls the user's model.
+# Library code, and inductor-lens's own model process, which calls the user's model: worker/*.py, and
+# capture/child.py in captures made before 0.2 (the H100 real-model fixtures).
 _LIBRARY_PATH = re.compile(
-    r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<|/inductor_lens/capture/child\.py$)"
+    r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<|/inductor_lens/(capture/child|worker/\w+)\.py$)"
 )
 
 

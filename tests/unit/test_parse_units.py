@@ -227,3 +227,12 @@ def test_traceback_frames_and_user_code() -> None:
     ]
     assert frames[2].code == "if y.sum().item() > 0:"
     assert [f.line for f in user_frames(frames)] == [15, 9]
+
+
+def test_the_model_process_of_inductor_lens_is_not_user_code() -> None:
+    from inductor_lens.parse.source_lines import is_user_file
+
+    assert not is_user_file("/work/x/inductor_lens/worker/capture.py")
+    assert not is_user_file("/opt/venv/src/inductor_lens/capture/child.py")  # captures before the worker/
+    assert is_user_file("/home/me/project/model.py")
+    assert is_user_file("/home/me/inductor_lens_demo/worker/capture.py.bak")

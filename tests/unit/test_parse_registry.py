@@ -17,7 +17,7 @@ from inductor_lens.parse.ir import parse_ir
 from inductor_lens.parse.readers import REGISTRY
 from inductor_lens.parse.trace import read_traces
 
-from .conftest import CPU_CASE, GPU_CASES, TIMED_CASE
+from ..conftest import CPU_CASE, GPU_CASES, TIMED_CASE
 
 ALL_CASES = (*GPU_CASES, CPU_CASE, TIMED_CASE)
 # Read independently of the parser: the JSON envelope of each record line.

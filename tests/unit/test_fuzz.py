@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 HARNESS = ROOT / "benchmarks" / "fuzz_report.py"
 SEED = 12
@@ -50,4 +50,5 @@ def test_fuzzed_captures_never_end_in_a_traceback(tmp_path: Path) -> None:
     assert all(r.lenient.kind == "report" for r in results)
     strict_errors = sum(r.strict.kind == "error" for r in results)
     assert 0.2 * len(results) < strict_errors < 0.9 * len(results)
-    assert len({r.capture for r in results}) == len(list((ROOT / "tests" / "fixtures").glob("*.tar.gz")))
+    captures = [a for a in (ROOT / "tests" / "fixtures").glob("*.tar.gz") if not a.name.startswith("lens-")]
+    assert len({r.capture for r in results}) == len(captures)
