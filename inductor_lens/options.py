@@ -17,8 +17,11 @@ from typing import Any
 
 from .errors import UsageError
 
+# The modes of torch 2.11-2.13, known without importing torch; ``available_modes()`` asks torch itself.
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DEVICES = ("auto", "cpu", "cuda")
+# How the compiled outputs are judged: against a float64 run (worker/accuracy.py), against eager alone, or not.
+ACCURACY_CHECKS = ("fp64", "eager", "off")
 BENCH_SCOPES = ("full", "end_to_end")
 # Canonical torch dtype names, and the short spellings people type.
 DTYPES = {
@@ -56,10 +59,12 @@ class CompileSpec:
     bench_scope: str = "full"
     # Check (and on a GPU time) hand-written Triton equivalents of the kernels, after the capture.
     handwritten: bool = True
+    accuracy: str = "fp64"
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise UsageError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        check_mode(self.mode)
+        if self.accuracy not in ACCURACY_CHECKS:
+            raise UsageError(f"unknown accuracy check {self.accuracy!r}; choose one of {', '.join(ACCURACY_CHECKS)}")
         if self.device not in DEVICES:
             raise UsageError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if self.dtype is not None and self.dtype not in DTYPES.values():
@@ -85,6 +90,24 @@ class CompileSpec:
         data = json.loads(text)
         data["model_path"] = Path(data["model_path"])
         return cls(**data)
+
+
+def available_modes() -> tuple[str, ...]:
+    """torch.compile's modes as the installed torch lists them (``torch._inductor.list_mode_options``)."""
+    try:
+        from torch._inductor import list_mode_options
+    except ImportError:
+        return MODES
+    return tuple(list_mode_options())
+
+
+def check_mode(mode: str) -> None:
+    """Known modes pass without importing torch; any other is looked up in the installed torch."""
+    if mode in MODES:
+        return
+    modes = available_modes()
+    if mode not in modes:
+        raise UsageError(f"unknown mode {mode!r}; this torch has {', '.join(modes)}")
 
 
 def normalize_dtype(name: str | None) -> str | None:

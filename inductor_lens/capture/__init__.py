@@ -165,6 +165,8 @@ def _outcome(spec: CompileSpec, result: CaptureResult, finished: Finished, captu
         cold_compile_s=result.cold_compile_s,
         eager_first_call_s=result.eager_first_call_s,
         second_call_s=result.second_call_s,
+        calls=result.calls,
+        call_seconds=tuple(result.call_seconds),
         inputs=tuple(result.inputs),
         outputs=tuple(result.outputs),
         parameters=result.parameters,

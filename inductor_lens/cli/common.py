@@ -17,7 +17,7 @@ import click
 
 from .. import api
 from ..errors import LensError
-from ..options import DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
+from ..options import ACCURACY_CHECKS, DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR_EXIT = 70
@@ -113,6 +113,14 @@ def model_options(function: F) -> F:
             is_flag=True,
             help="Skip checking and timing the hand-written Triton equivalents of the kernels.",
         ),
+        click.option(
+            "--accuracy",
+            type=click.Choice(ACCURACY_CHECKS),
+            default="fp64",
+            show_default=True,
+            help="How compiled outputs are judged: against a float64 run of the same model (Dynamo's rule), "
+            "against eager alone with per-dtype tolerances, or not at all.",
+        ),
         strict_option,
         open_option("report"),
     ]
@@ -134,6 +142,7 @@ def spec_from_options(model: Path, mode: str, options: dict[str, Any], **kwargs:
         timeout_s=kwargs["timeout_s"],
         bench=not kwargs["no_bench"],
         handwritten=not kwargs["no_handwritten"],
+        accuracy=kwargs["accuracy"],
     )
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from .. import api
-from ..options import MODES
 from .common import (
     finish_comparison,
     lens_command,
@@ -26,9 +25,8 @@ from .common import (
 @click.option(
     "--mode",
     "modes",
-    type=click.Choice(MODES),
     multiple=True,
-    help="A configuration named after its mode (repeatable).",
+    help="A configuration named after its mode (repeatable); any mode of the installed torch.",
 )
 @click.option(
     "--config",
@@ -36,7 +34,7 @@ from .common import (
     multiple=True,
     metavar="NAME:KEY=VALUE,...",
     help="A named set of Inductor options, e.g. epilogue:max_autotune=true,epilogue_fusion=true "
-    "(mode=... picks the mode; repeatable). With no --mode and no --config: all four modes.",
+    "(mode=... picks the mode; repeatable). With no --mode and no --config: every mode of the installed torch.",
 )
 @out_option("Comparison folder [default: inductor-lens-reports/<model>-compare/].")
 @model_options

@@ -9,14 +9,18 @@ from typing import Any
 import click
 
 from .. import api
-from ..options import MODES, parse_inductor_options
+from ..options import parse_inductor_options
 from .common import finish_report, lens_command, model_options, out_option, show_progress, spec_from_options
 
 
 @click.command("compile")
 @click.argument("model", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
-    "--mode", type=click.Choice(MODES), default="default", show_default=True, help="torch.compile mode."
+    "--mode",
+    default="default",
+    show_default=True,
+    help="torch.compile mode: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs, or any other "
+    "of the installed torch's (torch._inductor.list_mode_options(), e.g. lite in torch 2.13).",
 )
 @click.option(
     "--option",

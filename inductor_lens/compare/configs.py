@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..options import MODES, parse_inductor_options
+from ..options import available_modes, check_mode, parse_inductor_options
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 
@@ -49,11 +49,11 @@ def parse_config(text: str, known: Mapping[str, Any] | None = None) -> ConfigReq
 def requested_configs(
     modes: Iterable[str], configs: Iterable[str], known: Mapping[str, Any] | None = None
 ) -> tuple[ConfigRequest, ...]:
-    """The configurations in the order given (modes first); all four modes when none is given."""
+    """The configurations in the order given (modes first); every mode of the installed torch when none is given."""
     requests = [ConfigRequest(_mode(m), m) for m in modes]
     requests += [parse_config(c, known) for c in configs]
     if not requests:
-        requests = [ConfigRequest(m, m) for m in MODES]
+        requests = [ConfigRequest(m, m) for m in available_modes()]
     seen: set[str] = set()
     for request in requests:
         if request.name in seen:
@@ -67,16 +67,16 @@ def requested_configs(
 
 
 def _mode(value: str) -> str:
-    if value not in MODES:
-        raise UsageError(f"unknown mode {value!r}; choose one of {', '.join(MODES)}")
+    check_mode(value)
     return value
 
 
 def _checked_name(name: str) -> str:
-    if not _NAME.fullmatch(name) or name in MODES:
+    modes = available_modes()
+    if not _NAME.fullmatch(name) or name in modes:
         why = (
             "is a mode's name"
-            if name in MODES
+            if name in modes
             else "must be letters, digits, '_', '.', '+' or '-' (at most 64)"
         )
         raise UsageError(f"configuration name {name!r} {why}")

@@ -81,6 +81,7 @@ from .run import (
     GraphBreak,
     ParseStats,
     SourceFile,
+    TensorCheck,
 )
 from .timing import (
     BenchResult,
@@ -152,6 +153,7 @@ __all__ = [
     "SourceFile",
     "SourceLine",
     "StepTiming",
+    "TensorCheck",
     "Timing",
     "Verdict",
     "from_jsonable",

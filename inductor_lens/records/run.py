@@ -16,6 +16,9 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      formula, dimensions and source), so a saved report never shows a later version's kernels; a
      version 5 run has none, and its page says their source was not recorded. Option values, a
      template's autotune config and kernel metadata typed (JsonValue, JsonScalar): their JSON unchanged.
+  7: the accuracy verdict against a float64 run (Accuracy.method, .checks: TensorCheck per output and
+     gradient, worst first, .findings for outputs of another structure or shape); several calls per
+     capture (CaptureOutcome.calls, .call_seconds). A version 6 Accuracy reads with none of them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .graph import GraphRecord, KernelRecord, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 6
+RUN_SCHEMA_VERSION = 7
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
@@ -73,6 +76,34 @@ class CompileSettings:
 
 
 @dataclass(frozen=True)
+class TensorCheck:
+    """One output or gradient, compiled against eager, both judged against a float64 run where there is one.
+
+    The rule is that of ``torch._dynamo.utils.same`` with a float64 reference: the compiled tensor
+    passes when it is within ``tolerance`` of eager, or when its RMSE against float64 is at most
+    ``multiplier`` times eager's RMSE against float64, plus ``tolerance / 10``.
+    """
+
+    name: str  # "logits", "[0]", "grad of self.fc1.weight"; "call 2: ..." with several calls
+    kind: Literal["output", "gradient"]
+    tensor: str  # "float32[4, 256, 2048]"
+    within: bool
+    tolerance: float
+    max_abs_error: float | None = None  # max |compiled - eager|
+    compiled_rmse: float | None = None  # against float64
+    eager_rmse: float | None = None  # against float64
+    multiplier: float | None = None
+    note: str = ""  # how it passed or failed: "close to eager", "as close to float64 as eager", ...
+
+    @property
+    def limit(self) -> float | None:
+        """The largest compiled RMSE that passes."""
+        if self.eager_rmse is None or self.multiplier is None:
+            return None
+        return self.multiplier * self.eager_rmse + self.tolerance / 10
+
+
+@dataclass(frozen=True)
 class Accuracy:
     """Agreement of the compiled model with eager on the same inputs."""
 
@@ -85,6 +116,19 @@ class Accuracy:
     atol: float
     grad_max_abs_error: float | None = None
     grad_max_rel_error: float | None = None
+    # How the verdict was reached: against a float64 run, or (without one) eager with per-dtype tolerances.
+    method: str = ""
+    reference: Literal["float64", "eager", ""] = ""
+    # The tensors checked, the worst first (worker/accuracy.py keeps the 40 worst); ``checked`` counts all.
+    checks: tuple[TensorCheck, ...] = ()
+    checked: int = 0
+    failed: int = 0
+    # Outputs of another structure, count or shape than eager's: findings, not errors of the tool.
+    findings: tuple[str, ...] = ()
+
+    @property
+    def worst(self) -> TensorCheck | None:
+        return self.checks[0] if self.checks else None
 
 
 @dataclass(frozen=True)
@@ -102,6 +146,9 @@ class CaptureOutcome:
     cold_compile_s: float | None = None
     eager_first_call_s: float | None = None
     second_call_s: float | None = None
+    # Each call of the model (get_inputs() can ask for several): how long the first compiled pass took.
+    calls: int = 1
+    call_seconds: tuple[float, ...] = ()
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     parameters: int | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
+from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
 from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
 from .highlight import highlight
 
@@ -269,16 +269,7 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
                 )
             )
         if capture.accuracy is not None:
-            acc = capture.accuracy
-            tone = "good" if acc.within_tolerance else "bad"
-            value = "agrees with eager" if acc.within_tolerance else "differs from eager"
-            detail = (
-                f"max abs error {acc.max_abs_error:.2e}, max rel error {acc.max_rel_error:.2e} "
-                f"(rtol {acc.rtol:g}, atol {acc.atol:g}; {acc.compared})"
-            )
-            if acc.grad_max_abs_error is not None:
-                detail += f"; gradients: max abs {acc.grad_max_abs_error:.2e}"
-            items.append(SummaryItem("Accuracy", value, detail, tone))
+            items.append(accuracy_item(capture.accuracy))
     kinds = Counter(g.kind for g in run.graphs)
     items.append(
         SummaryItem(
@@ -299,6 +290,29 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
     )
     items.append(SummaryItem("Kernels", kernel_value, by_category))
     return tuple(items)
+
+
+def accuracy_item(acc: Accuracy) -> SummaryItem:
+    """The verdict card: against a float64 run (schema 7 on), or eager with tolerances (older reports)."""
+    value = "agrees with eager" if acc.within_tolerance else "differs from eager"
+    if not acc.reference:  # a report from before the float64 verdict
+        detail = (
+            f"max abs error {acc.max_abs_error:.2e}, max rel error {acc.max_rel_error:.2e} "
+            f"(rtol {acc.rtol:g}, atol {acc.atol:g}; {acc.compared})"
+        )
+        if acc.grad_max_abs_error is not None:
+            detail += f"; gradients: max abs {acc.grad_max_abs_error:.2e}"
+        return SummaryItem("Accuracy", value, detail, "good" if acc.within_tolerance else "bad")
+    judged = "against a float64 run" if acc.reference == "float64" else "against eager (no float64 run)"
+    parts = [f"{acc.checked} tensor{'s' if acc.checked != 1 else ''} of the {acc.compared} judged {judged}"]
+    if acc.failed:
+        parts.append(f"{acc.failed} out of bounds")
+    if acc.findings:
+        parts.append(f"{len(acc.findings)} of another structure or shape")
+    worst = acc.worst
+    if worst is not None:
+        parts.append(f"{'worst' if acc.within_tolerance else 'first'}: {worst.name} ({worst.note})")
+    return SummaryItem("Accuracy", value, "; ".join(parts), "good" if acc.within_tolerance else "bad")
 
 
 # --- graph page ----------------------------------------------------------------------------------

@@ -1,16 +1,16 @@
 """Stage 1 of the pipeline (capture), in the model process: run the model eagerly, compiled, compare, time.
 
-``python -m inductor_lens.worker capture SPEC RESULT`` loads the user's model file, runs it eagerly,
-then under ``torch.compile`` (the first call is the cold compile; the parent set up TORCH_COMPILE_DEBUG,
-TORCH_TRACE and private caches in the environment), compares the two, and unless told not to, times
-the compiled model (``measure.py``). Progress goes to stderr as ``PHASE_MARKER`` lines; the outcome,
-success or not, goes to RESULT (a ``files.CaptureResult``), rewritten after every phase.
+``python -m inductor_lens.worker capture SPEC RESULT`` loads the user's model file (the contract is in
+``model_file.py``), makes each call it asks for eagerly, then once more in float64 for the accuracy
+verdict (``accuracy.py``), then under ``torch.compile`` (the first call is the cold compile; the parent
+set up TORCH_COMPILE_DEBUG, TORCH_TRACE and private caches in the environment), then compiled again,
+and unless told not to, times the compiled model (``measure.py``). Progress goes to stderr as
+``PHASE_MARKER`` lines; the outcome, success or not, goes to RESULT (a ``files.CaptureResult``),
+rewritten after every phase.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import math
 import os
 import platform
 import sys
@@ -22,7 +22,8 @@ from typing import Any
 
 from ..options import CompileSpec
 from ..records.codec import JsonValue
-from ..records.run import Accuracy, Environment
+from ..records.run import Environment
+from . import accuracy
 from .files import (
     PHASE_MARKER,
     PROFILE_TRACE_FILE,
@@ -31,28 +32,21 @@ from .files import (
     ReportedSettings,
     write_json_file,
 )
-
-# Tolerances for "compiled agrees with eager" (rtol, atol) by dtype: looser than torch.testing's
-# defaults because fused kernels legitimately reorder floating-point reductions.
-TOLERANCES = {
-    "torch.float64": (1e-7, 1e-7),
-    "torch.float32": (1e-4, 1e-5),
-    "torch.float16": (1e-2, 1e-3),
-    "torch.bfloat16": (2e-2, 1e-2),
-}
-
+from .model_file import (
+    Call,
+    Failure,
+    call_contract,
+    calls_from,
+    describe_calls,
+    first_line,
+    load_model_file,
+    move,
+    place,
+    resolve_device,
+)
 
 # Inductor options inductor-lens adds to every capture (a user's --option of the same name wins).
 CAPTURE_OPTIONS: dict[str, JsonValue] = {"comment_origin": True}
-
-
-class Failure(Exception):
-    """Ends the run with an error kind the parent maps to an exit code (see errors.py)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 class Run:
@@ -86,7 +80,7 @@ def main(argv: list[str]) -> int:
         print(f"[inductor-lens] error ({failure.kind}): {failure.message}", file=sys.stderr, flush=True)
         return 1
     except BaseException as exc:  # anything unforeseen still leaves a result behind
-        run.result.error, run.result.error_kind = f"{type(exc).__name__}: {_first_line(exc)}", "CompileError"
+        run.result.error, run.result.error_kind = f"{type(exc).__name__}: {first_line(exc)}", "CompileError"
         traceback.print_exc()
         return 1
     finally:
@@ -99,18 +93,13 @@ def execute(run: Run) -> None:
     import torch
 
     result.environment = environment(torch)
-    module = load_model_file(run, spec.model_path)
+    run.phase("load model file")
+    module = load_model_file(spec.model_path)
 
     run.phase("build model")
     torch.manual_seed(0)
     model = call_contract(module, "get_model", spec.model_path)
-    inputs = call_contract(module, "get_inputs", spec.model_path)
-    if isinstance(inputs, torch.Tensor):
-        inputs = (inputs,)
-    if not isinstance(inputs, (tuple, list)):
-        raise Failure(
-            "ModelFileError", f"get_inputs() must return a tuple of tensors, got {type(inputs).__name__}"
-        )
+    calls = calls_from(torch, call_contract(module, "get_inputs", spec.model_path))
     if not callable(model):
         raise Failure(
             "ModelFileError",
@@ -119,13 +108,13 @@ def execute(run: Run) -> None:
 
     device = resolve_device(torch, spec.device)
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
-    model, inputs = place(torch, model, tuple(inputs), device, dtype)
+    model, calls = place(torch, model, calls, device, dtype)
     result.environment = replace(result.environment, **device_info(torch, device))
-    result.inputs = [describe(torch, x) for x in inputs]
+    result.calls = len(calls)
+    result.inputs = describe_calls(torch, calls)
     if isinstance(model, torch.nn.Module):
         result.parameters = sum(p.numel() for p in model.parameters())
 
-    train = spec.train
     mode_options = dict(torch._inductor.list_mode_options(spec.mode, spec.dynamic))
     # comment_origin makes Inductor mark, inside each kernel, the lines generated for each op.
     capture_options = {k: v for k, v in CAPTURE_OPTIONS.items() if k not in spec.options}
@@ -135,42 +124,126 @@ def execute(run: Run) -> None:
     )
 
     run.phase("eager run")
-    eager_outputs, eager_grads, eager_s = step(torch, model, inputs, train, device, "eager")
-    result.eager_first_call_s = eager_s
-    result.outputs = [describe(torch, t) for t in tensors_in(torch, eager_outputs)]
+    eager, seconds = run_all(torch, model, calls, spec.train, device, "eager")
+    result.eager_first_call_s = seconds[0]
+    result.outputs = [f"{name}: {accuracy.describe_leaf(torch, value)}" for name, value in eager.outputs[0]]
+
+    reference, why_not = None, "--accuracy eager" if spec.accuracy == "eager" else ""
+    if spec.accuracy == "fp64":
+        run.phase("float64 reference run")
+        reference, why_not = float64_run(torch, model, calls, spec.train, device)
 
     run.phase("compile")
     compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
-    outputs, grads, cold_s = step(torch, compiled, inputs, train, device, "compile")
-    result.cold_compile_s = cold_s
+    outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+    result.cold_compile_s = seconds[0]
+    result.call_seconds = seconds
 
     run.phase("second call")
-    _, _, second_s = step(torch, compiled, inputs, train, device, "compile")
-    result.second_call_s = second_s
+    _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+    result.second_call_s = seconds[0]
 
-    run.phase("compare")
-    result.accuracy = accuracy(torch, outputs, eager_outputs, grads, eager_grads)
+    if spec.accuracy != "off":
+        run.phase("compare")
+        result.accuracy = accuracy.judge(torch, eager, outputs, reference, train=spec.train, why_no_reference=why_not)
 
     if spec.bench:
         run.phase("benchmark")
-        result.bench = benchmark(
-            torch, model, compiled, inputs, train, device, dtype, run.result_path.parent, spec.bench_scope
-        )
+        result.bench = benchmark(torch, model, compiled, calls, spec.train, device, dtype, run.result_path.parent,
+                                 spec.bench_scope)  # fmt: skip
 
 
-def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], train: bool, device: Any, dtype: Any,
+def run_all(
+    torch: Any, fn: Any, calls: list[Call], train: bool, device: Any, phase: str
+) -> tuple[accuracy.Results, list[float]]:
+    """Every call once (and with --train, backward of its outputs' sum): what each gave, and how long it took."""
+    results = accuracy.Results(outputs=[], gradients=[])
+    seconds = []
+    for call in calls:
+        outputs, gradients, took = step(torch, fn, call, train, device, phase)
+        results.outputs.append(outputs)
+        results.gradients.append(gradients)
+        seconds.append(took)
+    return results, seconds
+
+
+def float64_run(
+    torch: Any, model: Any, calls: list[Call], train: bool, device: Any
+) -> tuple[accuracy.Results | None, str]:
+    """The same model and calls in float64 (the accuracy verdict's reference), or why there is none."""
+    try:
+        model64 = accuracy.float64_copy(torch, model)
+        calls64 = [Call(move(torch, c.args, device, torch.float64), move(torch, c.kwargs, device, torch.float64))
+                   for c in calls]  # fmt: skip
+        results, _ = run_all(torch, model64, calls64, train, device, "float64")
+    except Failure as failure:
+        return None, f"the float64 run failed: {failure.message}"
+    except Exception as exc:
+        return None, f"the float64 run failed: {type(exc).__name__}: {first_line(exc)}"
+    finally:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return results, ""
+
+
+def step(
+    torch: Any, fn: Any, call: Call, train: bool, device: Any, phase: str
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]], float]:
+    """One call (and backward of the outputs' sum with --train); returns its output leaves, the
+    parameters' gradients (by name) and the seconds it took."""
+    named = list(fn.named_parameters()) if train and hasattr(fn, "named_parameters") else []
+    params = [(name, p) for name, p in named if p.requires_grad]
+    for _, p in params:
+        p.grad = None
+    torch.manual_seed(0)
+    synchronize(torch, device)
+    start = time.perf_counter()
+    try:
+        if train:
+            outputs = call(fn)
+            backward_of_sum(torch, outputs)
+        else:
+            with torch.no_grad():
+                outputs = call(fn)
+        synchronize(torch, device)
+    except Failure:
+        raise
+    except Exception as exc:
+        kind = "ModelRunError" if phase in ("eager", "float64") else "CompileError"
+        where = {"eager": "eager forward", "float64": "the float64 run"}.get(phase, "torch.compile")
+        raise Failure(kind, f"{where} raised {type(exc).__name__}: {first_line(exc)}") from exc
+    seconds = time.perf_counter() - start
+    leaves = [(name, accuracy.keep(torch, value)) for name, value in accuracy.named_leaves(torch, outputs)]
+    gradients = [(name, accuracy.keep(torch, p.grad) if p.grad is not None else None) for name, p in params]
+    return leaves, gradients, seconds
+
+
+def backward_of_sum(torch: Any, outputs: Any) -> None:
+    floats = [v for _, v in accuracy.named_leaves(torch, outputs)
+              if isinstance(v, torch.Tensor) and v.is_floating_point() and v.requires_grad]  # fmt: skip
+    if not floats:
+        raise Failure("ModelRunError", "--train: the model's outputs carry no gradient")
+    sum(t.float().sum() for t in floats).backward()
+
+
+def synchronize(torch: Any, device: Any) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: bool, device: Any, dtype: Any,
               folder: Path, scope: str = "full") -> BenchData:  # fmt: skip
-    """Time the compiled model (see measure.py); a failure here is reported, not fatal."""
+    """Time the compiled model, a step being every call once (see measure.py); a failure here is reported, not fatal."""
     try:
         from .measure import measure
 
         def one_step(fn: Any) -> None:
-            if train:
-                outputs = fn(*inputs)
-                sum(t.float().sum() for t in tensors_in(torch, outputs) if t.requires_grad).backward()
-            else:
-                with torch.no_grad():
-                    fn(*inputs)
+            for call in calls:
+                if train:
+                    backward_of_sum(torch, call(fn))
+                else:
+                    with torch.no_grad():
+                        call(fn)
 
         matmul_dtype = dtype or next(
             (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
@@ -180,169 +253,7 @@ def benchmark(torch: Any, model: Any, compiled: Any, inputs: tuple[Any, ...], tr
         )
     except Exception as exc:
         traceback.print_exc()
-        return BenchData(device=device.type, error=f"{type(exc).__name__}: {_first_line(exc)}")
-
-
-def load_model_file(run: Run, path: Path) -> Any:
-    run.phase("load model file")
-    sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"inductor_lens_model_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise Failure("ModelFileError", f"{path.name} cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        raise Failure("ModelFileError", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    except Exception as exc:
-        raise Failure(
-            "ModelFileError", f"{path.name} raised {type(exc).__name__} while importing: {_first_line(exc)}"
-        ) from exc
-    return module
-
-
-def call_contract(module: Any, name: str, path: Path) -> Any:
-    function = getattr(module, name, None)
-    if function is None:
-        raise Failure(
-            "ModelFileError",
-            f"{path.name} defines no {name}() (a model file needs get_model and get_inputs)",
-        )
-    if not callable(function):
-        raise Failure("ModelFileError", f"{path.name}: {name} is not a function")
-    try:
-        return function()
-    except Exception as exc:
-        raise Failure("ModelRunError", f"{name}() raised {type(exc).__name__}: {_first_line(exc)}") from exc
-
-
-def resolve_device(torch: Any, requested: str) -> Any:
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise Failure("UsageError", "--device cuda, but this torch sees no CUDA device")
-    return torch.device(requested)
-
-
-def place(
-    torch: Any, model: Any, inputs: tuple[Any, ...], device: Any, dtype: Any
-) -> tuple[Any, tuple[Any, ...]]:
-    try:
-        if isinstance(model, torch.nn.Module):
-            model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
-        placed = []
-        for x in inputs:
-            if isinstance(x, torch.Tensor):
-                x = x.to(device)
-                if dtype is not None and x.is_floating_point():
-                    x = x.to(dtype)
-            placed.append(x)
-    except Exception as exc:
-        raise Failure(
-            "ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {_first_line(exc)}"
-        ) from exc
-    return model, tuple(placed)
-
-
-def step(
-    torch: Any, fn: Any, inputs: tuple[Any, ...], train: bool, device: Any, phase: str
-) -> tuple[Any, list[Any], float]:
-    """One call (and backward of the outputs' sum with --train); returns outputs, grads, seconds."""
-    params = [p for p in fn.parameters() if p.requires_grad] if train and hasattr(fn, "parameters") else []
-    for p in params:
-        p.grad = None
-    torch.manual_seed(0)
-    synchronize(torch, device)
-    start = time.perf_counter()
-    try:
-        if train:
-            outputs = fn(*inputs)
-            floats = [t for t in tensors_in(torch, outputs) if t.is_floating_point() and t.requires_grad]
-            if not floats:
-                raise Failure("ModelRunError", "--train: the model's outputs carry no gradient")
-            sum(t.float().sum() for t in floats).backward()
-        else:
-            with torch.no_grad():
-                outputs = fn(*inputs)
-        synchronize(torch, device)
-    except Failure:
-        raise
-    except Exception as exc:
-        kind = "ModelRunError" if phase == "eager" else "CompileError"
-        where = "eager forward" if phase == "eager" else "torch.compile"
-        raise Failure(kind, f"{where} raised {type(exc).__name__}: {_first_line(exc)}") from exc
-    seconds = time.perf_counter() - start
-    grads = [p.grad.detach().clone() if p.grad is not None else None for p in params]
-    detached = [t.detach().clone() for t in tensors_in(torch, outputs)]
-    return detached, grads, seconds
-
-
-def synchronize(torch: Any, device: Any) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def tensors_in(torch: Any, value: Any) -> list[Any]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_in(torch, v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors_in(torch, v)]
-    if hasattr(value, "__dataclass_fields__"):
-        return [t for name in value.__dataclass_fields__ for t in tensors_in(torch, getattr(value, name))]
-    return []
-
-
-def accuracy(
-    torch: Any, outputs: list[Any], reference: list[Any], grads: list[Any], ref_grads: list[Any]
-) -> Accuracy:
-    max_abs, max_ref, ok = 0.0, 0.0, True
-    rtol, atol = 0.0, 0.0
-    for got, want in zip(outputs, reference, strict=False):  # a length mismatch is reported below
-        if not want.is_floating_point() and not want.is_complex():
-            ok = ok and bool(torch.equal(got, want))
-            continue
-        rtol_t, atol_t = TOLERANCES.get(str(want.dtype), (1e-4, 1e-5))
-        rtol, atol = max(rtol, rtol_t), max(atol, atol_t)
-        diff = (got.double() - want.double()).abs()
-        max_abs = max(max_abs, _finite_max(diff))
-        max_ref = max(max_ref, _finite_max(want.double().abs()))
-        ok = ok and bool(
-            torch.allclose(got.double(), want.double(), rtol=rtol_t, atol=atol_t, equal_nan=True)
-        )
-    result = Accuracy(
-        compared="outputs and parameter gradients" if ref_grads else "outputs",
-        tensors=len(reference),
-        max_abs_error=max_abs,
-        max_rel_error=max_abs / max_ref if max_ref > 0 else max_abs,
-        within_tolerance=ok and len(outputs) == len(reference),
-        rtol=rtol or 1e-4,
-        atol=atol or 1e-5,
-    )
-    if ref_grads:
-        g_abs, g_ref = 0.0, 0.0
-        for got, want in zip(grads, ref_grads, strict=True):
-            if got is None or want is None:
-                continue
-            g_abs = max(g_abs, _finite_max((got.double() - want.double()).abs()))
-            g_ref = max(g_ref, _finite_max(want.double().abs()))
-        result = replace(result, grad_max_abs_error=g_abs, grad_max_rel_error=g_abs / g_ref if g_ref > 0 else g_abs)
-    return result
-
-
-def _finite_max(tensor: Any) -> float:
-    if tensor.numel() == 0:
-        return 0.0
-    value = float(tensor.max())
-    return value if math.isfinite(value) else float("inf")
-
-
-def describe(torch: Any, value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        short = str(value.dtype).removeprefix("torch.")
-        return f"{short}[{', '.join(str(s) for s in value.shape)}] on {value.device}"
-    return type(value).__name__
+        return BenchData(device=device.type, error=f"{type(exc).__name__}: {first_line(exc)}")
 
 
 def environment(torch: Any) -> Environment:
@@ -382,17 +293,3 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first informative line of an exception message (torch's can run to pages)."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if (
-            line
-            and not line.startswith("Set TORCHDYNAMO_VERBOSE")
-            and not line.startswith("You can suppress")
-        ):
-            return line[:400]
-    return type(exc).__name__
-

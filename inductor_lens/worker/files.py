@@ -134,6 +134,8 @@ class CaptureResult:
     eager_first_call_s: float | None = None
     cold_compile_s: float | None = None
     second_call_s: float | None = None
+    calls: int = 1  # how many calls get_inputs() asked for
+    call_seconds: list[float] = field(default_factory=list)  # each call of the first compiled pass
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     parameters: int | None = None

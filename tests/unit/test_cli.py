@@ -169,7 +169,7 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     model = tmp_path / "m.py"
     model.write_text("def get_model(): pass\n")
     cases = [
-        (["compile", model, "--mode", "fast"], "Invalid value for '--mode'"),
+        (["compile", model, "--mode", "fast"], "unknown mode 'fast'; this torch has default, lite"),
         (["compile", model, "--option", "epilog_fusion=true"], "closest: epilogue_fusion"),
         (["compile", model, "--option", "nonsense"], "--option expects KEY=VALUE"),
         (["compile", tmp_path / "absent.py"], "no such model file"),

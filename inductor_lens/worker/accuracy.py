@@ -1,0 +1,231 @@
+"""Stage 1 of the pipeline (capture), in the model process: does the compiled model compute what eager does?
+
+Floating-point results of a compiled model legitimately differ from eager's: fused kernels reorder
+reductions, keep intermediates in registers at higher precision, pick other matmul algorithms. So
+compiled and eager are both judged against a float64 run of the same model on the same inputs, with
+the rule of Dynamo's own accuracy checker (``torch._dynamo.utils.same`` with ``fp64_ref``): a tensor
+passes when it is close to eager, or when the compiled RMSE against float64 is at most a few times
+eager's own (2x, 3x for 16-bit dtypes and small tensors) plus ``tol / 10``. Outputs of any structure
+(tuples, dicts, HuggingFace ``ModelOutput``) are compared leaf by leaf and gradients parameter by
+parameter; a leaf of another shape, or outputs of another structure, are findings, never a crash.
+Without a float64 run (it failed, or ``--accuracy eager``) the check falls back to per-dtype tolerances.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any
+
+from ..records.run import Accuracy, TensorCheck
+
+# Tolerances as Dynamo's benchmark runners use them: 1e-4 for float32 outputs (same()'s default),
+# looser for gradients, which sum many more rounded terms, and 1e-2 for 16-bit dtypes.
+OUTPUT_TOLERANCE = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+GRADIENT_TOLERANCE = {"float64": 1e-7, "float32": 1e-3, "float16": 1e-2, "bfloat16": 1e-2}
+CHECKS_KEPT = 40
+
+
+@dataclass
+class Results:
+    """What one way of running the model (eager, compiled or float64) gave, per call."""
+
+    outputs: list[list[tuple[str, Any]]]  # per call: (leaf name, leaf value)
+    gradients: list[list[tuple[str, Any]]]  # per call: (parameter name, gradient or None)
+
+
+def named_leaves(torch: Any, value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """The leaves of an output, named by their path: ``[0]``, ``logits``, ``past_key_values[1][0]``."""
+    if isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str)):
+        yield prefix or "output", value
+    elif isinstance(value, Mapping):  # dicts, and HuggingFace's ModelOutput (an OrderedDict)
+        for key, item in value.items():
+            yield from named_leaves(torch, item, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from named_leaves(torch, item, f"{prefix}[{index}]")
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from named_leaves(torch, getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name)
+    elif hasattr(value, "to_tuple"):  # other ModelOutput-like containers
+        yield from named_leaves(torch, value.to_tuple(), prefix)
+    else:
+        yield prefix or "output", type(value).__name__
+
+
+def keep(torch: Any, value: Any) -> Any:
+    """A leaf as it is now, safe from later in-place changes (tensors detached and cloned)."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def float64_copy(torch: Any, model: Any) -> Any:
+    """The same model with every floating parameter and buffer in float64 (a deep copy; ``model`` untouched)."""
+    if not isinstance(model, torch.nn.Module):
+        return model  # a plain function: only its inputs are upcast
+    return copy.deepcopy(model).to(torch.float64)
+
+
+def judge(
+    torch: Any, eager: Results, compiled: Results, reference: Results | None, *, train: bool, why_no_reference: str = ""
+) -> Accuracy:
+    """The verdict on every output leaf and gradient of every call."""
+    checks: list[TensorCheck] = []
+    findings: list[str] = []
+    largest = 0.0  # the largest |eager output|, for the overall relative error
+    several = len(eager.outputs) > 1
+    for number, (want, got) in enumerate(zip(eager.outputs, compiled.outputs, strict=True), 1):
+        prefix = f"call {number}: " if several else ""
+        names, got_names = [n for n, _ in want], [n for n, _ in got]
+        if names != got_names:
+            findings.append(f"{prefix}the compiled outputs ({_names(got_names)}) are not eager's ({_names(names)})")
+            continue
+        ref = reference.outputs[number - 1] if reference else None
+        for index, (name, value) in enumerate(want):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                largest = max(largest, _finite_max(torch, value.double().abs()))
+            ref_value = ref[index][1] if ref and index < len(ref) else None
+            check = _check(torch, prefix + name, "output", value, got[index][1], ref_value, OUTPUT_TOLERANCE)
+            if isinstance(check, str):
+                findings.append(check)
+            elif check is not None:
+                checks.append(check)
+    if train:
+        for number, (want, got) in enumerate(zip(eager.gradients, compiled.gradients, strict=True), 1):
+            prefix = f"call {number}: " if several else ""
+            ref = reference.gradients[number - 1] if reference else None
+            for index, ((name, value), (_, got_value)) in enumerate(zip(want, got, strict=True)):
+                ref_value = ref[index][1] if ref else None
+                if value is None and got_value is None:
+                    continue
+                if value is None or got_value is None:
+                    has_one = "eager" if got_value is None else "compiled"
+                    findings.append(f"{prefix}grad of {name}: only {has_one} computed one")
+                    continue
+                check = _check(torch, f"{prefix}grad of {name}", "gradient", value, got_value, ref_value, GRADIENT_TOLERANCE)
+                if isinstance(check, str):
+                    findings.append(check)
+                elif check is not None:
+                    checks.append(check)
+    accuracy = _accuracy(checks, findings, reference is not None, train, len(eager.outputs), why_no_reference)
+    relative = accuracy.max_abs_error / largest if largest > 0 else accuracy.max_abs_error
+    return replace(accuracy, max_rel_error=relative)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+
+
+def _check(
+    torch: Any, name: str, kind: str, want: Any, got: Any, ref: Any, tolerances: dict[str, float]
+) -> TensorCheck | str | None:
+    """One leaf; a string for a finding (another type or shape); None for leaves that are not tensors and agree."""
+    if not isinstance(want, torch.Tensor):
+        if isinstance(got, torch.Tensor) or want != got:
+            return f"{name}: compiled gave {_short(torch, got)}, eager {_short(torch, want)}"
+        return None
+    if not isinstance(got, torch.Tensor):
+        return f"{name}: compiled gave {_short(torch, got)}, eager a tensor {_short(torch, want)}"
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{name}: compiled gave {_short(torch, got)}, eager {_short(torch, want)}"
+    dtype = str(want.dtype).removeprefix("torch.")
+    tol = tolerances.get(dtype, 1e-4)
+    label = _short(torch, want)
+    typed: Any = "output" if kind == "output" else "gradient"
+    if not (want.is_floating_point() or want.is_complex()):
+        same = bool(torch.equal(want, got))
+        return TensorCheck(name, typed, label, same, 0.0, max_abs_error=0.0 if same else None,
+                           note="equal" if same else "integer or boolean values differ")  # fmt: skip
+    max_abs = _finite_max(torch, (got.double() - want.double()).abs())
+    if torch.allclose(want, got, atol=tol, rtol=tol, equal_nan=True):
+        return TensorCheck(name, typed, label, True, tol, max_abs_error=max_abs, note=f"within {tol:g} of eager")
+    if ref is None or not isinstance(ref, torch.Tensor) or ref.shape != want.shape:
+        return TensorCheck(name, typed, label, False, tol, max_abs_error=max_abs,
+                           note=f"not within {tol:g} of eager, and no float64 run to judge by")  # fmt: skip
+    ref64 = ref.double()
+    eager_rmse = _rmse(torch, ref64, want)
+    compiled_rmse = _rmse(torch, ref64, got)
+    multiplier = 3.0 if want.dtype in (torch.float16, torch.bfloat16) or want.numel() < 1000 or tol >= 2e-2 else 2.0
+    within = compiled_rmse <= multiplier * eager_rmse + tol / 10
+    if not within and math.isnan(eager_rmse) and not math.isnan(compiled_rmse):
+        within = True  # eager is the one that lost its numerics here (same()'s corner case)
+    note = (
+        "as close to float64 as eager" if within and compiled_rmse <= eager_rmse
+        else f"within {multiplier:g}x eager's error against float64" if within
+        else f"{compiled_rmse / eager_rmse:.1f}x eager's error against float64" if eager_rmse > 0
+        else "further from float64 than eager, which matches it"
+    )  # fmt: skip
+    return TensorCheck(name, typed, label, within, tol, max_abs_error=max_abs, compiled_rmse=compiled_rmse,
+                       eager_rmse=eager_rmse, multiplier=multiplier, note=note)  # fmt: skip
+
+
+def _rmse(torch: Any, ref: Any, value: Any) -> float:
+    if ref.numel() == 0:
+        return 0.0
+    return float(torch.sqrt(torch.mean(torch.square(ref - value.double()))))
+
+
+def _finite_max(torch: Any, tensor: Any) -> float:
+    if tensor.numel() == 0:
+        return 0.0
+    value = float(tensor.max())
+    return value if math.isfinite(value) else float("inf")
+
+
+def describe_leaf(torch: Any, value: Any) -> str:
+    """An output leaf for the report: ``float32[4, 256] on cpu``, or a short repr of a value that is not a tensor."""
+    if isinstance(value, torch.Tensor):
+        return f"{_short(torch, value)} on {value.device}"
+    return _short(torch, value)
+
+
+def _short(torch: Any, value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}[{', '.join(str(s) for s in value.shape)}]"
+    return repr(value)[:60] if isinstance(value, (bool, int, float, str)) or value is None else type(value).__name__
+
+
+def _severity(check: TensorCheck) -> tuple[int, float]:
+    """Failures first, then by how close each came to its limit."""
+    if check.limit is not None and check.compiled_rmse is not None:
+        ratio = check.compiled_rmse / check.limit if check.limit > 0 else math.inf
+    else:
+        ratio = (check.max_abs_error or 0.0) / check.tolerance if check.tolerance else 0.0
+    return (0 if not check.within else 1, -ratio)
+
+
+def _accuracy(
+    checks: list[TensorCheck], findings: list[str], has_reference: bool, train: bool, calls: int, why: str
+) -> Accuracy:
+    ordered = sorted(checks, key=_severity)
+    failed = sum(1 for c in checks if not c.within)
+    outputs = [c for c in checks if c.kind == "output"]
+    grads = [c for c in checks if c.kind == "gradient"]
+    if has_reference:
+        method = ("each output and gradient judged against a float64 run of the same model and inputs, by the rule of "
+                  "torch._dynamo.utils.same: within tol of eager, or an RMSE against float64 at most 2x eager's "
+                  "(3x for 16-bit dtypes and tensors under 1,000 elements) plus tol/10; tol 1e-4 for float32 outputs, "
+                  "1e-3 for float32 gradients, 1e-2 for 16-bit")  # fmt: skip
+    else:
+        method = (f"no float64 run ({why or 'not asked for'}): each output and gradient must be within tol of eager "
+                  "(1e-4 for float32 outputs, 1e-3 for gradients, 1e-2 for 16-bit)")  # fmt: skip
+    compared = "outputs and parameter gradients" if train else "outputs"
+    if calls > 1:
+        compared += f" of {calls} calls"
+    return Accuracy(
+        compared=compared,
+        tensors=len(outputs),
+        max_abs_error=max((c.max_abs_error or 0.0 for c in outputs), default=0.0),
+        max_rel_error=0.0,
+        within_tolerance=failed == 0 and not findings,
+        rtol=max((c.tolerance for c in outputs), default=0.0),
+        atol=max((c.tolerance for c in outputs), default=0.0),
+        grad_max_abs_error=max((c.max_abs_error or 0.0 for c in grads), default=0.0) if train else None,
+        method=method,
+        reference="float64" if has_reference else "eager",
+        checks=tuple(ordered[:CHECKS_KEPT]),
+        checked=len(checks),
+        failed=failed,
+        findings=tuple(findings[:CHECKS_KEPT]),
+    )

@@ -1,0 +1,173 @@
+"""Stage 1 of the pipeline (capture), in the model process: the model-file contract.
+
+A model file defines ``get_model()`` (an ``nn.Module`` or any callable) and ``get_inputs()``, which
+returns what to call it with:
+
+    a tensor                      one positional argument
+    a tuple (or any non-list)     the positional arguments
+    a dict                        keyword arguments (``input_ids=..., attention_mask=...``)
+    a pair (tuple, dict)          positional and keyword arguments
+    a list of the above           several calls, made in order (other shapes, a recompile, dynamic sizes)
+
+Arguments may nest (lists, tuples, dicts of tensors); every tensor is moved to the device, and floating
+ones to ``--dtype``. A forward that takes a tuple and a dict positionally is written ``((t, d), {})``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class Failure(Exception):
+    """Ends the run with an error kind the parent maps to an exit code (see errors.py)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class Call:
+    """One call of the model: its positional and keyword arguments."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def __call__(self, fn: Any) -> Any:
+        return fn(*self.args, **self.kwargs)
+
+
+def load_model_file(path: Path) -> Any:
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"inductor_lens_model_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise Failure("ModelFileError", f"{path.name} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise Failure("ModelFileError", f"{path.name}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        raise Failure(
+            "ModelFileError", f"{path.name} raised {type(exc).__name__} while importing: {first_line(exc)}"
+        ) from exc
+    return module
+
+
+def call_contract(module: Any, name: str, path: Path) -> Any:
+    function = getattr(module, name, None)
+    if function is None:
+        raise Failure(
+            "ModelFileError",
+            f"{path.name} defines no {name}() (a model file needs get_model and get_inputs)",
+        )
+    if not callable(function):
+        raise Failure("ModelFileError", f"{path.name}: {name} is not a function")
+    try:
+        return function()
+    except Exception as exc:
+        raise Failure("ModelRunError", f"{name}() raised {type(exc).__name__}: {first_line(exc)}") from exc
+
+
+def calls_from(torch: Any, value: Any) -> list[Call]:
+    """The calls ``get_inputs()`` asks for, in order."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise Failure("ModelFileError", "get_inputs() returned an empty list: no call to make")
+    return [_call(torch, item, len(items) > 1, n) for n, item in enumerate(items, 1)]
+
+
+def _call(torch: Any, item: Any, several: bool, number: int) -> Call:
+    where = f"get_inputs() item {number}" if several else "get_inputs()"
+    if isinstance(item, dict):
+        return Call((), _keywords(item, where))
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], (tuple, list)) and isinstance(item[1], dict):
+        return Call(tuple(item[0]), _keywords(item[1], where))
+    if isinstance(item, tuple):
+        return Call(item, {})
+    if item is not None and not isinstance(item, (list, set, str, bytes)):
+        return Call((item,), {})  # a tensor, or any single object the model takes
+    raise Failure(
+        "ModelFileError",
+        f"{where} is a {type(item).__name__}: give a tensor, a tuple of arguments, a dict of keyword "
+        "arguments, an (args, kwargs) pair, or a list of those for several calls",
+    )
+
+
+def _keywords(value: dict[Any, Any], where: str) -> dict[str, Any]:
+    bad = [k for k in value if not isinstance(k, str)]
+    if bad:
+        raise Failure("ModelFileError", f"{where}: keyword arguments need string names, got {bad[0]!r}")
+    return dict(value)
+
+
+def place(torch: Any, model: Any, calls: list[Call], device: Any, dtype: Any) -> tuple[Any, list[Call]]:
+    """The model and every tensor of every call on ``device``; floating ones in ``dtype`` when given."""
+    try:
+        if isinstance(model, torch.nn.Module):
+            model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+        return model, [Call(move(torch, c.args, device, dtype), move(torch, c.kwargs, device, dtype)) for c in calls]
+    except Exception as exc:
+        raise Failure(
+            "ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {first_line(exc)}"
+        ) from exc
+
+
+def move(torch: Any, value: Any, device: Any, dtype: Any) -> Any:
+    """``value`` with every tensor inside it on ``device`` (and floating ones in ``dtype``)."""
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        x = x.to(device)
+        return x.to(dtype) if dtype is not None and x.is_floating_point() else x
+
+    return torch.utils._pytree.tree_map(one, value)
+
+
+def describe_calls(torch: Any, calls: list[Call]) -> list[str]:
+    """``float32[256, 1024] on cpu``, ``attention_mask=int64[4, 128] on cpu``; ``call 2: ...`` for several."""
+    lines: list[str] = []
+    for number, call in enumerate(calls, 1):
+        prefix = f"call {number}: " if len(calls) > 1 else ""
+        parts = [describe(torch, a) for a in call.args] + [f"{k}={describe(torch, v)}" for k, v in call.kwargs.items()]
+        lines.extend(prefix + part for part in parts or ["(no arguments)"])
+    return lines
+
+
+def describe(torch: Any, value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        short = str(value.dtype).removeprefix("torch.")
+        return f"{short}[{', '.join(str(s) for s in value.shape)}] on {value.device}"
+    if isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe(torch, v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return type(value).__name__
+
+
+def resolve_device(torch: Any, requested: str) -> Any:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise Failure("UsageError", "--device cuda, but this torch sees no CUDA device")
+    return torch.device(requested)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first informative line of an exception message (torch's can run to pages)."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if (
+            line
+            and not line.startswith("Set TORCHDYNAMO_VERBOSE")
+            and not line.startswith("You can suppress")
+        ):
+            return line[:400]
+    return type(exc).__name__
