@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .api import ReportResult, build_run, compile_model, load_run, open_report, render, report_folder
+    from .api import (
+        ReportResult,
+        build_run,
+        compile_model,
+        inspect,
+        inspecting,
+        load_run,
+        open_report,
+        render,
+        report_folder,
+    )
     from .options import CompileSpec
     from .records import CompileRun
 
@@ -36,6 +46,8 @@ _LAZY = {
     "ReportResult": "api",
     "build_run": "api",
     "compile_model": "api",
+    "inspect": "api",
+    "inspecting": "api",
     "load_run": "api",
     "open_report": "api",
     "render": "api",
@@ -49,6 +61,8 @@ __all__ = [
     "__version__",
     "build_run",
     "compile_model",
+    "inspect",
+    "inspecting",
     "load_run",
     "open_report",
     "render",

@@ -2,6 +2,9 @@
 
 Reports
     compile_model(spec, out_dir)      capture -> parse -> bench -> report, returns a ReportResult
+    run_script(script_spec(...))      the same for an unchanged script: ``run -- python train.py``
+    inspect(model, *args, **kwargs)   the same in this process, for a notebook: compiled, compared, timed
+    inspecting(out)                   ``with`` block: a report of whatever torch.compile it runs
     report_folder(folder)             a report from a debug folder copied from anywhere, or a re-render
     build_run(folder, capture_dir)    the CompileRun alone, nothing written
     render(run, out_dir)              write the HTML report and lens.json of a CompileRun
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import webbrowser
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .caches import CacheInfo, ClearResult, cache_info, check_cache
 from .caches import clear as clear_cache
@@ -33,8 +38,19 @@ from .errors import DeviceError, KernelCheckError, UsageError
 from .handwritten import catalog, check
 from .handwritten.catalog import Equivalent
 from .handwritten.check import CheckResult
-from .options import CompileSpec
-from .pipeline import ReportResult, build_run, compile_model, load_run, render, report_folder
+from .options import CompileSpec, ScriptSpec, check_inductor_options, normalize_dtype, script_spec
+from .pipeline import (
+    Inspection,
+    ReportResult,
+    build_run,
+    compile_model,
+    inspect_model,
+    load_run,
+    render,
+    report_folder,
+    run_script,
+)
+from .pipeline import inspecting as pipeline_inspecting
 from .report.folders import find_index, is_comparison, named_out_dir
 from .units import format_age, format_bytes
 
@@ -46,7 +62,9 @@ __all__ = [
     "CompileSpec",
     "ConfigRequest",
     "Equivalent",
+    "Inspection",
     "ReportResult",
+    "ScriptSpec",
     "bench_handwritten",
     "build_run",
     "cache_info",
@@ -56,10 +74,13 @@ __all__ = [
     "compare_models",
     "compile_model",
     "default_report_dir",
+    "default_script_report_dir",
     "diff_reports",
     "format_age",
     "format_bytes",
     "handwritten_kernels",
+    "inspect",
+    "inspecting",
     "is_comparison",
     "load_run",
     "open_report",
@@ -67,12 +88,77 @@ __all__ = [
     "report_folder",
     "requested_configs",
     "rerender_comparison",
+    "run_script",
+    "script_spec",
 ]
 
 
 def default_report_dir(spec: CompileSpec) -> Path:
     """Where ``compile`` writes a report unless told: ``inductor-lens-reports/<model>-<mode>/``."""
     return named_out_dir(f"{spec.model_name}-{spec.mode}")
+
+
+def default_script_report_dir(spec: ScriptSpec) -> Path:
+    """Where ``run`` writes a report unless told: ``inductor-lens-reports/<script>-run/``."""
+    return named_out_dir(f"{spec.model_name}-run")
+
+
+def inspect(
+    model: Any,
+    *args: Any,
+    mode: str = "default",
+    options: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    inputs: Any = None,
+    train: bool = False,
+    dtype: str | None = None,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    accuracy: str = "fp64",
+    bench: bool = True,
+    handwritten: bool = True,
+    strict: bool = False,
+    **kwargs: Any,
+) -> ReportResult:
+    """Compile ``model`` on ``model(*args, **kwargs)`` in this process and write the report ``compile`` writes.
+
+    The model and its inputs stay on their device. ``inputs`` replaces ``args``/``kwargs`` where they would
+    clash with these parameters' names, or to make several calls: anything ``get_inputs()`` may return.
+    A failure (the model raised, the compile failed) still writes a report; ``ReportResult.error`` says why.
+    """
+    calls = inputs if inputs is not None else (tuple(args), dict(kwargs)) if kwargs else tuple(args)
+    name = getattr(model, "__name__", None) or type(model).__name__
+    spec = CompileSpec(
+        model_path=Path(f"{name}.py"),
+        mode=mode,
+        options=check_inductor_options(options or {}),
+        train=train,
+        device=_device_of(model, calls),
+        dtype=normalize_dtype(dtype),
+        fullgraph=fullgraph,
+        dynamic=dynamic,
+        bench=bench,
+        handwritten=handwritten,
+        accuracy=accuracy,
+    )
+    out_dir = Path(out) if out is not None else named_out_dir(f"{name}-{mode}")
+    return inspect_model(model, calls, spec, out_dir, strict=strict)
+
+
+def inspecting(out: str | Path, *, title: str = "capture", strict: bool = False) -> contextlib.AbstractContextManager[Inspection]:
+    """``with inductor_lens.inspecting("reports/x") as seen: ...``: every torch.compile the block runs is
+    captured in this process; when it ends, ``seen.result`` holds the report (graphs and kernels, not timed)."""
+    return pipeline_inspecting(Path(out), title=title, strict=strict)
+
+
+def _device_of(model: Any, inputs: Any) -> str:
+    """``cuda`` where the model or any input tensor is on a GPU, else ``cpu``: nothing is moved."""
+    import torch
+
+    tensors = [x for x in torch.utils._pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters())[:1]
+    return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
 
 
 def open_report(path: Path | None = None) -> str:

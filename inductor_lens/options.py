@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.util
 import json
 import re
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,94 @@ class CompileSpec:
         return cls(**data)
 
 
+@dataclass(frozen=True)
+class ScriptSpec:
+    """One ``inductor-lens run -- python SCRIPT ARGS`` request (or ``-- -m MODULE ARGS``): an unchanged
+    script, with ``mode`` and ``options`` applied to each torch.compile call that sets none of its own."""
+
+    argv: tuple[str, ...]  # the script (or "-m", the module) and its arguments
+    cwd: Path
+    model_path: Path  # the script's file (a module's, where it was found): names the report
+    mode: str = "default"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # Profiled: ``steps`` calls of the first compiled function (or module) the script calls, after
+    # ``warmup`` calls of it (the first ones compile and recompile).
+    warmup: int = 3
+    steps: int = 10
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    bench: bool = True
+    handwritten: bool = True
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if not self.argv:
+            raise UsageError("run needs a script: inductor-lens run -- python script.py [ARGS]")
+        if self.warmup < 0 or self.steps < 1:
+            raise UsageError("--warmup must be 0 or more and --steps 1 or more")
+        if self.timeout_s <= 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+
+    @property
+    def model_name(self) -> str:
+        return self.argv[1].rsplit(".", 1)[-1] if self.argv[0] == "-m" else self.model_path.stem
+
+    @property
+    def command(self) -> str:
+        return " ".join(["python", *self.argv])
+
+    def to_json(self) -> str:
+        data = dataclasses.asdict(self)
+        data.update(cwd=str(self.cwd), model_path=str(self.model_path), kind="script")
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ScriptSpec:
+        data = json.loads(text)
+        data.pop("kind", None)
+        data.update(argv=tuple(data["argv"]), cwd=Path(data["cwd"]), model_path=Path(data["model_path"]))
+        return cls(**data)
+
+
+_PYTHON = re.compile(r"^python[\d.]*$")
+
+
+def script_spec(command: Sequence[str], cwd: Path, **settings: Any) -> ScriptSpec:
+    """The spec of ``run -- [python] SCRIPT ARGS`` or ``run -- [python] -m MODULE ARGS``, run in ``cwd``.
+
+    The script runs in the tool's own Python (the one whose torch it must wrap), whatever interpreter
+    the command names.
+    """
+    argv = list(command)
+    if argv and _PYTHON.match(Path(argv[0]).name):
+        argv = argv[1:]
+    if not argv:
+        raise UsageError("run needs a script: inductor-lens run [OPTIONS] -- python script.py [ARGS]")
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            raise UsageError("run -- python -m needs a module name")
+        found = _find_module(argv[1], cwd)
+        origin = found.origin if found is not None and found.origin else None
+        model_path = Path(origin) if origin else cwd / (argv[1].replace(".", "/") + ".py")
+    elif argv[0].startswith("-"):
+        raise UsageError(f"run -- python {argv[0]}: only a script or -m MODULE can be run")
+    else:
+        model_path = (cwd / argv[0]).resolve()
+        if not model_path.is_file():
+            raise UsageError(f"{argv[0]}: no such script")
+        argv[0] = str(model_path)
+    return ScriptSpec(argv=tuple(argv), cwd=cwd.resolve(), model_path=model_path, **settings)
+
+
+def _find_module(name: str, cwd: Path) -> Any:
+    sys.path.insert(0, str(cwd))
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    finally:
+        sys.path.remove(str(cwd))
+
+
 def available_modes() -> tuple[str, ...]:
     """torch.compile's modes as the installed torch lists them (``torch._inductor.list_mode_options``)."""
     try:
@@ -164,12 +254,24 @@ def parse_inductor_options(pairs: Iterable[str], known: Mapping[str, Any] | None
         known = inductor_option_defaults()
     options: dict[str, Any] = {}
     for key, raw in parsed:
-        if key not in known:
-            close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
-            hint = f"closest: {', '.join(close)}" if close else "see torch._inductor.list_options()"
-            raise UsageError(f"unknown Inductor option {key!r}", hint=hint)
+        _check_name(key, known)
         options[key] = _coerce(key, raw, known[key])
     return options
+
+
+def check_inductor_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Inductor options given as a dict (the Python API): every name must be one of torch's."""
+    known = inductor_option_defaults() if options else {}
+    for key in options:
+        _check_name(key, known)
+    return dict(options)
+
+
+def _check_name(key: str, known: Mapping[str, Any]) -> None:
+    if key not in known:
+        close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
+        hint = f"closest: {', '.join(close)}" if close else "see torch._inductor.list_options()"
+        raise UsageError(f"unknown Inductor option {key!r}", hint=hint)
 
 
 def _coerce(key: str, raw: str, default: Any) -> Any:

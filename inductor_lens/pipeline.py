@@ -3,6 +3,9 @@
     build_run(folder, capture_dir)   parse the debug output and attach what the capture measured and
                                      the hand-written equivalents: a CompileRun, nothing written
     compile_model(spec, out_dir)     capture a model, build its run, write its report
+    run_script(spec, out_dir)        capture an unchanged script, build its run, write its report
+    inspect_model(model, inputs)     capture a model in this process (notebooks), write its report
+    inspecting(out_dir)              capture whatever a ``with`` block compiles, write its report
     report_folder(folder, out_dir)   build the run of a folder copied from anywhere (or re-render a
                                      report), write its report
 
@@ -12,18 +15,28 @@ capture folder copied off a GPU box is the report its own machine would have wri
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .bench import attach_measurements
-from .capture import CAPTURE_DIR, PhaseCallback, capture, find_capture_dir
+from .capture import (
+    CAPTURE_DIR,
+    Capture,
+    PhaseCallback,
+    capture,
+    capture_in_process,
+    capture_script,
+    find_capture_dir,
+)
+from .capture.inprocess import in_process_capture
 from .errors import InputFolderError, LensError, UsageError
 from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten
-from .options import CompileSpec
+from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
 from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
 from .report import render_report, write_report
@@ -93,6 +106,69 @@ def compile_model(
         raise UsageError(f"{spec.model_path}: no such model file")
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
+    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                           strict=strict, draw=draw, progress=progress)  # fmt: skip
+
+
+def run_script(
+    spec: ScriptSpec,
+    out_dir: Path,
+    *,
+    strict: bool = False,
+    draw: bool = True,
+    progress: PhaseCallback | None = None,
+    echo: TextIO | None = None,
+) -> ReportResult:
+    """Run an unchanged script in the script process and write the report of what it compiled."""
+    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
+    captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo)
+    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                           strict=strict, draw=draw, progress=progress)  # fmt: skip
+
+
+def inspect_model(
+    model: Any, inputs: Any, spec: CompileSpec, out_dir: Path, *, strict: bool = False, draw: bool = True
+) -> ReportResult:
+    """``compile_model`` for a model the caller holds, captured in the caller's process; ``inputs`` as
+    ``get_inputs()`` would return them."""
+    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
+    captured = capture_in_process(spec, out_dir / CAPTURE_DIR, model, inputs)
+    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                           strict=strict, draw=draw, progress=None)  # fmt: skip
+
+
+@dataclass
+class Inspection:
+    """What ``inspecting`` yields: the report, once the ``with`` block has ended."""
+
+    out_dir: Path
+    result: ReportResult | None = None
+
+
+@contextlib.contextmanager
+def inspecting(out_dir: Path, *, title: str = "capture", strict: bool = False, draw: bool = True) -> Iterator[Inspection]:
+    """Capture every torch.compile made inside the block (the caller's own calls, in its own process),
+    and write the report when it ends: graphs and kernels, not timed (``inspect`` times a model)."""
+    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
+    inspection = Inspection(out_dir)
+    with in_process_capture(out_dir / CAPTURE_DIR):
+        yield inspection
+    run = build_run(out_dir, out_dir / CAPTURE_DIR, strict=strict, allow_empty=True, title=title)
+    inspection.result = ReportResult(run=run, index=render(run, out_dir, draw=draw))
+
+
+def _report_capture(
+    captured: Capture,
+    out_dir: Path,
+    title: str,
+    handwritten: bool,
+    timeout_s: float,
+    *,
+    strict: bool,
+    draw: bool,
+    progress: PhaseCallback | None,
+) -> ReportResult:
+    """The run of a capture just made, and its report; a failed capture still gets one."""
     started = time.perf_counter()
 
     def stage(name: str) -> None:
@@ -104,12 +180,12 @@ def compile_model(
         out_dir / CAPTURE_DIR,
         strict=strict,
         allow_empty=True,
-        title=spec.model_name,
+        title=title,
         settings=captured.settings,
         environment=captured.environment,
         capture=captured.outcome,
-        run_handwritten=spec.handwritten and captured.error() is None,
-        timeout_s=spec.timeout_s,
+        run_handwritten=handwritten and captured.error() is None,
+        timeout_s=timeout_s,
         on_stage=stage,
     )
     index = render(run, out_dir, draw=draw)

@@ -1,6 +1,7 @@
 """Stage 4 of the pipeline (bench): tie every kernel of a profiled step to the launch that issued it.
 
-The profiler's Chrome trace (torch.profiler, Kineto) holds, per step (``inductor_lens_step_<i>``):
+The profiler's Chrome trace (torch.profiler, Kineto) holds, per step (``inductor_lens_step_<i>`` from the
+model process, ``ProfilerStep#<i>`` from a profiled script):
 - one ``## Call CompiledFxGraph <key> ##`` CPU range per compiled graph that ran;
 - inside it, one top-level CPU range per launch, in launch order: Inductor names each Triton
   launch after its kernel, C++ kernels appear as ``graph_<k>_<kernel>`` (with
@@ -27,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import GraphRecord, Launch
+from ..worker.files import STEP_MARKS
 
-STEP_MARK = "inductor_lens_step_"
 REGION_MARK = "## Call CompiledFxGraph"
 GPU_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
 _CPP_PROFILE_PREFIX = re.compile(r"^graph_\d+_")
@@ -94,9 +95,7 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
     ]
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK]
-    steps = sorted(
-        (r for r in ranges if r.name.startswith(STEP_MARK)), key=lambda r: int(r.name[len(STEP_MARK) :])
-    )
+    steps = sorted((r for r in ranges if _step_number(r.name) is not None), key=lambda r: _step_number(r.name) or 0)
     graphs = list(graphs)
     by_thread: dict[Any, list[_Range]] = {}
     for r in ranges:
@@ -271,3 +270,11 @@ def _union(intervals: list[tuple[float, float]]) -> float:
         total += stop - max(start, end)
         end = stop
     return total
+
+
+def _step_number(name: str) -> int | None:
+    """The number of a profiled step's range, or None for any other range."""
+    for mark in STEP_MARKS:
+        if name.startswith(mark) and name[len(mark) :].isdecimal():
+            return int(name[len(mark) :])
+    return None

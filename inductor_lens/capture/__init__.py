@@ -1,7 +1,8 @@
 """Stage 1 of the pipeline (capture -> parse -> records -> bench -> report): run a model under torch.compile.
 
 ``capture(spec, capture_dir)`` runs the model file in the model process (``worker/capture.py``, under
-the supervisor of ``worker/supervisor.py``) and turns what it reported into records: the
+the supervisor of ``worker/supervisor.py``), ``capture_script`` an unchanged script in the script
+process (``worker/script.py``), and each turns what it reported into records: the
 CaptureOutcome, the measured Environment and the CompileSettings. The debug tree, the trace and the
 log stay in ``capture_dir`` for the parse stage, whether the run succeeded or not.
 
@@ -16,12 +17,13 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import CaptureTimeout, CompileError, LensError, ModelFileError, ModelRunError, UsageError
-from ..options import CompileSpec
+from ..options import CompileSpec, ScriptSpec
 from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
 from ..worker.files import (
     CAPTURE_DIR,
@@ -34,7 +36,7 @@ from ..worker.files import (
 )
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
 
-__all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "find_capture_dir"]
+__all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
 
 _ERROR_KINDS: dict[str, type[LensError]] = {
     "ModelFileError": ModelFileError,
@@ -71,15 +73,83 @@ def capture(
 ) -> Capture:
     """Run the model in the model process; ``cache_root``: Inductor's and Triton's caches, kept (else
     fresh ones, deleted after the process ends)."""
+    result, finished, capture_dir = _run_worker("capture", spec.to_json(), spec.bench, spec.timeout_s, capture_dir,
+                                                capture_dir, progress, echo, cache_root)  # fmt: skip
+    outcome = _outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir)
+    return Capture(outcome, result.environment, _settings(spec, result), capture_dir)
+
+
+def _settings(spec: CompileSpec, result: CaptureResult) -> CompileSettings:
+    return CompileSettings(
+        mode=spec.mode,
+        options=dict(spec.options),
+        mode_options=dict(result.settings.mode_options),
+        train=spec.train,
+        device=result.settings.device or spec.device,
+        dtype=spec.dtype,
+        fullgraph=spec.fullgraph,
+        dynamic=spec.dynamic,
+        capture_options=dict(result.settings.capture_options),
+    )
+
+
+def capture_script(
+    spec: ScriptSpec, capture_dir: Path, *, progress: PhaseCallback | None = None, echo: TextIO | None = None
+) -> Capture:
+    """Run an unchanged script in the script process (``worker/script.py``), in the user's folder."""
+    result, finished, capture_dir = _run_worker("script", spec.to_json(), spec.bench, spec.timeout_s, capture_dir,
+                                                spec.cwd, progress, echo, None)  # fmt: skip
+    settings = CompileSettings(
+        mode=spec.mode,
+        options=dict(spec.options),
+        mode_options=dict(result.settings.mode_options),
+        device=result.settings.device,
+        capture_options=dict(result.settings.capture_options),
+    )
+    outcome = replace(
+        _outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir),
+        command=result.command or spec.command,
+        compile_calls=tuple(result.compile_calls),
+        profiled=result.profiled,
+    )
+    return Capture(outcome, result.environment, settings, capture_dir)
+
+
+def capture_in_process(spec: CompileSpec, capture_dir: Path, model: Any, inputs: Any) -> Capture:
+    """The capture of ``capture``, made in this process on a model the caller holds (``inductor_lens.inspect``)."""
+    from ..worker.capture import capture_in_process as run_here
+    from .inprocess import in_process_capture
+
+    started = time.perf_counter()
+    with in_process_capture(capture_dir) as capture_dir:
+        (capture_dir / SPEC_FILE).write_text(spec.to_json(), encoding="utf-8")
+        code = run_here(spec, capture_dir / RESULT_FILE, model, inputs)
+    finished = Finished(exit_code=code, timed_out=False, wall_s=time.perf_counter() - started)
+    result = read_capture_result(capture_dir / RESULT_FILE) or CaptureResult()
+    outcome = _outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir)
+    # no log: in the caller's process, its output went where the caller's goes
+    return Capture(replace(outcome, log_file=None), result.environment, _settings(spec, result), capture_dir)
+
+
+def _run_worker(
+    job: str,
+    spec_json: str,
+    bench: bool,
+    timeout_s: float,
+    capture_dir: Path,
+    cwd: Path,
+    progress: PhaseCallback | None,
+    echo: TextIO | None,
+    cache_root: Path | None,
+) -> tuple[CaptureResult, Finished, Path]:
+    """Write the spec, run the worker job on fresh (or the given) caches, read back what it wrote."""
     capture_dir = capture_dir.resolve()
     capture_dir.mkdir(parents=True, exist_ok=True)
     spec_path, result_path = capture_dir / SPEC_FILE, capture_dir / RESULT_FILE
-    spec_path.write_text(replace(spec, model_path=spec.model_path.resolve()).to_json(), encoding="utf-8")
+    spec_path.write_text(spec_json, encoding="utf-8")
     result_path.unlink(missing_ok=True)
     own_cache = cache_root is None
-    cache_root = (
-        Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if cache_root is None else cache_root.resolve()
-    )
+    caches = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if cache_root is None else cache_root.resolve()
     phases = ["start"]
 
     def on_phase(phase: str, elapsed: float) -> None:
@@ -89,32 +159,27 @@ def capture(
 
     try:
         finished = run_worker(
-            "capture",
+            job,
             [str(spec_path), str(result_path)],
-            cwd=capture_dir,
-            env=capture_environment(capture_dir, cache_root, bench=spec.bench),
+            cwd=cwd,
+            env=capture_environment(capture_dir, caches, bench=bench),
             log_path=capture_dir / LOG_FILE,
-            timeout_s=spec.timeout_s,
+            timeout_s=timeout_s,
             on_phase=on_phase,
             echo=echo,
         )
     finally:
         if own_cache:
-            shutil.rmtree(cache_root, ignore_errors=True)
+            shutil.rmtree(caches, ignore_errors=True)
     try:
         result = read_capture_result(result_path)
     except FileShapeError as exc:
-        result = CaptureResult(phase=phases[-1], error=f"the model process left an unreadable result: {exc}")
+        result = CaptureResult(phase=phases[-1], error=f"the worker left an unreadable result: {exc}")
     if result is None:  # it died before writing anything
         result = CaptureResult()
     # The last phase it announced: its result file may not have caught up when it died.
     result = replace(result, phase=phases[-1]) if len(phases) > 1 else result
-    return Capture(
-        outcome=_outcome(spec, result, finished, capture_dir),
-        environment=result.environment,
-        settings=_settings(spec, result),
-        capture_dir=capture_dir,
-    )
+    return result, finished, capture_dir
 
 
 def capture_environment(capture_dir: Path, cache_root: Path, *, bench: bool = True) -> dict[str, str]:
@@ -145,17 +210,19 @@ def find_capture_dir(folder: Path) -> Path | None:
     return next((d for d in (folder / CAPTURE_DIR, folder) if (d / RESULT_FILE).is_file()), None)
 
 
-def _outcome(spec: CompileSpec, result: CaptureResult, finished: Finished, capture_dir: Path) -> CaptureOutcome:
+def _outcome(
+    model_path: str, model_name: str, timeout_s: float, result: CaptureResult, finished: Finished, capture_dir: Path
+) -> CaptureOutcome:
     status: CaptureStatus = "ok" if result.status == "ok" and finished.exit_code == 0 else "failed"
     error, kind = result.error, result.error_kind
     if finished.timed_out:
         status, kind = "timeout", "CaptureTimeout"
-        error = f"timed out after {spec.timeout_s:g} s during '{result.phase}' (raise --timeout to wait longer)"
+        error = f"timed out after {timeout_s:g} s during '{result.phase}' (raise --timeout to wait longer)"
     elif status == "failed" and not error:
         error = _death_message(finished.exit_code, result.phase, capture_dir / LOG_FILE)
     return CaptureOutcome(
-        model_path=str(spec.model_path),
-        model_name=spec.model_name,
+        model_path=model_path,
+        model_name=model_name,
         status=status,
         phase=result.phase,
         error=error,
@@ -172,21 +239,6 @@ def _outcome(spec: CompileSpec, result: CaptureResult, finished: Finished, captu
         parameters=result.parameters,
         accuracy=result.accuracy,
         log_file=f"{CAPTURE_DIR}/{LOG_FILE}",
-    )
-
-
-def _settings(spec: CompileSpec, result: CaptureResult) -> CompileSettings:
-    reported = result.settings
-    return CompileSettings(
-        mode=spec.mode,
-        options=dict(spec.options),
-        mode_options=dict(reported.mode_options),
-        train=spec.train,
-        device=reported.device or spec.device,
-        dtype=spec.dtype,
-        fullgraph=spec.fullgraph,
-        dynamic=spec.dynamic,
-        capture_options=dict(reported.capture_options),
     )
 
 

@@ -1,6 +1,7 @@
 """The command line: a thin click layer over ``api``, one module per command; no pipeline logic lives here.
 
     compile.py      compile MODEL                   report.py       report FOLDER, open [FOLDER]
+    run.py          run -- python SCRIPT ARGS
     compare.py      compare MODEL, diff A B         handwritten.py  handwritten list|check|bench
     cache.py        cache info|clear                common.py       error handling, shared options
 """
@@ -18,6 +19,7 @@ from .compare import compare_command, diff_command
 from .compile import compile_command
 from .handwritten import handwritten_group
 from .report import open_command, report_command
+from .run import run_command
 
 __all__ = ["cli", "main"]
 
@@ -28,7 +30,7 @@ def cli() -> None:
     """Inspect what torch.compile / TorchInductor made of a model: graphs, fused kernels, their source."""
 
 
-for command in (compile_command, compare_command, diff_command, report_command, open_command,
+for command in (compile_command, run_command, compare_command, diff_command, report_command, open_command,
                 handwritten_group, cache_group):  # fmt: skip
     cli.add_command(command)
 

@@ -18,7 +18,9 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      template's autotune config and kernel metadata typed (JsonValue, JsonScalar): their JSON unchanged.
   7: the accuracy verdict against a float64 run (Accuracy.method, .checks: TensorCheck per output and
      gradient, worst first, .findings for outputs of another structure or shape); several calls per
-     capture (CaptureOutcome.calls, .call_seconds). A version 6 Accuracy reads with none of them.
+     capture (CaptureOutcome.calls, .call_seconds); scripts run unchanged (CaptureOutcome.command, each
+     torch.compile call they made in .compile_calls, the profiled window in .profiled). A version 6
+     run reads with none of them.
 """
 
 from __future__ import annotations
@@ -132,6 +134,20 @@ class Accuracy:
 
 
 @dataclass(frozen=True)
+class CompileCall:
+    """One ``torch.compile`` call an unchanged script made (``inductor-lens run``), and what it compiled with."""
+
+    target: str  # what was compiled: "GPT2LMHeadModel", "train_step", ...
+    where: str  # the script's line that called torch.compile: "train.py:42"
+    backend: str  # "inductor", or another backend (then nothing is captured from it)
+    # The script's own mode and options, as it passed them (None: it passed none).
+    script_mode: str | None = None
+    script_options: Mapping[str, JsonValue] | None = None
+    # What the compile ran with in the end: the script's own settings win over ``run --mode/--option``.
+    applied: str = ""
+
+
+@dataclass(frozen=True)
 class CaptureOutcome:
     """What happened in the child process that ran the model."""
 
@@ -154,6 +170,11 @@ class CaptureOutcome:
     parameters: int | None = None
     accuracy: Accuracy | None = None
     log_file: str | None = None
+    # A script run unchanged (``inductor-lens run``): its command line, its torch.compile calls, and which
+    # steps were profiled ("10 calls of train_step after 3 warm-up calls").
+    command: str = ""
+    compile_calls: tuple[CompileCall, ...] = ()
+    profiled: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ job and the tool tell each other goes through the files declared in ``files.py``
 
     supervisor.py   parent side: start a worker in its own process group, time it out, kill it, keep its log
     files.py        both sides: the declared files (spec, result, measurements, plan) and their readers
-    __main__.py     child side: the entry point, ``python -m inductor_lens.worker capture|handwritten``
+    __main__.py     child side: the entry point, ``python -m inductor_lens.worker capture|script|handwritten``
     capture.py      child side, the model process: run the model eagerly and compiled, compare, then time it
+    model_file.py   child side, the model process: the model-file contract (get_model, get_inputs, calls)
+    accuracy.py     child side, the model process: compiled against eager against a float64 run
+    script.py       child side, the script process: an unchanged script, its torch.compile calls, a profiled window
     measure.py      child side, the model process: device ceilings, latency, profiled steps, kernels alone
     handwritten.py  child side, the check process: run hand-written kernels against torch (and time them)
 

@@ -1,6 +1,7 @@
 """The process boundary, child side: ``python -m inductor_lens.worker JOB ARGS``, started by the supervisor.
 
     capture SPEC RESULT      run a model file under torch.compile (capture.py), write capture.json
+    script SPEC RESULT       run an unchanged script under the capture (script.py), write capture.json
     handwritten PLAN RESULT  check (and on a GPU time) hand-written kernels (handwritten.py)
 """
 
@@ -18,11 +19,15 @@ def main(argv: list[str]) -> int:
         from .capture import main as capture_main
 
         return capture_main(args)
+    if job == "script" and len(args) == 2:
+        from .script import main as script_main
+
+        return script_main(args)
     if job == "handwritten" and len(args) == 2:
         from .handwritten import main as handwritten_main
 
         return handwritten_main(args)
-    print("usage: python -m inductor_lens.worker capture SPEC RESULT | handwritten PLAN RESULT", file=sys.stderr)
+    print("usage: python -m inductor_lens.worker capture|script SPEC RESULT | handwritten PLAN RESULT", file=sys.stderr)
     return 2
 
 

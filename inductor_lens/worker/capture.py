@@ -16,6 +16,7 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,25 @@ def main(argv: list[str]) -> int:
     """``argv``: the spec file and the result file."""
     spec = CompileSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
     run = Run(spec, Path(argv[1]))
+    return guarded(run, lambda torch: execute(run, torch), catch_all=True)
+
+
+def capture_in_process(spec: CompileSpec, result_path: Path, model: Any, inputs: Any) -> int:
+    """The same capture on a model the caller holds (``inductor_lens.inspect``), in the caller's process;
+    ``inputs`` as ``get_inputs()`` would return them. Returns 0, or 1 when it failed (the result says why)."""
+    run = Run(spec, result_path)
+    return guarded(run, lambda torch: capture_model(run, torch, model, calls_from(torch, inputs)), catch_all=False)
+
+
+def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
+    """Run ``body(torch)``; whatever happens, the result file says how it ended. ``catch_all``: in the
+    model process nothing escapes; in the caller's process Ctrl-C and SystemExit still do."""
     try:
-        execute(run)
+        run.phase("import torch")
+        import torch
+
+        run.result.environment = environment(torch)
+        body(torch)
         run.result.status = "ok"
         run.phase("done")
         return 0
@@ -79,7 +97,13 @@ def main(argv: list[str]) -> int:
         run.result.error, run.result.error_kind = failure.message, failure.kind
         print(f"[inductor-lens] error ({failure.kind}): {failure.message}", file=sys.stderr, flush=True)
         return 1
-    except BaseException as exc:  # anything unforeseen still leaves a result behind
+    except Exception as exc:  # anything unforeseen still leaves a result behind
+        run.result.error, run.result.error_kind = f"{type(exc).__name__}: {first_line(exc)}", "CompileError"
+        traceback.print_exc()
+        return 1
+    except BaseException as exc:
+        if not catch_all:
+            raise
         run.result.error, run.result.error_kind = f"{type(exc).__name__}: {first_line(exc)}", "CompileError"
         traceback.print_exc()
         return 1
@@ -87,12 +111,8 @@ def main(argv: list[str]) -> int:
         run.write()
 
 
-def execute(run: Run) -> None:
-    spec, result = run.spec, run.result
-    run.phase("import torch")
-    import torch
-
-    result.environment = environment(torch)
+def execute(run: Run, torch: Any) -> None:
+    spec = run.spec
     run.phase("load model file")
     module = load_model_file(spec.model_path)
 
@@ -105,7 +125,16 @@ def execute(run: Run) -> None:
             "ModelFileError",
             f"get_model() must return an nn.Module or a callable, got {type(model).__name__}",
         )
+    capture_model(run, torch, model, calls)
 
+
+def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
+    """Everything after the model is built: on the device, eager, float64, compiled, compared, timed.
+
+    The model process runs it on a model file's model; ``inductor_lens.inspect`` runs it in the
+    notebook's own process, on the model it is given.
+    """
+    spec, result = run.spec, run.result
     device = resolve_device(torch, spec.device)
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
     model, calls = place(torch, model, calls, device, dtype)

@@ -6,7 +6,7 @@ timeout still leaves what was done. The parent reads with ``read_json_file``: a 
 is ``None``, one that is not JSON or not of the declared shape raises ``FileShapeError``, which the
 reading stage turns into a warning (or an error under ``--strict``).
 
-    capture/spec.json         parent -> model process   CompileSpec (options.py)
+    capture/spec.json         parent -> model process   CompileSpec, or ScriptSpec for a script (options.py)
     capture/capture.json      model process -> parent   CaptureResult (with BenchData when timed)
     capture/capture.log       model process -> parent   everything it printed; ``PHASE_MARKER`` lines
     capture/profile_trace.json  model process -> parent   torch.profiler's Chrome trace of the timed steps
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
-from ..records.run import Accuracy, Environment
+from ..records.run import Accuracy, CompileCall, Environment
 from ..records.timing import Timing
 
 CAPTURE_DIR = "capture"
@@ -40,6 +40,9 @@ HANDWRITTEN_LOG_FILE = "handwritten.log"
 
 # A worker announces each phase it enters with a line starting with this, on its output.
 PHASE_MARKER = "[inductor-lens] phase: "
+# Profiled steps are ranges in profile_trace.json named ``<mark><n>``: the model process marks its own
+# steps; a script's steps are torch.profiler's (between two calls of its first compiled function).
+STEP_MARKS = ("inductor_lens_step_", "ProfilerStep#")
 
 T = TypeVar("T")
 
@@ -141,6 +144,10 @@ class CaptureResult:
     parameters: int | None = None
     accuracy: Accuracy | None = None
     bench: BenchData | None = None
+    # A script run unchanged (worker/script.py): its torch.compile calls and the profiled window.
+    command: str = ""
+    compile_calls: list[CompileCall] = field(default_factory=list)
+    profiled: str = ""
 
 
 # --- the hand-written kernels' check process ---------------------------------------------------------

@@ -19,24 +19,24 @@ bench`` time with the same functions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import operator
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
 from ..records.timing import Timing
-from .files import BenchData, CeilingsData, EndToEndData, IsolatedKernel, ProfileData
+from .files import STEP_MARKS, BenchData, CeilingsData, EndToEndData, IsolatedKernel, ProfileData
 
 WARMUP_MS = 25
 REP_MS = 100
 PROFILED_STEPS = 20
 CPU_REPEATS = 20
-STEP_MARK = "inductor_lens_step_"
 COPY_BYTES = 1 << 31  # 2 GiB, far beyond any L2
 MATMUL_SIZE = 8192
 
@@ -169,7 +169,7 @@ def profile_steps(torch: Any, step: Callable[[Any], Any], compiled: Any, device:
         torch.cuda.synchronize(device)
     with profile(activities=activities) as prof:
         for index in range(PROFILED_STEPS):
-            with record_function(f"{STEP_MARK}{index}"):
+            with record_function(f"{STEP_MARKS[0]}{index}"):
                 step(compiled)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
@@ -181,10 +181,9 @@ def profile_steps(torch: Any, step: Callable[[Any], Any], compiled: Any, device:
 RecordedLaunch = tuple[Any, tuple[Any, ...] | None, dict[str, Any]]
 
 
-def record_launches(
-    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
-) -> list[RecordedLaunch]:
-    """Run one compiled step and keep, for every Triton kernel it launches, a copy of its first launch.
+@contextlib.contextmanager
+def recording_launches(torch: Any, device: Any) -> Iterator[dict[int, RecordedLaunch]]:
+    """While inside, keep for every Triton kernel launched a copy of its first launch.
 
     The copy holds the launch's arguments as they were just before it ran (tensors cloned with
     their exact sizes, strides, offsets and values), so the kernel can be replayed alone later.
@@ -201,6 +200,14 @@ def record_launches(
         return original(self, *args, **kwargs)
 
     with mock.patch.object(CachingAutotuner, "run", recording):
+        yield launches
+
+
+def record_launches(
+    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
+) -> list[RecordedLaunch]:
+    """Run one compiled step and keep a copy of the first launch of every Triton kernel it launches."""
+    with recording_launches(torch, device) as launches:
         step(compiled)
         torch.cuda.synchronize(device)
     return list(launches.values())
@@ -229,13 +236,15 @@ def _snapshot(torch: Any, args: tuple[Any, ...], budget: list[int]) -> tuple[Any
 def isolated_kernels(
     torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
 ) -> dict[str, list[IsolatedKernel]]:
-    """Each Triton kernel of a compiled step, replayed alone on a copy of its real arguments.
+    """Each Triton kernel of a compiled step, replayed alone on a copy of its real arguments."""
+    return replay_launches(torch, record_launches(torch, step, compiled, device))
 
-    Keyed by kernel name; graphs of one run can reuse a name, so each entry carries the kernel's
-    fingerprint too (``kernel_fingerprint``), which tells them apart.
-    """
+
+def replay_launches(torch: Any, launches: list[RecordedLaunch]) -> dict[str, list[IsolatedKernel]]:
+    """Time each recorded launch alone. Keyed by kernel name; graphs of one run can reuse a name, so each
+    entry carries the kernel's fingerprint too (``kernel_fingerprint``), which tells them apart."""
     results: dict[str, list[IsolatedKernel]] = {}
-    for kernel, args, kwargs in record_launches(torch, step, compiled, device):
+    for kernel, args, kwargs in launches:
         entry = IsolatedKernel(fingerprint=kernel_fingerprint(getattr(kernel.fn, "src", "")))
         if args is None:
             entry.error = "not replayed: copying its arguments would take more than a quarter of free memory"

@@ -1,0 +1,64 @@
+"""``inductor-lens run [OPTIONS] -- python SCRIPT ARGS``: an unchanged script, captured and reported."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .. import api
+from ..options import DEFAULT_TIMEOUT_S, parse_inductor_options
+from .common import finish_report, lens_command, open_option, out_option, show_progress, strict_option
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "--mode",
+    default="default",
+    show_default=True,
+    help="Applied to each torch.compile call that sets neither a mode nor options of its own.",
+)
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Inductor option for those calls (repeatable).")  # fmt: skip
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Calls of the first compiled function (or module) before the profiled steps.")  # fmt: skip
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Calls of it profiled, each a step up to its next call (backward and optimizer included).")  # fmt: skip
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Seconds before the script's process is killed.")  # fmt: skip
+@click.option("--no-bench", is_flag=True, help="Do not profile any step.")
+@click.option("--no-handwritten", is_flag=True, help="Skip the hand-written Triton equivalents.")
+@out_option("Report folder [default: inductor-lens-reports/<script>-run/].")
+@strict_option
+@open_option("report")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@lens_command
+def run_command(
+    command: tuple[str, ...],
+    mode: str,
+    options: tuple[str, ...],
+    warmup: int,
+    steps: int,
+    timeout_s: float,
+    no_bench: bool,
+    no_handwritten: bool,
+    out_dir: Path | None,
+    strict: bool,
+    open_browser: bool,
+    verbose: bool,
+) -> None:
+    """Run COMMAND (python script.py ARGS, or python -m module ARGS) unchanged, and report what it compiled.
+
+    Every torch.compile call it makes is captured (debug output, TORCH_TRACE, fresh caches); those that set
+    no mode or options of their own get --mode/--option. A window of steps is profiled: the calls of the
+    first compiled function or module it calls, after --warmup of them. The script's output is shown as it runs.
+    """
+    spec = api.script_spec(
+        command, Path.cwd(), mode=mode, options=parse_inductor_options(options), warmup=warmup, steps=steps,
+        timeout_s=timeout_s, bench=not no_bench, handwritten=not no_handwritten,
+    )  # fmt: skip
+    target = out_dir or api.default_script_report_dir(spec)
+    click.echo(f"inductor-lens: running {spec.command} (mode {mode} where it sets none) into {target}/", err=True)
+    result = api.run_script(spec, target, strict=strict, progress=None if verbose else show_progress, echo=sys.stderr)
+    finish_report(result, open_browser)
