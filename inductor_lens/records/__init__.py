@@ -54,6 +54,7 @@ from .graph import (
     NodeMapping,
     OriginSegment,
     Provenance,
+    ShapeSymbol,
     SourceLine,
 )
 from .handwritten import (
@@ -80,6 +81,8 @@ from .run import (
     Environment,
     GraphBreak,
     ParseStats,
+    ShapeGuard,
+    ShapeSpecialization,
     SourceFile,
     TensorCheck,
 )
@@ -150,6 +153,9 @@ __all__ = [
     "ParseStats",
     "Provenance",
     "Roofline",
+    "ShapeGuard",
+    "ShapeSpecialization",
+    "ShapeSymbol",
     "SourceFile",
     "SourceLine",
     "StepTiming",
