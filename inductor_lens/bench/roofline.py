@@ -7,6 +7,9 @@ TORCHINDUCTOR_BENCHMARK_KERNEL), otherwise they are counted from the tensors the
 - an extern matmul (mm, addmm, bmm, baddbmm) reads A, B (and the bias) and writes C, and does
   2*M*N*K FLOPs; other extern calls are not counted.
 
+Under dynamic shapes sizes are symbolic (``f32[s77, 4096]``): they are worked out at the graph's size
+hints (each symbol's value when it was compiled, ``GraphRecord.symbols``) and the cost source says so.
+
 The roofline at arithmetic intensity I (FLOP/byte) is min(peak FLOP/s, peak bytes/s * I), with both
 peaks measured on the device (``DeviceCeilings``). Kernels whose FLOPs are not counted (Inductor
 reports 0 for pointwise and reduction kernels) are placed against the bandwidth alone.
@@ -16,35 +19,36 @@ from __future__ import annotations
 
 import ast
 import math
-import re
+from collections.abc import Iterable
 
+from ..parse.symbolic import FROM_HINTS, Hints, is_symbolic, symbols_in, tensor_dims
 from ..records import DeviceCeilings, GraphRecord, KernelRecord, Launch, Roofline
 
 ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
             "f8e4m3fn": 1, "f8e5m2": 1, "c64": 8, "c128": 16}  # fmt: skip
-_TYPE = re.compile(r"^(?P<dtype>[a-z0-9]+|\?)\[(?P<dims>[^\]]*)\]")
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "bias_addmm"}
 # Below this, a launch is bound by launch overhead rather than by the roofline.
 TINY_KERNEL_S = 5e-6
 FAR_FROM_ROOF = 0.3
 
 
-def tensor_type(text: str | None) -> tuple[str, list[int]] | None:
-    """``bf16[1024, 8192]`` -> ("bf16", [1024, 8192]); symbolic sizes give None."""
-    match = _TYPE.match(text or "")
-    if match is None:
-        return None
-    dims = [d.strip() for d in match["dims"].split(",") if d.strip()]
-    if not all(d.isdigit() for d in dims):
-        return None
-    return match["dtype"], [int(d) for d in dims]
+def tensor_type(text: str | None, hints: Hints | None = None) -> tuple[str, list[int]] | None:
+    """``bf16[1024, 8192]`` -> ("bf16", [1024, 8192]); symbolic sizes at their ``hints``, else None."""
+    return tensor_dims(text, hints)
 
 
-def nbytes(text: str | None) -> int | None:
-    parsed = tensor_type(text)
+def nbytes(text: str | None, hints: Hints | None = None) -> int | None:
+    parsed = tensor_type(text, hints)
     if parsed is None or parsed[0] not in ITEMSIZE:
         return None
     return ITEMSIZE[parsed[0]] * math.prod(parsed[1])
+
+
+def hinted(source: str, hints: Hints, types: Iterable[str | None]) -> str:
+    """A cost source, marked when symbolic sizes were worked out at the hints: "...; from size hints s77=2048"."""
+    used = dict.fromkeys(name for text in types if is_symbolic(text) for name in symbols_in(text))
+    values = ", ".join(f"{name}={hints[name]}" for name in used if name in hints)
+    return f"{source}; {FROM_HINTS} {values}" if values else source
 
 
 def buffer_type(graph: GraphRecord, name: str) -> str | None:
@@ -65,13 +69,14 @@ def argument_type(graph: GraphRecord, argument: str) -> str | None:
     except SyntaxError:
         return None
     if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and len(node.args) > 1:
-        parsed = tensor_type(buffer_type(graph, node.args[0].id))
-        dtype = parsed[0] if parsed else "?"  # a view of a buffer whose type the graph does not say
+        base = buffer_type(graph, node.args[0].id) or ""
+        # "?": a view of a buffer whose type the graph does not say
+        dtype = base.split("[", 1)[0] if "[" in base else "?"
         size = node.args[1]
         if isinstance(size, ast.Tuple):
-            values = [e.value for e in size.elts if isinstance(e, ast.Constant)]
-            if len(values) == len(size.elts):
-                return f"{dtype}[{', '.join(map(str, values))}]"
+            # sizes as FX prints them: 24, s77, 2*s53 (ast.unparse spaces the operators)
+            dims = [ast.unparse(e).replace(" ", "") for e in size.elts]
+            return f"{dtype}[{', '.join(dims)}]"
     return None
 
 
@@ -81,16 +86,23 @@ def kernel_cost(
     """(bytes, FLOPs, where they come from) for one launch of a generated kernel."""
     flops = kernel.flops if kernel.flops else None
     if kernel.bytes_accessed is not None:
-        return kernel.bytes_accessed, flops, "Inductor's kernel_num_gb / kernel_flop"
+        # Inductor counts a dynamic graph's kernels at the size hints too (codegen's size_hint)
+        mark = f"; {FROM_HINTS}" if graph.symbols else ""
+        return kernel.bytes_accessed, flops, f"Inductor's kernel_num_gb / kernel_flop{mark}"
     if launch is None:
         return None, flops, "not counted"
+    hints = graph.hints
     total = 0
+    counted = []
     for param, argument in zip(kernel.args, launch.args, strict=False):
-        size = nbytes(argument_type(graph, argument))
+        text = argument_type(graph, argument)
+        size = nbytes(text, hints)
         if size is None:
             continue
+        counted.append(text)
         total += 2 * size if param.name.startswith("in_out_ptr") else size
-    return (total or None), flops, "counted from the tensors passed (each read or written once)"
+    source = hinted("counted from the tensors passed (each read or written once)", hints, counted)
+    return (total or None), flops, source
 
 
 def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | None, str]:
@@ -98,7 +110,9 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     op = (launch.aten_op or launch.target).removeprefix("aten.").split(".")[0]
     if op not in _MATMULS:
         return None, None, "not counted for this op"
-    shapes = [tensor_type(argument_type(graph, a)) for a in launch.args]
+    hints = graph.hints
+    types = [argument_type(graph, a) for a in launch.args]
+    shapes = [tensor_type(t, hints) for t in types]
     tensors = [s for s in shapes if s is not None]
     operands = [s for s in tensors if len(s[1]) >= 2]
     if len(operands) < 2:
@@ -112,7 +126,8 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     itemsize = ITEMSIZE[dtype]
     moved = (batch * (m * k + k * n + m * n)) * itemsize
     moved += sum(ITEMSIZE.get(t, itemsize) * math.prod(d) for t, d in tensors if len(d) < 2)  # a bias
-    return moved, 2 * batch * m * n * k, "counted: A, B (and bias) read, C written; 2*M*N*K FLOPs"
+    source = hinted("counted: A, B (and bias) read, C written; 2*M*N*K FLOPs", hints, types)
+    return moved, 2 * batch * m * n * k, source
 
 
 def place(

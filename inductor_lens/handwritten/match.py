@@ -8,7 +8,8 @@ Matching works on the records alone (no torch), so a report built on a laptop sh
    kernels are combined, in the order Inductor's kernel computes them, into a *composed* match
    (several launches where Inductor made one) or, when something stays uncovered, a *partial* one;
 3. the shapes and dtype come from the tensors the Inductor kernel's launch really passes
-   (``rows x cols`` of its largest tensor, M/N/K of a matmul, batch/heads/seq/head_dim of q).
+   (``rows x cols`` of its largest tensor, M/N/K of a matmul, batch/heads/seq/head_dim of q); under
+   dynamic shapes their symbolic sizes are taken at the graph's size hints, and the match says so.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..bench.roofline import argument_type, tensor_type
+from ..bench.roofline import argument_type, hinted, tensor_type
 from ..parse.compat import SDPA_CAUSAL_POSITION
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, Launch
 from .catalog import EQUIVALENTS, Equivalent, get
@@ -71,6 +72,7 @@ class _Problem:
     full_inputs: int = 0
     bias_inputs: int = 0
     note: str = ""
+    hints: str = ""  # "from size hints s53=24" where symbolic sizes were worked out
 
 
 def concepts_of(
@@ -103,14 +105,20 @@ def _dtype(text: str | None) -> str | None:
     return _DTYPES.get(parsed[0]) if parsed else None
 
 
-def _tensor_args(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) -> list[tuple[str, str]]:
-    """(parameter name, tensor type) of each tensor the launch passes."""
+def _tensor_args(
+    graph: GraphRecord, kernel: KernelRecord | None, launch: Launch
+) -> tuple[list[tuple[str, str]], str]:
+    """(parameter name, tensor type with its sizes as numbers) of each tensor the launch passes, and
+    which size hints made those numbers ("" for a static graph)."""
     names = [a.name for a in kernel.args] if kernel else [f"arg{i}" for i in range(len(launch.args))]
-    found = []
+    hints = graph.hints
+    found, types = [], []
     for name, argument in zip(names, launch.args, strict=False):
-        if (text := argument_type(graph, argument)) and tensor_type(text):
-            found.append((name, text))
-    return found
+        text = argument_type(graph, argument)
+        if (parsed := tensor_type(text, hints)) is not None:
+            found.append((name, f"{parsed[0]}[{', '.join(map(str, parsed[1]))}]"))
+            types.append(text)
+    return found, hinted("", hints, types).removeprefix("; ")
 
 
 def _rows_cols(tensors: list[tuple[str, str]], problem: _Problem) -> None:
@@ -129,8 +137,8 @@ def _rows_cols(tensors: list[tuple[str, str]], problem: _Problem) -> None:
 
 
 def _problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) -> _Problem:
-    tensors = _tensor_args(graph, kernel, launch)
-    problem = _Problem()
+    tensors, from_hints = _tensor_args(graph, kernel, launch)
+    problem = _Problem(hints=from_hints)
     if kernel is not None:
         template = kernel.category == "template"
         problem.concepts = concepts_of(kernel.aten_ops, template=template, source=kernel.source)
@@ -224,6 +232,8 @@ def match_launch(graph: GraphRecord, launch: Launch, default_dtype: str | None =
     note = problem.note
     if chosen and not problem.shape:
         kind, note = "none", note or "the shapes of its tensors are not known"
+    elif chosen and problem.hints:
+        note = "; ".join(n for n in (note, f"shapes {problem.hints} (dynamic shapes)") if n)
     if kernel is not None and chosen:
         residuals = _more_adds(kernel, chosen)
         chosen += [get("residual")] * residuals

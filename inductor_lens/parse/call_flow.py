@@ -3,17 +3,20 @@ partitions inlined), and its buffers: their types, aliases, and what each launch
 
 Inductor reuses storage (``buf1 = buf0; del buf0  # reuse``) and views it (``reinterpret_tensor``);
 the aliases recorded here let the report match each read to the launch that wrote the same storage.
+Under dynamic shapes call() first reads its sizes (``s77 = arg0_1``, ``arg2_1_size = arg2_1.size()``,
+``s53 = arg2_1_size[1]``): those are sizes, kept apart from the buffers, and passed to kernels as ints.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..records import KernelRecord
 from . import compat
 from .pyliteral import dotted_name, literal
+from .symbolic import is_symbol
 
 
 def find_call(tree: ast.Module) -> ast.FunctionDef | None:
@@ -87,15 +90,12 @@ class DataFlow:
     types: dict[str, str]
     aliases: dict[str, str]
     outputs: tuple[str, ...] = ()
+    # Sizes call() reads or computes (dynamic shapes), as written: {"s53": "arg2_1_size[1]"}.
+    sizes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, call: ast.FunctionDef, partitions: list[ast.FunctionDef]) -> DataFlow:
         flow = cls(types={}, aliases={})
-        for statement in call.body:
-            if isinstance(statement, ast.Return) and isinstance(statement.value, (ast.Tuple, ast.List)):
-                flow.outputs = tuple(
-                    n for e in statement.value.elts if (n := flow._tensor_name(e)) is not None
-                )
         for statement, _ in call_statements(call.body, partitions):
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 continue
@@ -103,7 +103,9 @@ class DataFlow:
             if not isinstance(target, ast.Name):
                 continue
             value = statement.value
-            if isinstance(value, ast.Call) and (dotted_name(value.func) or "").startswith(_ALLOCATORS):
+            if is_symbol(target.id) or _is_shape_read(value):
+                flow.sizes[target.id] = ast.unparse(value)
+            elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").startswith(_ALLOCATORS):
                 flow.types[target.id] = _allocation_type(value)
             elif not isinstance(value, ast.Call) or dotted_name(value.func) in _VIEW_HELPERS:
                 # `buf1 = buf0`, `buf6 = buf5[0]`, `buf16 = reinterpret_tensor(buf15, ...)`: same storage
@@ -114,6 +116,11 @@ class DataFlow:
                         flow.types[target.id] = _view_type(flow.types[base], value.args[1])
                     elif base in flow.types:
                         flow.types.setdefault(target.id, flow.types[base])
+        for statement in call.body:
+            if isinstance(statement, ast.Return) and isinstance(statement.value, (ast.Tuple, ast.List)):
+                flow.outputs = tuple(
+                    n for e in statement.value.elts if (n := flow._tensor_name(e)) is not None
+                )
         return flow
 
     def resolve(self, name: str) -> str:
@@ -159,7 +166,7 @@ class DataFlow:
 
     def _tensor_name(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
-            return node.id
+            return None if node.id in self.sizes else node.id
         if isinstance(node, ast.Call) and dotted_name(node.func) in _VIEW_HELPERS and node.args:
             return self._tensor_name(node.args[0])
         if isinstance(node, ast.Subscript):
@@ -167,17 +174,42 @@ class DataFlow:
         return None
 
 
+def _is_shape_read(value: ast.expr) -> bool:
+    """``arg2_1.size()``, ``arg2_1.stride()[0]``, ``64*s53``, ``1024``: a size, not a tensor (Triton
+    wrappers name the numel of a launch, ``triton_poi_fused_0_xnumel = 64*s53``)."""
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, int) and not isinstance(value.value, bool)
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        return value.func.attr in compat.SHAPE_READS
+    return False
+
+
+def shape_read(statement: ast.stmt) -> bool:
+    """A call() statement that only reads a shape (a bare ``x.size()`` expression included)."""
+    value = getattr(statement, "value", None)
+    return isinstance(value, ast.expr) and _is_shape_read(value)
+
+
 def _allocation_type(call: ast.Call) -> str:
     """``empty_strided_cuda((1024, 8192), (8192, 1), torch.bfloat16)`` -> ``bf16[1024, 8192]``."""
     size = literal(call.args[0]) if call.args else []
     dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
     short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
-    dims = ", ".join(str(s) for s in size) if isinstance(size, list) else str(size)
+    dims = ", ".join(_dim(s) for s in size) if isinstance(size, list) else str(size)
     return f"{short}[{dims}]"
+
+
+def _dim(size: object) -> str:
+    """A size as FX prints it: ``2048``, ``s77``, ``2*s53`` (ast.unparse spaces its operators)."""
+    return str(size).replace(" ", "")
 
 
 def _view_type(base_type: str, size: ast.expr) -> str:
     """The type of ``reinterpret_tensor(base, size, ...)``: the base's dtype with the view's size."""
     dtype = base_type.split("[", 1)[0]
     dims = literal(size)
-    return f"{dtype}[{', '.join(str(d) for d in dims)}]" if isinstance(dims, list) else base_type
+    return f"{dtype}[{', '.join(_dim(d) for d in dims)}]" if isinstance(dims, list) else base_type

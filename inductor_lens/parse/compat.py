@@ -104,6 +104,24 @@ WRAPPER_HELPERS = {
 }
 WRAPPER_HELPER_PREFIXES = ("empty_strided_", "torch._C._dynamo.guards.")
 
+# Under dynamic shapes call() reads the sizes of its inputs before the first launch (seen 2.13):
+#   s77 = arg0_1                      a size passed as an int argument
+#   arg2_1_size = arg2_1.size()       then  s53 = arg2_1_size[1]
+#   ps0 = 32*s53                      a size Inductor precomputes for the kernels (older and GPU wrappers)
+# These are tensor methods that only read a shape.
+SHAPE_READS = ("size", "stride", "storage_offset", "numel", "dim")
+
+# Prefixes of the sympy symbols of sizes (torch/utils/_sympy/symbol.py, 2.13; s and u since 2.1):
+# s backed sizes (s53), u unbacked ones (.item(), nonzero), zf / zuf floats, ps sizes the wrapper
+# precomputes. The other prefixes of that file (x, r0_, tmp, ...) name loop indices inside kernels.
+SIZE_SYMBOL_PREFIXES = ("zuf", "zf", "ps", "s", "u")
+
+# output_code.py's benchmark harness: ``def get_args()`` assigns each argument of call() a value at the
+# size hints, ``arg1_1 = 24`` for a size and ``rand_strided((2, 24), (24, 1), device=..., dtype=...)`` for a
+# tensor (seen 2.11, 2.13).
+HARNESS_FUNCTION = "get_args"
+HARNESS_TENSOR_MAKERS = ("rand_strided",)
+
 # Calls in call() that run an op outside Inductor's generated kernels ("extern kernels").
 #   extern_kernels.mm(...) / addmm / bmm / convolution       seen 2.11, 2.13
 #   torch.ops.aten._scaled_dot_product_efficient_attention.default(...)   seen 2.11 (fallback kernels)

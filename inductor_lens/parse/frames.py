@@ -35,6 +35,10 @@ def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
         target.graph_breaks[:0] = trace.graph_breaks
         target.recompile_reasons[:0] = trace.recompile_reasons
         target.stack = target.stack or trace.stack
+        # The restarted attempt traces again and creates its symbols and guards anew.
+        target.symbols = target.symbols or trace.symbols
+        target.specializations = target.specializations or trace.specializations
+        target.shape_guards = target.shape_guards or trace.shape_guards
         del folded[key]
     return [folded[key] for key in sorted(folded, key=compile_id_order)]
 
@@ -79,6 +83,9 @@ def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
         cudagraph_skip_reason=metrics.get("cudagraph_skip_reason")
         if isinstance(metrics.get("cudagraph_skip_reason"), str)
         else None,
+        symbols=tuple(trace.symbols),
+        specializations=tuple(trace.specializations),
+        shape_guards=tuple(trace.shape_guards),
     )
 
 

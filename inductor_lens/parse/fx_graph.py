@@ -10,11 +10,17 @@ node per line::
         return (addmm_1,)
 
 so they are read line by line. The ``# File:`` comment above a run of nodes is the user source
-line they came from.
+line they came from. Under dynamic shapes, sizes are symbols (``f32[s53, 32]``) and FX computes
+sizes with Python operators on symbolic ints, a node typed ``Sym(...)``::
+
+    mul_8: "Sym(2*s53)" = 2 * arg1_1
+
+which becomes a ``call_function`` node whose target is the operator (``operator.mul``).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Literal
 
@@ -115,11 +121,53 @@ def _node(line: str, number: int, known: set[str], source: SourceLine | None) ->
             source=source,
             line=number,
         )
+    if (operator := _operator(expr)) is not None:
+        inputs = tuple(dict.fromkeys(t for t in _IDENT.findall(expr) if t in known))
+        return FxNode(
+            name=match["name"],
+            op="call_function",
+            target=f"operator.{operator}",
+            type=match["type"],
+            inputs=inputs,
+            source=source,
+            line=number,
+        )
     if expr.startswith("self."):
         return FxNode(
             name=match["name"], op="get_attr", target=expr, type=match["type"], source=source, line=number
         )
     return None
+
+
+# Python operators FX prints in place of a call for symbolic ints (torch.fx.graph's magic methods).
+_OPERATORS: dict[type, str] = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Div: "truediv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", ast.UAdd: "pos", ast.Eq: "eq", ast.NotEq: "ne",
+    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.And: "and_", ast.Or: "or_", ast.Not: "not_",
+    ast.BitAnd: "and_", ast.BitOr: "or_",
+}  # fmt: skip
+
+
+def _operator(expr: str) -> str | None:
+    """``2 * arg1_1`` -> "mul": one operator applied to names and numbers, else None."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    op: ast.AST
+    if isinstance(node, ast.BinOp):
+        op, operands = node.op, [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp):
+        op, operands = node.op, [node.operand]
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op, operands = node.ops[0], [node.left, *node.comparators]
+    elif isinstance(node, ast.BoolOp):
+        op, operands = node.op, list(node.values)
+    else:
+        return None
+    if not all(isinstance(o, (ast.Name, ast.Constant)) for o in operands):
+        return None
+    return _OPERATORS.get(type(op))
 
 
 def _split_top_level(params: str) -> list[str]:

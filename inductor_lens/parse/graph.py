@@ -28,11 +28,13 @@ from ..records import (
 )
 from . import compat, readers, registry
 from .diagnostics import Diagnostics
+from .dynamic import graph_symbols
 from .layout import DebugLayout, GraphFolder
 from .output_code import OutputCode
 from .provenance import build_provenance
 from .readers import REGISTRY
 from .source_lines import from_traceback, user_frames
+from .symbolic import SYM_TYPE
 from .trace import GraphTrace, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -74,6 +76,11 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         diagnostics.warn(where_folder, f"no {code_parser.reads} (the compile of this graph may have failed)")
     fx_graphs = tuple(results(readers.FX_GRAPHS))
     ir = tuple(results(readers.IR_DUMPS))
+    for dump in ir:
+        if not dump.nodes and not dump.text.strip() and parsed.launches:
+            diagnostics.warn(
+                where(f"ir_{dump.stage}.txt"), f"empty, but the graph makes {len(parsed.launches)} launch(es)"
+            )
 
     md5 = hashlib.md5(output_code.encode("utf-8")).hexdigest() if output_code else None
     traced = context.traces.graphs.get(md5) if md5 else None
@@ -107,6 +114,7 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         diagnostics.note(where_folder, "folder name does not follow <model>__<aot>_<kind>_<n>.<k>")
     buffers = {n.name: n.type for g in fx_graphs for n in g.nodes if n.op == "placeholder" and n.type}
     buffers.update(parsed.buffers)
+    symbols = graph_symbols(fx_graphs, parsed, frame, where_folder, diagnostics)
     return GraphRecord(
         id=_graph_id(folder, context),
         name=match.group(0).rsplit(".", 1)[0] if match and match["counter"] else name,
@@ -125,6 +133,7 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         buffers=buffers,
         aliases=parsed.aliases,
         outputs=parsed.outputs,
+        symbols=symbols,
     )
 
 
@@ -285,6 +294,8 @@ def _with_roles(fx_graph: FxGraph, kind: str, placeholders: list[tuple[str, str]
     (backward graphs)."""
     inputs = [n for n in fx_graph.nodes if n.op == "placeholder"]
     roles: dict[str, tuple[str, str | None]] = {}
+    # A Sym(...) placeholder is a size passed as an int (dynamic shapes), in every kind of graph.
+    sizes = {n.name: ("size", None) for n in inputs if SYM_TYPE.match(n.type or "")}
     if kind == "backward":
         roles = {n.name: ("tangent" if n.name.startswith("tangents_") else "saved", None) for n in inputs}
     elif len(placeholders) == len(inputs) and all(
@@ -293,6 +304,7 @@ def _with_roles(fx_graph: FxGraph, kind: str, placeholders: list[tuple[str, str]
     ):
         for node, (dynamo_name, _) in zip(inputs, placeholders, strict=True):
             roles[node.name] = _dynamo_role(dynamo_name)
+    roles.update(sizes)
     if not roles:
         return fx_graph
     nodes = tuple(

@@ -54,10 +54,10 @@ _TRACE_RECORDS = (
             "_inductor/compile_fx.py", "inductor_pre_grad_graph", "inductor_post_grad_graph"),
     *_known("trace record", "the guards as a structured list", "dynamo_cpp_guards_str is read instead",
             "2.13 _dynamo/guards.py", "dynamo_guards"),
-    *_known("trace record", "dynamic-shape reasoning: symbols, guards, specializations", "dynamic shapes are "
-            "not shown", "2.13 fx/experimental/symbolic_shapes.py, sym_node.py", "guard_added",
-            "guard_added_fast", "symbolic_shape_specialization", "create_symbol", "create_unbacked_symbol",
-            "expression_created", "propagate_real_tensors", "propagate_real_tensors_provenance",
+    *_known("trace record", "dynamic-shape reasoning: every symbolic expression built (TORCH_DTRACE), sizes "
+            "guessed from real tensors, data-dependent guard errors", "the symbols, specializations and "
+            "guards they lead to are shown (readers.py)", "2.13 fx/experimental/symbolic_shapes.py, "
+            "sym_node.py", "expression_created", "propagate_real_tensors", "propagate_real_tensors_provenance",
             "guard_on_data_dependent_error"),
     *_known("trace record", "fake-tensor kernels missing or disagreeing with the real ones (draft export)",
             "export diagnostics, not shown", "2.13 _subclasses/fake_tensor.py", "missing_fake_kernel",
@@ -146,8 +146,8 @@ _TRACE_ARTIFACTS = (
             "2.13 _inductor/debug.py, codegen/wrapper.py, memory.py, fx/passes/splitter_base.py",
             "graph_execution", "inductor_runtime_and_tensor_meta", "inductor_autotune_at_compile_time_code",
             "*__*_fused", "fx_net_acc_splitter_finder_events"),
-    *_known("trace artifact", "profile-guided dynamic shapes state (automatic dynamic)", "dynamic shapes are "
-            "not shown", "2.13 _dynamo/pgo.py", "get_local_code_state", "get_remote_code_state",
+    *_known("trace artifact", "profile-guided dynamic shapes state (automatic dynamic)", "which sizes "
+            "changed between calls; the symbols they became are shown", "2.13 _dynamo/pgo.py", "get_local_code_state", "get_remote_code_state",
             "get_extra_remote_code_state", "put_local_code_state", "put_remote_code_state",
             "put_extra_remote_code_state"),
 )  # fmt: skip

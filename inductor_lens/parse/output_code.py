@@ -6,7 +6,9 @@ The file is valid Python, so it is read with ``ast`` (never imported or run):
   above each (kernel path, source nodes, ATen ops, node mapping, graph fragment) is read by line;
 - ``call()`` is walked statement by statement (``call_flow``); kernel launches and extern calls become
   Launches, with the ``# Topologically Sorted Source Nodes`` / ``# [Provenance debug handles]``
-  comments written since the previous launch, and the buffers each reads and writes.
+  comments written since the previous launch, and the buffers each reads and writes;
+- the benchmark harness ``get_args()`` gives each argument of ``call()`` a value at the size hints:
+  under dynamic shapes, what each symbolic size was when the graph was compiled.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, TypeGuard
 
 from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
 from . import compat
-from .call_flow import DataFlow, call_statements, find_call, partition_functions
+from .call_flow import DataFlow, call_statements, find_call, partition_functions, shape_read
 from .diagnostics import Diagnostics
 from .origins import origin_segments
 from .pyliteral import dotted_name, literal
@@ -36,6 +38,10 @@ class OutputCode:
     aliases: dict[str, str] = field(default_factory=dict)
     # What call() returns, in order.
     outputs: tuple[str, ...] = ()
+    # Sizes call() reads or computes under dynamic shapes, as written: {"s53": "arg2_1_size[1]"}.
+    sizes: dict[str, str] = field(default_factory=dict)
+    # What the benchmark harness passes for each argument of call(): an int (a size) or a tensor's sizes.
+    harness: dict[str, int | float | tuple[int, ...]] = field(default_factory=dict)
 
 
 def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> OutputCode:
@@ -53,10 +59,11 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
         kernel = _kernel_definition(statement, lines, where, diagnostics)
         if kernel is not None:
             kernels.append(kernel)
+    harness = _harness(tree)
     call = find_call(tree)
     if call is None:
         diagnostics.warn(where, "no call() function found; launch order unknown")
-        return OutputCode(kernels=tuple(kernels), launches=())
+        return OutputCode(kernels=tuple(kernels), launches=(), harness=harness)
     by_name = {k.name: k for k in kernels}
     partitions = partition_functions(tree)
     flow = DataFlow.of(call, partitions)
@@ -71,7 +78,34 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
         buffers=flow.types,
         aliases=flow.aliases,
         outputs=flow.outputs,
+        sizes=flow.sizes,
+        harness=harness,
     )
+
+
+def _harness(tree: ast.Module) -> dict[str, int | float | tuple[int, ...]]:
+    """``arg1_1 = 24`` and ``arg2_1 = rand_strided((2, 24), ...)`` in ``get_args()``: the example inputs."""
+    function = next(
+        (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == compat.HARNESS_FUNCTION), None
+    )
+    found: dict[str, int | float | tuple[int, ...]] = {}
+    for statement in function.body if function is not None else ():
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target, value = statement.targets[0], literal(statement.value)
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found[target.id] = value
+        elif isinstance(value, dict) and value.get("_call") in compat.HARNESS_TENSOR_MAKERS:
+            sizes = (value.get("_args") or [None])[0]
+            if isinstance(sizes, list) and all(_is_size(d) for d in sizes):
+                found[target.id] = tuple(sizes)
+    return found
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- kernel definitions ----------------------------------------------------------------------
@@ -358,6 +392,8 @@ def _launch_target(
         diagnostics.warn(where, f"call(): unrecognised call {ast.unparse(value.func)[:60]}")
         return None
     head, _, method = target.rpartition(".")
+    if shape_read(statement):
+        return None
     if method == compat.TRITON_LAUNCH_METHOD and kernel_backends.get(head) == "triton":
         return "triton", head
     if kernel_backends.get(target) == "cpp":

@@ -81,6 +81,19 @@ TRACE_RECORDS = (
            "DynamoFrame, Environment versions", tr.read_metrics),
     Parser("trace record", "bwd_compilation_metrics", "the backward graph's compile time (at .backward())",
            "DynamoFrame.phases", tr.read_backward_metrics),
+    # Dynamic shapes: seen in 2.13 (create_symbol, guard_added_fast, symbolic_shape_specialization); the
+    # other two from 2.13 fx/experimental/symbolic_shapes.py (create_unbacked_symbol for .item() and
+    # nonzero sizes, guard_added only with TORCH_DTRACE).
+    Parser("trace record", "create_symbol", "a symbolic size: its hint (value at compile time), range and "
+           "source", "DynamoFrame.symbols, GraphRecord.symbols", tr.read_create_symbol),
+    Parser("trace record", "create_unbacked_symbol", "a data-dependent symbolic size (no hint)",
+           "DynamoFrame.symbols", tr.read_create_symbol),
+    Parser("trace record", "symbolic_shape_specialization", "a symbolic size turned back into a constant",
+           "DynamoFrame.specializations", tr.read_specialization),
+    Parser("trace record", "guard_added_fast", "a guard on symbolic sizes, with the user line traced",
+           "DynamoFrame.shape_guards", tr.read_guard_added),
+    Parser("trace record", "guard_added", "a guard on symbolic sizes (the TORCH_DTRACE form)",
+           "DynamoFrame.shape_guards", tr.read_guard_added),
 )  # fmt: skip
 
 # Artifact names this version reads. Seen in 2.11 and 2.13.

@@ -54,6 +54,7 @@ from .graph import (
     NodeMapping,
     OriginSegment,
     Provenance,
+    ShapeSymbol,
     SourceLine,
 )
 from .handwritten import (
@@ -81,6 +82,8 @@ from .run import (
     Environment,
     GraphBreak,
     ParseStats,
+    ShapeGuard,
+    ShapeSpecialization,
     SourceFile,
     TensorCheck,
 )
@@ -152,6 +155,9 @@ __all__ = [
     "ParseStats",
     "Provenance",
     "Roofline",
+    "ShapeGuard",
+    "ShapeSpecialization",
+    "ShapeSymbol",
     "SourceFile",
     "SourceLine",
     "StepTiming",

@@ -29,6 +29,24 @@ class SourceLine:
 
 
 @dataclass(frozen=True)
+class ShapeSymbol:
+    """A symbolic size of dynamic shapes (``s53``) and its *hint*: its value when the graph was compiled.
+
+    Sizes written with symbols (``f32[2, s53, 32]``) are worked out at the hints wherever a number is
+    needed (bytes, FLOPs, hand-written shapes); what is computed that way says so.
+    """
+
+    name: str
+    hint: int | float | None = None  # None: unbacked (data-dependent) or not recorded
+    # Where the hint was read: "trace" (create_symbol's val), "benchmark harness" (output_code.py's
+    # get_args()), "call()" (an expression of other sizes the wrapper computes).
+    hint_from: str = ""
+    source: str = ""  # what Dynamo made it from: "L['input_ids'].size()[1]"
+    range: str = ""  # the values the compiled code accepts: "[2, int_oo]"
+    user_line: SourceLine | None = None  # the user line whose tracing created it
+
+
+@dataclass(frozen=True)
 class KernelArg:
     name: str
     type: str
@@ -205,6 +223,13 @@ class GraphRecord:
     aliases: Mapping[str, str] = field(default_factory=dict)
     # What call() returns.
     outputs: tuple[str, ...] = ()
+    # Dynamic shapes: the symbols its sizes are written in, with their hints (empty for a static graph).
+    symbols: tuple[ShapeSymbol, ...] = ()
+
+    @property
+    def hints(self) -> dict[str, int | float]:
+        """Each symbol's value when the graph was compiled: what symbolic sizes are worked out with."""
+        return {s.name: s.hint for s in self.symbols if s.hint is not None}
 
     def kernel(self, name: str) -> KernelRecord | None:
         return next((k for k in self.kernels if k.name == name), None)

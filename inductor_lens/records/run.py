@@ -21,6 +21,10 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      capture (CaptureOutcome.calls, .call_seconds); scripts run unchanged (CaptureOutcome.command, each
      torch.compile call they made in .compile_calls, the profiled window in .profiled). A version 6
      run reads with none of them.
+  8: dynamic shapes: the symbols of each graph with their hints and sources (GraphRecord.symbols,
+     ShapeSymbol), and per Dynamo frame the symbols it created, its specializations and the guards
+     they added (DynamoFrame.symbols, .specializations, .shape_guards); byte counts of symbolic sizes
+     come from the hints (Roofline.cost_source says so). A version 7 run reads as static.
 """
 
 from __future__ import annotations
@@ -31,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .codec import JsonScalar, JsonValue, from_jsonable, lens_document, to_jsonable
-from .graph import GraphRecord, KernelRecord, SourceLine
+from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 7
+RUN_SCHEMA_VERSION = 8
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
@@ -189,6 +193,27 @@ class CompilePhase:
 
 
 @dataclass(frozen=True)
+class ShapeGuard:
+    """A guard the frame's symbolic sizes added (``Eq(s70, s53)``, ``s27 >= 5``): a condition on the
+    input sizes the compiled code relies on, and the user line being traced when it was added."""
+
+    expr: str
+    user_line: SourceLine | None = None
+
+
+@dataclass(frozen=True)
+class ShapeSpecialization:
+    """A symbol Dynamo turned back into a constant (``s27`` -> 4096): that size is static after all."""
+
+    symbol: str
+    value: str
+    reason: str  # torch's own words: "range_refined_to_singleton", "trivial_lhs", ...
+    sources: tuple[str, ...] = ()  # what the symbol stood for: "L['x'].size()[1]"
+    guard: str = ""  # the guard the specialization added: "Eq(s27, 4096)"
+    user_line: SourceLine | None = None
+
+
+@dataclass(frozen=True)
 class DynamoFrame:
     """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
 
@@ -207,6 +232,10 @@ class DynamoFrame:
     restart_reasons: tuple[str, ...] = ()
     cache: str | None = None
     cudagraph_skip_reason: str | None = None
+    # Dynamic shapes (from the trace): symbols created, specializations, and the guards on sizes.
+    symbols: tuple[ShapeSymbol, ...] = ()
+    specializations: tuple[ShapeSpecialization, ...] = ()
+    shape_guards: tuple[ShapeGuard, ...] = ()
 
 
 @dataclass(frozen=True)

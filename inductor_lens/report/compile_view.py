@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..records import AutotuneTable, CompilePhase, CompileRun, DynamoFrame, GraphBreak, GraphRecord
+from ..parse.symbolic import symbols_in
+from ..records import (
+    AutotuneTable,
+    CompilePhase,
+    CompileRun,
+    DynamoFrame,
+    GraphBreak,
+    GraphRecord,
+    ShapeSymbol,
+)
 from .kernel_view import autotune_summary
 from .views import frame_anchor, graph_url, kernel_url
 
@@ -18,6 +27,14 @@ class PhaseBar:
 
 
 @dataclass(frozen=True)
+class SymbolRow:
+    """A symbol a frame created, and what became of it: still dynamic, specialized, or unified with another."""
+
+    symbol: ShapeSymbol
+    became: str
+
+
+@dataclass(frozen=True)
 class FrameView:
     frame: DynamoFrame
     anchor: str
@@ -25,6 +42,8 @@ class FrameView:
     breaks: tuple[GraphBreak, ...]
     bars: tuple[PhaseBar, ...]
     total_s: float
+    symbols: tuple[SymbolRow, ...] = ()
+    dynamic_summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,8 @@ def compile_page(run: CompileRun) -> CompilePage:
                 breaks=tuple(b for b in run.graph_breaks if b.compile_id == frame.compile_id),
                 bars=bars,
                 total_s=total,
+                symbols=_symbol_rows(frame, run.graphs),
+                dynamic_summary=_dynamic_summary(frame),
             )
         )
     framed = {f.compile_id for f in run.frames}
@@ -93,6 +114,46 @@ def compile_page(run: CompileRun) -> CompilePage:
             for graph, kernel in run.all_kernels()
             if kernel.autotune_info
         ),
+    )
+
+
+def _symbol_rows(frame: DynamoFrame, graphs: tuple[GraphRecord, ...]) -> tuple[SymbolRow, ...]:
+    """Each symbol the frame created: specialized to a constant, a size of its graphs, or neither
+    (replaced by an equal symbol, ``Eq(s70, s53)``, or not used by the compiled code)."""
+    specialized = {s.symbol: s.value for s in frame.specializations}
+    used = {s.name for g in graphs if g.compile_id == frame.compile_id for s in g.symbols}
+    rows = []
+    for symbol in frame.symbols:
+        equal = [
+            g.expr
+            for g in frame.shape_guards
+            if g.expr.startswith("Eq(") and symbol.name in symbols_in(g.expr)
+        ]
+        if symbol.name in specialized:
+            became = f"specialized to {specialized[symbol.name]}"
+        elif symbol.name in used:
+            became = f"dynamic, {equal[0]}" if equal else "dynamic"
+        elif equal:
+            became = f"replaced: {equal[0]}"
+        else:
+            became = "not in the compiled graphs"
+        rows.append(SymbolRow(symbol, became))
+    return tuple(rows)
+
+
+def _dynamic_summary(frame: DynamoFrame) -> str:
+    if not (frame.symbols or frame.shape_guards):
+        return ""
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    return ", ".join(
+        (
+            count(len(frame.symbols), "symbol"),
+            f"{len(frame.specializations)} specialized",
+            count(len(frame.shape_guards), "guard") + " on sizes",
+        )
     )
 
 

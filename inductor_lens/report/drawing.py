@@ -24,6 +24,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..parse.symbolic import Hints, annotate
 from ..records import FxGraph, GraphRecord, Launch
 from .dataflow import output_producers, reads_by_launch
 
@@ -50,6 +51,7 @@ ROLE_STYLES = {
     "buffer": {"shape": "box", "fillcolor": "#fef3c7", "style": "filled,rounded,dashed"},
     "tangent": {"shape": "ellipse", "fillcolor": "#fce7f3", "style": "filled"},
     "saved": {"shape": "ellipse", "fillcolor": "#f1f5f9", "style": "filled"},
+    "size": {"shape": "note", "fillcolor": "#e0f2fe", "style": "filled"},
 }
 ROLE_LABELS = {
     "input": "model input",
@@ -57,6 +59,7 @@ ROLE_LABELS = {
     "buffer": "module buffer",
     "tangent": "incoming gradient",
     "saved": "saved for backward",
+    "size": "symbolic size",
 }
 _GRAPH_ATTRS = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11", "nodesep": "0.25", "ranksep": "0.35",
                 "bgcolor": "transparent"}  # fmt: skip
@@ -114,8 +117,9 @@ def _graphviz_missing() -> Drawing | None:
     return None
 
 
-def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
-    """``groups`` maps FX node names to the kernel group they were fused into."""
+def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup], hints: Hints | None = None) -> Drawing:
+    """``groups`` maps FX node names to the kernel group they were fused into; symbolic sizes in the
+    types are shown with their ``hints`` (``f32[s53=24, 32]``)."""
     if missing := _graphviz_missing():
         return missing
     if len(fx_graph.nodes) > MAX_DRAWN_NODES:
@@ -150,13 +154,15 @@ def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup]) -> Drawing:
             title = node.origin or node.name
             attrs.update(ROLE_STYLES.get(role, ROLE_STYLES["input"]))
             attrs["label"] = f"{title}\n{ROLE_LABELS.get(role, role)}" + (
-                f"\n{node.type}" if node.type else ""
+                f"\n{annotate(node.type, hints or {})}" if node.type else ""
             )
             attrs["tooltip"] = f"{node.name}: {ROLE_LABELS.get(role, role)}"
         elif node.op == "output":
             attrs.update(shape="doubleoctagon", fillcolor="#f1f5f9", style="filled", label="output")
         else:
-            attrs["label"] = f"{node.name}\n{node.target}" + (f"\n{node.type}" if node.type else "")
+            attrs["label"] = f"{node.name}\n{node.target}" + (
+                f"\n{annotate(node.type, hints or {})}" if node.type else ""
+            )
             if node_group is not None:
                 attrs.update(
                     fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"),
@@ -191,8 +197,10 @@ def draw_kernel_graph(
     # Edge labels make dot's layout much slower; large graphs get them as tooltips only.
     labelled = len(graph.launches) <= LABELLED_LAUNCHES
 
+    hints = graph.hints
+
     def edge(source: str, target: str, name: str, kind: str | None) -> None:
-        text = f"{name}\n{kind}" if kind else name
+        text = f"{name}\n{annotate(kind, hints)}" if kind else name
         if labelled:
             dot.edge(source, target, label=text, tooltip=text)
         else:

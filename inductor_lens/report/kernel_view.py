@@ -8,6 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..parse.symbolic import FROM_HINTS, annotate
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
@@ -65,10 +66,11 @@ def kernel_pages(
         following = ordered[index + 1] if index + 1 < len(ordered) else None
         language = "cpp" if kernel.backend == "cpp" else "python"
         launches = tuple(launch for launch in graph.launches if launch.target == kernel.name)
+        hints = graph.hints
         inputs = tuple(
             KernelInput(
                 name=read.name,
-                kind=read.kind,
+                kind=annotate(read.kind, hints) or None,
                 producer=by_position.get(read.producer) if read.producer else None,
                 producer_url=launch_url(graph, by_position[read.producer]) if read.producer else None,
                 role=roles.get(read.name),
@@ -82,7 +84,7 @@ def kernel_pages(
                 kernel=kernel,
                 source=highlight(kernel.source, language, "src"),
                 fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
-                facts=_kernel_facts(kernel),
+                facts=_kernel_facts(kernel, graph),
                 launches=launches,
                 previous=(previous.name, f"{previous.name}.html") if previous else None,
                 next=(following.name, f"{following.name}.html") if following else None,
@@ -108,10 +110,17 @@ def _arguments(
     graph: GraphRecord, kernel: KernelRecord, launch: Launch | None
 ) -> tuple[tuple[str, str, str, str], ...]:
     passed = launch.args if launch is not None else ()
+    hints = graph.hints
     rows = []
     for index, arg in enumerate(kernel.args):
         value = passed[index] if index < len(passed) else ""
-        rows.append((arg.name, arg.type, value, graph.buffers.get(value, "")))
+        # a symbolic size passed as an int (dynamic shapes) is shown with its hint
+        tensor = (
+            f"size {value}={hints[value]}"
+            if value in hints
+            else annotate(graph.buffers.get(value, ""), hints)
+        )
+        rows.append((arg.name, arg.type, value, tensor))
     return tuple(rows)
 
 
@@ -175,6 +184,9 @@ def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, .
         ]
         value = " · ".join(r for r in rates if r) or "—"
         detail = f"{roofline.bytes:,} bytes" if roofline.bytes else ""
+        if FROM_HINTS in roofline.cost_source:
+            # "...; from size hints s77=8, s27=256": counted for the sizes the graph was compiled for
+            detail += f" ({roofline.cost_source[roofline.cost_source.index(FROM_HINTS) :]})"
         if roofline.percent is not None:
             detail += f"; {roofline.percent:.0f}% of the {roofline.bound}-bound roofline of this device"
         facts.append(
@@ -209,11 +221,20 @@ def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, .
     return tuple(facts)
 
 
-def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
+def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem, ...]:
     facts = [
         SummaryItem("Backend", KIND_LABELS[kernel.backend]),
         SummaryItem("Category", kernel.category),
     ]
+    if graph.symbols:
+        facts.append(
+            SummaryItem(
+                "Symbolic sizes",
+                ", ".join(f"{name}={hint}" for name, hint in graph.hints.items()) or "no hints recorded",
+                "dynamic shapes: call() passes these sizes at run time; the numbers on this page are at these "
+                "hints, their values when the graph was compiled",
+            )
+        )
     if kernel.size_hints:
         facts.append(
             SummaryItem(
@@ -227,7 +248,8 @@ def _kernel_facts(kernel: KernelRecord) -> tuple[SummaryItem, ...]:
             SummaryItem(
                 "Bytes moved",
                 f"{kernel.bytes_accessed:,} B",
-                "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch",
+                "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch"
+                + (f", {FROM_HINTS}" if graph.symbols else ""),
             )
         )
     if kernel.flops:

@@ -13,7 +13,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
+from ..parse.symbolic import FROM_HINTS
+from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline, ShapeSymbol
 from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
 from .highlight import highlight
 
@@ -75,6 +76,11 @@ class KernelRow:
         return graph_url(self.graph)
 
     @property
+    def from_hints(self) -> bool:
+        """Bytes counted from symbolic sizes at their hints (dynamic shapes)."""
+        return self.roofline is not None and FROM_HINTS in self.roofline.cost_source
+
+    @property
     def name_ops(self) -> str | None:
         """Where Inductor recorded no ATen ops (C++ backward kernels), the ops its name lists."""
         return None if self.aten_ops or self.kind == "extern" else ops_from_name(self.name)
@@ -97,6 +103,22 @@ class IndexPage:
     compile_summary: str
 
 
+# Where a symbol's hint was read (ShapeSymbol.hint_from), as the graph page says it.
+HINT_FROM_LABELS = {
+    "benchmark harness": "the benchmark harness (get_args() in output_code.py)",
+    "call()": "call(), from its arguments at the harness's values",
+    "trace": "the trace (create_symbol)",
+    "": "not recorded",
+}
+
+
+@dataclass(frozen=True)
+class SymbolRow:
+    symbol: ShapeSymbol
+    hint_from: str
+    text: str  # "s53=24"
+
+
 @dataclass(frozen=True)
 class GraphPage:
     run: CompileRun
@@ -116,6 +138,7 @@ class GraphPage:
     frame: DynamoFrame | None
     frame_url: str | None
     unlaunched: tuple[str, ...] = field(default_factory=tuple)
+    symbols: tuple[SymbolRow, ...] = ()
 
     @property
     def timed(self) -> bool:
@@ -279,6 +302,21 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
             "" if run.graphs else "bad",
         )
     )
+    dynamic = [g for g in run.graphs if g.symbols]
+    if dynamic:
+        hints = {s.name: s for g in dynamic for s in g.symbols}
+        listed = ", ".join(
+            f"{n}={s.hint}" if s.hint is not None else f"{n} (no hint)" for n, s in hints.items()
+        )
+        items.append(
+            SummaryItem(
+                "Shapes",
+                "dynamic"
+                if len(dynamic) == len(run.graphs)
+                else f"dynamic in {len(dynamic)} of {len(run.graphs)} graphs",
+                f"{listed}; bytes, FLOPs and hand-written shapes are worked out at these size hints",
+            )
+        )
     by_category = ", ".join(
         f"{n} {key.split(':', 1)[1]}"
         for key, n in sorted(counts.items())
@@ -370,7 +408,7 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         categories = dict.fromkeys(launch_category(graph, launch) for launch in graph.launches)
         legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
         if fx is not None:
-            fx_drawing = draw_fx_graph(fx, node_groups(graph))
+            fx_drawing = draw_fx_graph(fx, node_groups(graph), graph.hints)
             used = dict.fromkeys(n.role or "input" for n in fx.nodes if n.op == "placeholder")
             roles = tuple((role, ROLE_LABELS.get(role, role)) for role in used)
     readable = graph.fx_graph("readable")
@@ -409,6 +447,14 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         frame=frame,
         frame_url=f"../compile.html#{frame_anchor(graph.compile_id)}" if graph.compile_id else None,
         unlaunched=tuple(k.name for k in graph.kernels if k.name not in launched),
+        symbols=tuple(
+            SymbolRow(
+                s,
+                HINT_FROM_LABELS.get(s.hint_from, s.hint_from),
+                f"{s.name}={s.hint}" if s.hint is not None else f"{s.name} (no hint)",
+            )
+            for s in graph.symbols
+        ),
     )
 
 

@@ -31,6 +31,8 @@ CASES = {
     "cpu-mlp-train": CPU_CASE,
     "gpu-mlp-bf16": "mlp_bf16_max_autotune_nocg",
     "gpu-block-timed": TIMED_CASE,  # with measurements: timing section, charts, time columns
+    # dynamic shapes: an automatic-dynamic recompile, symbols with their hints, guards on sizes
+    "cpu-dynamic-recompile": "cpu-torch2.13-dynamic-recompile",
 }
 
 

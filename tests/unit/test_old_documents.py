@@ -40,6 +40,16 @@ def test_an_older_run_loads_and_saves_as_today(unpacked, name: str) -> None:
     assert CompileRun.from_json(run.to_json()) == run
 
 
+@pytest.mark.parametrize("name", RUNS)
+def test_an_older_run_reads_as_static_shapes(unpacked, name: str) -> None:
+    """Symbols, specializations and shape guards came with schema 8: an older run has none of them."""
+    run = CompileRun.from_json(_text(unpacked, name))
+    assert all(graph.symbols == () and graph.hints == {} for graph in run.graphs)
+    assert all(not (f.symbols or f.specializations or f.shape_guards) for f in run.frames)
+    files = render_report(run, draw=False)
+    assert not any('id="symbols"' in text or "-shapes" in text for text in files.values())
+
+
 def test_cpu_run_renders_from_its_records(unpacked) -> None:
     run = CompileRun.from_json(_text(unpacked, "cpu-torch2.13-mlp-train"))
     assert [(g.id, [k.name for k in g.kernels], len(g.launches)) for g in run.graphs] == [

@@ -54,7 +54,14 @@ def _run(unpacked, case: str) -> CompileRun:
     return parse_debug_folder(unpacked(case), strict=True, now=lambda: FIXED_TIME)
 
 
-@pytest.mark.parametrize("case", [*GPU_CASES, CPU_CASE])
+DYNAMIC_CASES = (
+    "cpu-torch2.13-dynamic-recompile",
+    "cpu-torch2.13-slice-dynamic",
+    "cpu-torch2.13-mlp-train-dynamic",
+)
+
+
+@pytest.mark.parametrize("case", [*GPU_CASES, CPU_CASE, *DYNAMIC_CASES])
 def test_every_link_resolves_and_pages_are_self_contained(unpacked, case: str) -> None:
     run = _run(unpacked, case)
     files = render_report(run, draw=False)
