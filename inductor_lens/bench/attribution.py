@@ -114,7 +114,7 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
             continue
         region_time[step] += region.end - region.start
         children = _top_level(by_thread[region.tid], region)
-        graph = _match_graph(graphs, [range_label(c.name) for c, _ in children])
+        graph = _graph_of_region(graphs, region.name, [range_label(c.name) for c, _ in children])
         if graph is None:
             continue
         pairs = _align(graph.launches, children)
@@ -218,6 +218,14 @@ def _top_level(thread: list[_Range], region: _Range) -> list[tuple[_Range, list[
         else:
             children.append((r, [r]))
     return children
+
+
+def _graph_of_region(graphs: list[GraphRecord], region: str, names: list[str]) -> GraphRecord | None:
+    """The graph a ``## Call CompiledFxGraph <key> ##`` region ran: by its FX graph cache key where the
+    trace logged it (graphs of a recompile can launch the same kernels), else by its launches."""
+    key = region.removeprefix(REGION_MARK).strip(" #")
+    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key]
+    return by_key[0] if len(by_key) == 1 else _match_graph(graphs, names)
 
 
 def _match_graph(graphs: list[GraphRecord], names: list[str]) -> GraphRecord | None:

@@ -134,6 +134,7 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
         aliases=parsed.aliases,
         outputs=parsed.outputs,
         symbols=symbols,
+        fx_cache_key=traced.cache_key if traced else None,
     )
 
 

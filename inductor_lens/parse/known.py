@@ -98,8 +98,7 @@ _TRACE_ARTIFACTS = (
             "2.13; the rest 2.13 _functorch/_aot_autograd/autograd_cache.py, aot_autograd_result.py, "
             "_inductor/compile_fx.py, _dynamo/package.py, precompile_context.py, output_graph.py",
             "aotautograd_cache_miss", "aotautograd_cache_hit", "aotautograd_cache_bypass",
-            "aotautograd_cache_pickle_failure", "fx_graph_cache_miss", "fx_graph_cache_hit",
-            "fx_graph_cache_bypass", "fx_graph_bundled_cache_hit", "dynamo_cache_bypass",
+            "aotautograd_cache_pickle_failure", "fx_graph_cache_bypass", "fx_graph_bundled_cache_hit", "dynamo_cache_bypass",
             "dynamo_cache_entries", "dynamo_cache_exception", "precompile_cache_bypass"),
     *_known("trace artifact", "Python source AOTAutograd generated for its runtime wrappers", "wrapper code "
             "around the compiled graph, not shown", "the first six seen in 2.13; the rest 2.13 "

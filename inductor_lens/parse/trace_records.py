@@ -43,6 +43,7 @@ class GraphTrace:
     compile_id: str
     mappings: dict[str, Any] | None = None
     stack_traces: dict[str, Any] | None = None
+    cache_key: str | None = None
 
 
 @dataclass
@@ -408,6 +409,16 @@ def _graph_json(
     data = record.json_payload(diagnostics, name)
     if data is not None:
         setattr(graph, attribute, data)
+
+
+def read_fx_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """Inductor's FX graph cache lookup of the graph just logged: its key names the graph in profiles."""
+    graph = state.last_graph
+    if graph is None or graph.compile_id != record.compile_id or not record.payload:
+        return
+    data = record.json_payload(diagnostics, "fx_graph_cache lookup")
+    if data is not None and isinstance(data.get("key"), str):
+        graph.cache_key = data["key"]
 
 
 def read_graph_break(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:

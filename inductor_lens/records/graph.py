@@ -225,6 +225,9 @@ class GraphRecord:
     outputs: tuple[str, ...] = ()
     # Dynamic shapes: the symbols its sizes are written in, with their hints (empty for a static graph).
     symbols: tuple[ShapeSymbol, ...] = ()
+    # Its key in Inductor's FX graph cache: the profiler names each call of the graph after it
+    # (``## Call CompiledFxGraph <key> ##``), which tells apart graphs that launch the same kernels.
+    fx_cache_key: str | None = None
 
     @property
     def hints(self) -> dict[str, int | float]:

@@ -287,3 +287,16 @@ def test_drawings_label_symbolic_types_with_their_hints(unpacked) -> None:
     assert "f32[s77=8, s27=256, 512]" in page  # in both drawings
     assert "f32[s27*s77=2048, 1536]" in page  # the qkv matmul's output, between launches 2 and 3
     assert "symbolic size" in page  # Sym(...) placeholders drawn as sizes
+
+
+def test_profiled_times_go_to_the_graph_that_ran(unpacked) -> None:
+    """Both graphs of the recompile launch the same kernels; the profile's region names (the FX graph cache
+    key) say the steps ran the dynamic one."""
+    from inductor_lens.pipeline import build_run
+
+    root = unpacked("cpu-torch2.13-dynamic-recompile")
+    run = build_run(root, root / "capture", strict=True)
+    static, dynamic = run.graphs
+    assert static.fx_cache_key and dynamic.fx_cache_key and static.fx_cache_key != dynamic.fx_cache_key
+    assert all(launch.timing is None for launch in static.launches)
+    assert all(launch.timing is not None for launch in dynamic.launches)
