@@ -31,6 +31,7 @@ from ..worker.supervisor import run_worker
 
 def run_tasks(tasks: list[HandwrittenTask], device: str, capture_dir: Path, timeout_s: float) -> HandwrittenResults:
     """Run the plan in the check process; returns what it wrote (possibly partial), with an error if it died."""
+    capture_dir = capture_dir.resolve()  # the worker runs in it: relative paths would point elsewhere
     plan, results = capture_dir / HANDWRITTEN_PLAN_FILE, capture_dir / HANDWRITTEN_RESULTS_FILE
     write_json_file(plan, HandwrittenPlan(device=device, tasks=tasks))
     results.unlink(missing_ok=True)
