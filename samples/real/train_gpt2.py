@@ -23,8 +23,8 @@ What a capture of it should show:
     one more frame, the update of every parameter as a few horizontally fused kernels, compiled once (on
     2 CPU cores about 30 s of compile for an update of a few milliseconds, hence off by default on CPU).
 
-On 2 CPU cores, ``--steps 3`` takes about 45 s from a cold Inductor cache, most of it compiling; a second
-run hits the cache (``TORCHINDUCTOR_CACHE_DIR``, default ``/tmp/torchinductor_$USER``).
+On 2 CPU cores, ``--steps 3`` takes 45-55 s from a cold Inductor cache, most of it compiling, and about 15 s
+once the cache (``TORCHINDUCTOR_CACHE_DIR``, default ``/tmp/torchinductor_$USER``) holds the kernels.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ definitions and ``def call`` of each ``output_code.py``, Dynamo frames, graph br
 the records of the TORCH_TRACE log. With torch 2.13 and the pinned transformers (``pip install -e '.[real]'``)
 the counts are also compared with the numbers below. A compile is shared by every test that reads it
 (module-scoped, in this process through the CLI's entry point; the model still runs in its own process).
-About 8 minutes on 2 CPU cores.
+About 6 minutes on 2 CPU cores.
 """
 
 from __future__ import annotations
