@@ -2,12 +2,20 @@
 #
 # Python environment: the active virtualenv or conda env when there is one (a GPU user's own torch is
 # kept), otherwise ./.venv, created with access to the system's packages (a system-wide torch is kept
-# too). Only where no torch is importable at all is the CPU build torch==2.13.0 installed, pinned, so
-# pip never pulls the newest CUDA torch onto a machine that has no GPU.
+# too). Only where no torch is importable at all is the CPU build torch==2.13.0+cpu installed, from
+# PyTorch's CPU wheel index, so pip never pulls the CUDA build (and its ~20 CUDA packages) from PyPI
+# onto a machine that has no GPU. Where that index cannot be reached (checked first, in a few seconds),
+# the same pin is installed from pip's configured sources (a local wheel, a mirror), and failing that
+# torch==2.13.0 from them, which on PyPI is the CUDA build.
+# `make test` also installs the real-model corpus's libraries (the `real` extra: transformers, pinned)
+# with every package already installed held at its version (a constraints file from `pip freeze`).
 
 PYTHON ?= python3
 VENV ?= .venv
-TORCH_CPU_PIN ?= torch==2.13.0 triton==3.7.1
+TORCH_VERSION ?= 2.13.0
+TRITON_VERSION ?= 3.7.1
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PROBE_TIMEOUT ?= 5
 DEMO_MODEL ?= samples/mlp.py
 PYTEST_ARGS ?=
 
@@ -56,22 +64,43 @@ install-test: $(STAMP)/install-test
 $(PY):
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 
+PIP := $(PY) -m pip install --disable-pip-version-check -q
+CPU_PIN := torch==$(TORCH_VERSION)+cpu triton==$(TRITON_VERSION)
+
+# An existing torch is never replaced. Without one: the CPU build from PyTorch's CPU index when it answers
+# within TORCH_PROBE_TIMEOUT seconds (pip's own index stays the main one, for triton and torch's dependencies), else
+# the same pin from pip's configured sources, else torch==$(TORCH_VERSION) from them (warned: CUDA on PyPI).
 $(STAMP)/torch: | $(PY)
 	@mkdir -p $(STAMP)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		echo "keeping the installed torch $$($(PY) -c 'import torch; print(torch.__version__)')"; \
+	elif $(PY) -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=$(TORCH_PROBE_TIMEOUT))" \
+			>/dev/null 2>&1; then \
+		echo "no torch found: installing the CPU build $(CPU_PIN) from $(TORCH_CPU_INDEX)"; \
+		$(PIP) --extra-index-url $(TORCH_CPU_INDEX) $(CPU_PIN); \
 	else \
-		echo "no torch found: installing the CPU build $(TORCH_CPU_PIN)"; \
-		$(PY) -m pip install --disable-pip-version-check -q $(TORCH_CPU_PIN); \
+		echo "no torch found and $(TORCH_CPU_INDEX) unreachable: installing $(CPU_PIN) from pip's configured sources"; \
+		$(PIP) $(CPU_PIN) || { \
+			echo "warning: no $(CPU_PIN) there; installing torch==$(TORCH_VERSION) (on PyPI, the CUDA build)"; \
+			$(PIP) torch==$(TORCH_VERSION) triton==$(TRITON_VERSION); }; \
 	fi
 	@touch $@
 
 $(STAMP)/install: pyproject.toml $(STAMP)/torch
-	$(PY) -m pip install --disable-pip-version-check -q -e .
+	$(PIP) -e .
 	@touch $@
 
+# The real-model corpus (samples/real/) needs transformers: an installed one is kept; otherwise the pinned
+# `real` extra is added with every installed package constrained to its version (nothing is upgraded).
 $(STAMP)/install-test: pyproject.toml $(STAMP)/torch
-	$(PY) -m pip install --disable-pip-version-check -q -e '.[test]'
+	$(PIP) -e '.[test]'
+	@if $(PY) -c "import transformers" 2>/dev/null; then \
+		echo "keeping the installed transformers $$($(PY) -c 'import transformers; print(transformers.__version__)')"; \
+	else \
+		$(PY) -m pip freeze --exclude-editable | grep -E '^[A-Za-z0-9_.-]+==' > $(STAMP)/constraints.txt && \
+		echo "installing the real-model corpus's libraries, holding $$(wc -l < $(STAMP)/constraints.txt) installed packages at their versions" && \
+		$(PIP) -c $(STAMP)/constraints.txt -e '.[real]'; \
+	fi
 	@touch $@ $(STAMP)/install
 
 # Graphviz draws the graphs (the report shows a notice without it); Chromium runs the browser tests.

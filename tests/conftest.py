@@ -15,7 +15,9 @@ import os
 # the CLI run as a process) get it removed again unless they need it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import contextlib
 import datetime as dt
+import io
 import re
 import shutil
 import subprocess
@@ -135,6 +137,24 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
             code = exit_.code if isinstance(exit_.code, int) else 1
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
+
+    return invoke
+
+
+@pytest.fixture(scope="session")
+def run_cli_shared() -> Callable[..., CliResult]:
+    """Run ``inductor-lens ARGS`` in-process, for module- or session-scoped fixtures (``run_cli`` needs the
+    function-scoped ``capsys``): many compiles in one pytest process, each still in its own model process."""
+
+    def invoke(*args: str | Path) -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        code = 0
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main([str(a) for a in args])
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 1
+        return CliResult(code, out.getvalue(), err.getvalue())
 
     return invoke
 
