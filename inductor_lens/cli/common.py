@@ -160,6 +160,11 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
     if result.report_s is not None:
         summary += f"; report written in {result.report_s:.1f} s"
     click.echo(f"inductor-lens: {summary}", err=True)
+    accuracy = run.capture.accuracy if run.capture else None
+    if accuracy is not None and not accuracy.within_tolerance:
+        worst = f": {accuracy.worst.name} ({accuracy.worst.note})" if accuracy.worst else ""
+        findings = f"; {len(accuracy.findings)} finding(s)" if accuracy.findings else ""
+        click.echo(f"inductor-lens: accuracy: the compiled model differs from eager{worst}{findings}", err=True)
     _finish("report", result.index, result.error, open_browser)
 
 

@@ -176,6 +176,11 @@ def normalize_signature(value: Any, arg_names: list[str]) -> dict[str, str]:
     return out
 
 
+# With comment_origin, Inductor writes "#pragma CMT ORIGIN:" blocks into a kernel's code and turns the
+# pragma into the language's comment: "#" for Triton (codegen/triton.py), "//" for C++ (codegen/cpp.py).
+# Seen in 2.13 (Triton, from the CPU Triton backend); the C++ form read from 2.13's source.
+ORIGIN_COMMENT = {"triton": "#", "cpp": "//"}
+
 # --- provenance tracking json ------------------------------------------------------------------
 # inductor_provenance_tracking_node_mappings.json: "preToPost"/"postToPre" plus kernel maps, whose
 # keys are "cppCodeToPost"/"postToCppCode" in 2.11 and 2.13 for Triton and C++ kernels alike;

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..records import CompilePhase, DynamoFrame, GraphBreak, SourceLine
-from .source_lines import from_traceback, is_user_file, user_frames
+from .source_lines import from_traceback, is_tool_file, is_user_file, user_frames
 from .trace import FrameTrace
 
 _BREAK_LOCATION = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
@@ -165,11 +165,13 @@ def graph_breaks(trace: FrameTrace) -> list[GraphBreak]:
         location = None
         if match := _BREAK_LOCATION.search(text):
             location = SourceLine(match["file"], int(match["line"]))
-        stack = user_frames(from_traceback(text.split("User code traceback:", 1)[-1]))
+        frames = from_traceback(text.split("User code traceback:", 1)[-1])
+        # A break inside a library (transformers' loss, say) has no user frame: its library frames say where.
+        stack = user_frames(frames) or tuple(f for f in frames if not is_tool_file(f.filename))
         if location is not None:
-            # The frame of the break carries the code text the location line lacks.
+            # The frame of the break carries the function and code text the location line lacks.
             location = next(
-                (f for f in reversed(stack) if f.filename == location.filename and f.line == location.line),
+                (f for f in reversed(frames) if f.filename == location.filename and f.line == location.line),
                 location,
             )
         breaks.append(

@@ -1,6 +1,7 @@
 """Parse stage: Inductor's ``# ORIGIN:`` comments inside a kernel: which lines were generated for which op.
 
-Inductor writes them with its ``comment_origin`` option, which the capture turns on.
+Inductor writes them with its ``comment_origin`` option, which the capture turns on: ``#`` comments in
+Triton kernels, ``//`` in C++ kernels (``compat.ORIGIN_COMMENT``).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import OriginSegment
+from . import compat
 from .source_lines import from_traceback, user_frames
 
 
@@ -29,6 +31,8 @@ def origin_segments(source: str) -> tuple[OriginSegment, ...]:
     in_block = False
     for number, raw in enumerate(source.splitlines(), start=1):
         line = raw.strip()
+        if line.startswith(compat.ORIGIN_COMMENT["cpp"]):  # read a C++ kernel's comments as Triton's
+            line = compat.ORIGIN_COMMENT["triton"] + line[len(compat.ORIGIN_COMMENT["cpp"]) :]
         if line == "# ORIGIN:":
             in_block = True
             if current is not None:

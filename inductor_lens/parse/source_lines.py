@@ -20,11 +20,11 @@ from ..records import SourceLine
 
 _FX_COMMENT = re.compile(r"^(?P<file>.+?):(?P<line>\d+) in (?P<function>[^,]+?)(?:, code: (?P<code>.*))?$")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
-# Library code, and inductor-lens's own model process, which calls the user's model: worker/*.py, and
-# capture/child.py in captures made before 0.2 (the H100 real-model fixtures).
-_LIBRARY_PATH = re.compile(
-    r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<|/inductor_lens/(capture/child|worker/\w+)\.py$)"
-)
+# inductor-lens's own model process, which calls the user's model: worker/*.py, and capture/child.py in
+# captures made before 0.2 (the H100 real-model fixtures).
+_TOOL_PATH = re.compile(r"/inductor_lens/(capture/child|worker/\w+)\.py$")
+# Library code, and the tool's.
+_LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<)")
 
 
 def from_fx_comment(text: str) -> SourceLine | None:
@@ -53,7 +53,12 @@ def from_traceback(text: str) -> list[SourceLine]:
 
 
 def is_user_file(path: str) -> bool:
-    return not _LIBRARY_PATH.search(path)
+    return not _LIBRARY_PATH.search(path) and not is_tool_file(path)
+
+
+def is_tool_file(path: str) -> bool:
+    """inductor-lens's own code in the model process (or Python's runpy/importlib internals, as ``<...>``)."""
+    return bool(_TOOL_PATH.search(path)) or path.startswith("<")
 
 
 def user_frames(frames: Iterable[SourceLine]) -> tuple[SourceLine, ...]:

@@ -246,6 +246,7 @@ class GraphBreak:
     reason: str
     detail: str = ""
     location: SourceLine | None = None
+    # The frames that led to it: the user's own; for a break inside a library, with no user frame, the library's.
     user_stack: tuple[SourceLine, ...] = ()
 
 

@@ -193,9 +193,14 @@ BROKEN = {
         "defines no get_inputs()",
     ),
     "bad_inputs": (
-        "import torch\ndef get_model():\n    return torch.nn.ReLU()\ndef get_inputs():\n    return {'x': 1}\n",
+        "import torch\ndef get_model():\n    return torch.nn.ReLU()\ndef get_inputs():\n    return 'x'\n",
         ModelFileError,
-        "get_inputs() must return a tuple of tensors, got dict",
+        "get_inputs() is a str: give a tensor, a tuple of arguments, a dict of keyword arguments",
+    ),
+    "wrong_keywords": (  # a dict is keyword arguments now: the model's forward refuses this one
+        "import torch\ndef get_model():\n    return torch.nn.ReLU()\ndef get_inputs():\n    return {'x': torch.ones(2)}\n",
+        ModelRunError,
+        "eager forward raised TypeError",
     ),
     "forward_raises": (
         """

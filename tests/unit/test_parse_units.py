@@ -236,3 +236,45 @@ def test_the_model_process_of_inductor_lens_is_not_user_code() -> None:
     assert not is_user_file("/opt/venv/src/inductor_lens/capture/child.py")  # captures before the worker/
     assert is_user_file("/home/me/project/model.py")
     assert is_user_file("/home/me/inductor_lens_demo/worker/capture.py.bak")
+
+
+def test_origin_blocks_of_a_cpp_kernel() -> None:
+    """C++ kernels carry the same ORIGIN blocks as Triton's, as // comments (torch 2.13 codegen/cpp.py)."""
+    from inductor_lens.parse.origins import origin_segments
+
+    source = "\n".join([
+        'extern "C" void kernel(const float* in_ptr0, float* out_ptr0)',
+        "{",
+        "    // ORIGIN:",
+        "    // call_function aten.relu.default seq_nr:-1",
+        '    //   File "/m/model.py", line 7, in forward\\\\    return torch.relu(x)\\\\',
+        "    // END ORIGIN",
+        "    auto tmp0 = in_ptr0[x0];",
+        "    auto tmp1 = std::max(tmp0, decltype(tmp0)(0));",
+        "}",
+    ])  # fmt: skip
+    (segment,) = origin_segments(source)
+    assert segment.ops == ("aten.relu.default",) and (segment.first_line, segment.last_line) == (7, 9)
+    assert [(s.filename, s.line) for s in segment.source] == [("/m/model.py", 7)]
+
+
+def test_a_graph_break_inside_a_library_keeps_its_frames() -> None:
+    """transformers' GPT-2 breaks in its loss function: no user frame; the location and the stack say where."""
+    from inductor_lens.parse.frames import graph_breaks
+    from inductor_lens.parse.trace import FrameTrace
+
+    lib = "/venv/lib/python3.12/site-packages/transformers"
+    text = (
+        f"Graph break in user code at {lib}/modeling_utils.py:4635\n"
+        "Graph Break Reason: Logger not supported for non-export cases.\n"
+        "User code traceback:\n"
+        '  File "/work/inductor_lens/worker/capture.py", line 260, in step\n    outputs = call(fn)\n'
+        f'  File "{lib}/models/gpt2/modeling_gpt2.py", line 1100, in forward\n    loss = self.loss_function(\n'
+        f'  File "{lib}/modeling_utils.py", line 4635, in loss_function\n    logger.warning_once(\n'
+    )
+    (found,) = graph_breaks(FrameTrace(compile_id="0/0", graph_breaks=[text]))
+    assert found.location is not None and found.location.function == "loss_function"
+    assert found.location.code == "logger.warning_once("
+    assert [(f.filename.rsplit("/", 1)[-1], f.line) for f in found.user_stack] == [
+        ("modeling_gpt2.py", 1100), ("modeling_utils.py", 4635)
+    ]  # fmt: skip
