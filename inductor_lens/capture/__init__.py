@@ -73,7 +73,9 @@ def capture(
 ) -> Capture:
     """Run the model in the model process; ``cache_root``: Inductor's and Triton's caches, kept (else
     fresh ones, deleted after the process ends)."""
-    result, finished, capture_dir = _run_worker("capture", spec.to_json(), spec.bench, spec.timeout_s, capture_dir,
+    # the model process runs in the capture folder: a relative model path would point elsewhere
+    placed = replace(spec, model_path=spec.model_path.resolve())
+    result, finished, capture_dir = _run_worker("capture", placed.to_json(), spec.bench, spec.timeout_s, capture_dir,
                                                 capture_dir, progress, echo, cache_root)  # fmt: skip
     outcome = _outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir)
     return Capture(outcome, result.environment, _settings(spec, result), capture_dir)

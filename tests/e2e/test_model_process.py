@@ -66,8 +66,8 @@ def test_model_process_imports_no_report(tmp_path: Path, monkeypatch: pytest.Mon
     model.write_text(textwrap.dedent(MODEL))
     modules_out = tmp_path / "modules.json"
     monkeypatch.setenv("MODULES_OUT", str(modules_out))
-    # a relative --out: the model process and the check process run in the capture folder
-    result = run_cli_process("compile", model, "--device", "cpu", "--out", "r", "--strict", cwd=tmp_path)
+    # a relative model path and --out: the model process and the check process run in the capture folder
+    result = run_cli_process("compile", model.name, "--device", "cpu", "--out", "r", "--strict", cwd=tmp_path)
     assert result.code == 0, result.stderr
     recorded = json.loads(modules_out.read_text())
     modules = recorded["modules"]
