@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import trace_records as tr
+from . import trace_shapes as ts
 from .autotune import parse_autotune_tables
 from .diagnostics import Diagnostics
 from .fx_graph import parse_fx_graph
@@ -85,15 +86,15 @@ TRACE_RECORDS = (
     # other two from 2.13 fx/experimental/symbolic_shapes.py (create_unbacked_symbol for .item() and
     # nonzero sizes, guard_added only with TORCH_DTRACE).
     Parser("trace record", "create_symbol", "a symbolic size: its hint (value at compile time), range and "
-           "source", "DynamoFrame.symbols, GraphRecord.symbols", tr.read_create_symbol),
+           "source", "DynamoFrame.symbols, GraphRecord.symbols", ts.read_create_symbol),
     Parser("trace record", "create_unbacked_symbol", "a data-dependent symbolic size (no hint)",
-           "DynamoFrame.symbols", tr.read_create_symbol),
+           "DynamoFrame.symbols", ts.read_create_symbol),
     Parser("trace record", "symbolic_shape_specialization", "a symbolic size turned back into a constant",
-           "DynamoFrame.specializations", tr.read_specialization),
+           "DynamoFrame.specializations", ts.read_specialization),
     Parser("trace record", "guard_added_fast", "a guard on symbolic sizes, with the user line traced",
-           "DynamoFrame.shape_guards", tr.read_guard_added),
+           "DynamoFrame.shape_guards", ts.read_guard_added),
     Parser("trace record", "guard_added", "a guard on symbolic sizes (the TORCH_DTRACE form)",
-           "DynamoFrame.shape_guards", tr.read_guard_added),
+           "DynamoFrame.shape_guards", ts.read_guard_added),
 )  # fmt: skip
 
 # Artifact names this version reads. Seen in 2.11 and 2.13.

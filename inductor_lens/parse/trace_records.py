@@ -8,9 +8,8 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
 - ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
   placeholders name the model's parameters), ``dynamo_cpp_guards_str``, ``compilation_metrics`` /
   ``bwd_compilation_metrics`` (timings, versions);
-- dynamic shapes: ``create_symbol`` / ``create_unbacked_symbol`` (a symbolic size, its hint, range and
-  source), ``symbolic_shape_specialization`` (a symbol turned back into a constant) and
-  ``guard_added_fast`` / ``guard_added`` (a guard on sizes, with the user line being traced);
+- dynamic shapes (``create_symbol``, ``symbolic_shape_specialization``, ``guard_added``): in
+  ``trace_shapes.py``;
 - the ``artifact`` kind, dispatched on its name through the registry: the provenance maps,
   ``dynamo_graph_break_reason``, ``recompile_reasons`` and ``triton_kernel_info`` (per Triton kernel,
   the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time).
@@ -30,7 +29,6 @@ from typing import Any
 from ..records import ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
 from . import registry
 from .diagnostics import Diagnostics
-from .source_lines import is_user_file
 
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
 _NUMBER = (int, float)
@@ -107,7 +105,7 @@ class TraceRecord:
         if not isinstance(data, dict):
             diagnostics.warn(
                 self.where,
-                f"line {self.line}: artifact {name}: payload is a JSON {_type(data)}, not an object",
+                f"line {self.line}: artifact {name}: payload is a JSON {json_type(data)}, not an object",
             )
             return None
         return data
@@ -136,7 +134,7 @@ def format_compile_id(meta: dict[str, Any]) -> str | None:
     return text
 
 
-def _type(value: Any) -> str:
+def json_type(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(value), "number"
     )
@@ -189,10 +187,10 @@ def read_dynamo_start(record: TraceRecord, state: TraceState, diagnostics: Diagn
     if not isinstance(stack, list):
         record.skip(diagnostics, "has no stack list")
         return
-    state.summary.frame(compile_id).stack = _stack(stack, record, state, diagnostics)
+    state.summary.frame(compile_id).stack = stack_lines(stack, record, state, diagnostics)
 
 
-def _stack(
+def stack_lines(
     frames: list[Any], record: TraceRecord, state: TraceState, diagnostics: Diagnostics
 ) -> list[SourceLine]:
     stack = []
@@ -228,112 +226,6 @@ def read_output_graph(record: TraceRecord, state: TraceState, diagnostics: Diagn
     state.summary.frame(compile_id).placeholders = []
 
 
-# --- dynamic shapes --------------------------------------------------------------------------
-
-
-def _fields(
-    record: TraceRecord, diagnostics: Diagnostics, **types: type | tuple[type, ...]
-) -> dict[str, Any] | None:
-    """The record's body when each named field has the JSON type torch writes; else a warning."""
-    body = record.body
-    if not isinstance(body, dict):
-        record.skip(diagnostics, "is not a JSON object")
-        return None
-    for key, kind in types.items():
-        if not isinstance(body.get(key), kind):
-            record.skip(diagnostics, f"field {key} is a JSON {_type(body.get(key))}")
-            return None
-    return body
-
-
-def _user_line(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> SourceLine | None:
-    """The innermost line of the user's own code in the record's ``user_stack`` (else its innermost)."""
-    frames = record.body.get("user_stack") if isinstance(record.body, dict) else None
-    if not isinstance(frames, list):
-        return None
-    stack = _stack(frames, record, state, diagnostics)
-    mine = [line for line in stack if is_user_file(line.filename)]
-    found = mine or stack
-    return found[-1] if found else None
-
-
-def _hint(text: str) -> int | float | None:
-    """create_symbol's ``val`` is a repr: "24", "1e-05"."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    return None
-
-
-def read_create_symbol(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """``create_symbol``: {symbol, val (the hint), vr (range), source}; ``create_unbacked_symbol`` has no
-    val or source (a data-dependent size)."""
-    compile_id = record.compile_id
-    if compile_id is None:
-        return
-    unbacked = record.kind == "create_unbacked_symbol"
-    fields: dict[str, Any] = (
-        {"symbol": str, "vr": str} if unbacked else {"symbol": str, "val": str, "vr": str, "source": str}
-    )
-    body = _fields(record, diagnostics, **fields)
-    if body is None:
-        return
-    state.summary.frame(compile_id).symbols.append(
-        ShapeSymbol(
-            name=body["symbol"],
-            hint=None if unbacked else _hint(body["val"]),
-            hint_from="" if unbacked else "trace",
-            source="" if unbacked else body["source"],
-            range=body["vr"],
-            user_line=_user_line(record, state, diagnostics),
-        )
-    )
-
-
-def read_specialization(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """``symbolic_shape_specialization``: {symbol, sources, value, reason}, logged right after the guard
-    that made the symbol a constant."""
-    compile_id = record.compile_id
-    if compile_id is None:
-        return
-    body = _fields(record, diagnostics, symbol=str, sources=list, value=str, reason=str)
-    if body is None:
-        return
-    frame = state.summary.frame(compile_id)
-    symbol = body["symbol"]
-    guard = next(
-        (g.expr for g in reversed(frame.shape_guards) if re.search(rf"\b{re.escape(symbol)}\b", g.expr)), ""
-    )
-    value = _hint(body["value"])  # sympy's repr: "512", "1.00000000000000e-5"
-    frame.specializations.append(
-        ShapeSpecialization(
-            symbol=symbol,
-            value=body["value"] if value is None else str(value),
-            reason=body["reason"],
-            sources=tuple(str(source) for source in body["sources"]),
-            guard=guard,
-            user_line=_user_line(record, state, diagnostics),
-        )
-    )
-
-
-def read_guard_added(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """``guard_added_fast`` (always logged) and ``guard_added`` (with TORCH_DTRACE): {expr, user_stack}.
-    Both name the same guard when both are logged, so it is kept once."""
-    compile_id = record.compile_id
-    if compile_id is None:
-        return
-    body = _fields(record, diagnostics, expr=str)
-    if body is None:
-        return
-    frame = state.summary.frame(compile_id)
-    if any(g.expr == body["expr"] for g in frame.shape_guards):
-        return
-    frame.shape_guards.append(ShapeGuard(expr=body["expr"], user_line=_user_line(record, state, diagnostics)))
-
-
 # The compilation_metrics fields the report reads, with the JSON type torch writes (null allowed).
 _METRIC_TYPES: dict[str, tuple[type, ...]] = {
     "co_name": (str,),
@@ -362,7 +254,7 @@ def read_metrics(record: TraceRecord, state: TraceState, diagnostics: Diagnostic
         if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
             diagnostics.warn(
                 record.where,
-                f"line {record.line}: compilation_metrics {key} is a JSON {_type(value)}; left out",
+                f"line {record.line}: compilation_metrics {key} is a JSON {json_type(value)}; left out",
             )
             del metrics[key]
     state.summary.frame(compile_id).metrics = metrics
@@ -451,7 +343,7 @@ def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagno
         if not isinstance(entry, dict):
             diagnostics.warn(
                 record.where,
-                f"line {record.line}: triton_kernel_info of {kernel} is a JSON {_type(entry)}; skipped",
+                f"line {record.line}: triton_kernel_info of {kernel} is a JSON {json_type(entry)}; skipped",
             )
             continue
         entry = dict(entry)

@@ -18,12 +18,13 @@ from .compare_view import comparison_page
 from .compile_view import compile_page
 from .env import environment
 from .folders import LENS_JSON
+from .graph_view import graph_page
 from .handwritten_view import handwritten_page
 from .highlight import stylesheet
 from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
 from .timing_view import timing_view
-from .views import graph_page, graph_url, index_page, kernel_url, log_lines
+from .views import graph_url, index_page, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_comparison", "render_report", "write_report"]
 
