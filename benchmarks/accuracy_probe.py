@@ -37,7 +37,7 @@ def run(model: Any, calls: list[Any], train: bool) -> tuple[list[Any], dict[str,
         if train:
             sum(t.float().sum() for t in leaves if t.is_floating_point()).backward()
         outputs.extend(t.detach().clone() for t in leaves)
-    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    grads = {n.removeprefix("_orig_mod."): p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
     torch.cuda.synchronize()
     return outputs, grads
 

@@ -88,7 +88,10 @@ def row(case: dict) -> str:
         verdict += f"; worst {worst['name']}: {worst['note']})" if worst else ")"
     e2e = (run.get("bench") or {}).get("end_to_end") or {}
     step = (run.get("bench") or {}).get("step") or {}
-    timing = (f"{e2e['compiled']['median_ms']:.3f} / {e2e['eager']['median_ms']:.3f} ms ({e2e['speedup']:.2f}x)"
+    def spread(t: dict) -> str:
+        return f"{t['median_ms']:.3f} ({t['p10_ms']:.3f}-{t['p90_ms']:.3f}, n={t['samples']})"
+
+    timing = (f"{spread(e2e['compiled'])} / {spread(e2e['eager'])} ms ({e2e['speedup']:.2f}x)"
               if e2e else f"{step.get('total_us', 0) / 1e3:.3f} ms GPU per profiled step" if step else "—")  # fmt: skip
     kernels = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return (f"| {case['name']} | {case['exit']} | {len(run['graphs'])} | {len(frames)} / {recompiles} | {kernels} | "
@@ -132,7 +135,7 @@ def write(results: Path, cases: list[dict], device: str, versions: list[str]) ->
     lines = [
         f"Device: {device}; {', '.join(versions)}; CUDA {__import__('torch').version.cuda}; Python {platform.python_version()}.",
         "",
-        "| case | exit | graphs | frames / recompiles | launches by kind | accuracy (reference, tensors judged; worst) | compiled / eager step | wall |",
+        "| case | exit | graphs | frames / recompiles | launches by kind | accuracy (reference, tensors judged; worst) | compiled / eager step: median (p10-p90, samples) | wall |",
         "|---|---|---|---|---|---|---|---|",
         *(row(c) for c in cases),
         "",
