@@ -46,6 +46,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     "timm-vit-bf16": (["compile", f"{REAL}/timm_vit.py", "--dtype", "bf16"], "timm ViT, bf16, default"),
     "timm-vit-bf16-mat": (["compile", f"{REAL}/timm_vit.py", "--dtype", "bf16", "--mode", "max-autotune-no-cudagraphs"],
                           "timm ViT, bf16, max-autotune-no-cudagraphs"),
+    # CUDA-graph modes (issue 14: timing under CUDA graphs; tables by benchmarks/gpu_cudagraph_timing.py)
+    "block-ro": (["compile", "samples/block.py", "--mode", "reduce-overhead"], "transformer block, reduce-overhead"),
+    "block-ma": (["compile", "samples/block.py", "--mode", "max-autotune"], "transformer block, max-autotune"),
+    "gpt2-ro": (["compile", f"{REAL}/gpt2.py", "--mode", "reduce-overhead"], "HF GPT-2, fp32, reduce-overhead"),
+    "gpt2-ma": (["compile", f"{REAL}/gpt2.py", "--mode", "max-autotune"], "HF GPT-2, fp32, max-autotune"),
+    "timm-vit-ro": (["compile", f"{REAL}/timm_vit.py", "--mode", "reduce-overhead"], "timm ViT, fp32, reduce-overhead"),
     "train-gpt2": (["run", "--", "python", f"{REAL}/train_gpt2.py", "--steps", "8", "--device", "cuda"],
                    "a GPT-2 training script, two sequence lengths, under `run`"),
 }

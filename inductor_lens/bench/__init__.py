@@ -18,6 +18,7 @@ from ..errors import ParseError
 from ..records import (
     BenchResult,
     CompileRun,
+    CudaGraphUse,
     DeviceCeilings,
     Diagnostic,
     EndToEnd,
@@ -29,10 +30,12 @@ from ..records import (
     StepTiming,
 )
 from ..worker.files import (
+    GRAPH_FREE_TRACE_FILE,
     PROFILE_TRACE_FILE,
     RESULT_FILE,
     BenchData,
     CeilingsData,
+    CudaGraphData,
     EndToEndData,
     FileShapeError,
     IsolatedKernel,
@@ -68,15 +71,73 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
         return replace(run, bench=BenchResult(device=data.device, error=data.error))
     ceilings = _ceilings(data.ceilings)
     trace = capture_dir / PROFILE_TRACE_FILE
-    attribution = attribute(trace, run.graphs, data.device) if trace.is_file() else None
+    free_trace = capture_dir / GRAPH_FREE_TRACE_FILE
+    graph_free = (
+        attribute(free_trace, run.graphs, "cuda") if data.cudagraph and free_trace.is_file() else None
+    )
+    known = graph_free.kernel_names if graph_free is not None else None
+    attribution = attribute(trace, run.graphs, data.device, known) if trace.is_file() else None
+    isolated = {**_graph_free_isolated(data.cudagraph), **data.isolated}
     graphs = run.graphs
     step = None
     if attribution is not None and attribution.steps:
         total = statistics.median(attribution.step_total_us)
-        graphs = tuple(_time_graph(g, attribution, data.isolated, ceilings, total) for g in run.graphs)
+        graphs = tuple(_time_graph(g, attribution, isolated, ceilings, total) for g in run.graphs)
         step = _step(attribution, data.device)
     end_to_end = _end_to_end(data.end_to_end, run)
-    return replace(run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step))
+    cudagraphs = _cudagraph_use(data.cudagraph, attribution, graph_free, end_to_end, run)
+    return replace(
+        run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step, cudagraphs=cudagraphs)
+    )
+
+
+def _graph_free_isolated(data: CudaGraphData | None) -> dict[str, list[IsolatedKernel]]:
+    """Isolated times taken from the graph-free calls (under CUDA graphs no launch reaches Python), their
+    method saying where the arguments came from."""
+    if data is None:
+        return {}
+    note = ("; arguments copied from a direct call of the compiled graph's code on Inductor's benchmark inputs "
+            "(get_args(): the real sizes, strides and dtypes, random values), since CUDA graphs replayed the step")  # fmt: skip
+    return {
+        name: [
+            replace(e, isolated=replace(e.isolated, method=e.isolated.method + note)) if e.isolated else e
+            for e in entries
+        ]
+        for name, entries in data.isolated.items()
+    }
+
+
+def _cudagraph_use(
+    data: CudaGraphData | None,
+    attribution: Attribution | None,
+    graph_free: Attribution | None,
+    end_to_end: EndToEnd | None,
+    run: CompileRun,
+) -> CudaGraphUse | None:
+    if data is None:
+        return None
+    if attribution is None or not attribution.replayed_us:
+        tie = "no CUDA-graph replay in the profiled steps"
+    elif attribution.replays_tied_exactly:
+        tie = ("every replayed kernel matched, in order, to the kernels each launch issued when the same code ran "
+               "without CUDA graphs (profiled right after)")  # fmt: skip
+    else:
+        tie = ("replayed kernels aligned to the launches by order: Triton kernels by name, the kernels between two "
+               "of them to the extern launches between them; ties by position only are counted as approximate")  # fmt: skip
+    return CudaGraphUse(
+        graphs_recorded=data.graphs_recorded,
+        rerecords=data.rerecords,
+        skips=data.skips,
+        recording_s=run.capture.second_call_s if run.capture else None,
+        with_graphs=end_to_end.compiled if end_to_end else None,
+        without_graphs=data.step,
+        without_graphs_device_us=statistics.median(graph_free.step_total_us)
+        if graph_free and graph_free.steps
+        else None,
+        graph_free_calls=data.graphs,
+        tie=tie,
+        errors=tuple(data.errors),
+    )
 
 
 def _ceilings(data: CeilingsData | None) -> DeviceCeilings | None:
@@ -134,6 +195,17 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
         else f"torch.profiler over {attribution.steps} compiled steps after 3 warm-up steps; per step, the duration "
         "of each launch's CPU range (C++ kernels recorded with TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE); medians"
     )
+    replayed = statistics.median(attribution.replayed_us) if attribution.replayed_us else 0.0
+    if replayed:
+        method += (
+            "; kernels replayed from CUDA graphs tied to launches by aligning each replay's kernel sequence with the "
+            "graph's launches"
+            + (
+                " (exactly, from the same code profiled without CUDA graphs)"
+                if attribution.replays_tied_exactly
+                else " (by order)"
+            )
+        )
     return StepTiming(
         steps=attribution.steps,
         total_us=statistics.median(attribution.step_total_us),
@@ -142,6 +214,8 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
         busy_us=statistics.median(attribution.step_busy_us) if gpu else None,
         unattributed=attribution.unattributed,
         method=method,
+        replayed_us=replayed if replayed else None,
+        approximate_us=statistics.median(attribution.approximate_us) if replayed else None,
     )
 
 

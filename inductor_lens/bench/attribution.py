@@ -18,6 +18,7 @@ is reported as device work not tied to a launch.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
@@ -28,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records import GraphRecord, Launch
-from ..worker.files import STEP_MARKS
+from ..worker.files import REGION_MARK, STEP_MARKS
+from .graph_replay import LaunchKey, best_graph, tie_replay
 
-REGION_MARK = "## Call CompiledFxGraph"
 GPU_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
 _CPP_PROFILE_PREFIX = re.compile(r"^graph_\d+_")
 
@@ -66,6 +67,11 @@ class Attribution:
     step_span_us: list[float]  # first kernel start to last kernel end (GPU)
     step_busy_us: list[float]  # union of kernel intervals (GPU)
     unattributed: dict[str, float]  # kernel or range name -> median microseconds per step
+    # GPU: the kernels each launch issued in the first step it ran, in order (what a CUDA-graph replay aligns to)
+    kernel_names: dict[LaunchKey, list[str]] = field(default_factory=dict)
+    replayed_us: list[float] = field(default_factory=list)  # per step: device time inside CUDA-graph replays
+    approximate_us: list[float] = field(default_factory=list)  # per step: of which tied by position only
+    replays_tied_exactly: bool = False
 
 
 def launch_label(launch: Launch) -> str:
@@ -81,7 +87,12 @@ def range_label(name: str) -> str:
     return _CPP_PROFILE_PREFIX.sub("", name)
 
 
-def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> Attribution:
+def attribute(
+    trace_path: Path,
+    graphs: Iterable[GraphRecord],
+    device: str,
+    known: dict[LaunchKey, list[str]] | None = None,
+) -> Attribution:
     events = json.loads(Path(trace_path).read_text())["traceEvents"]
     ranges = [
         _Range(
@@ -94,8 +105,13 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
         for e in events
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
     ]
-    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK]
-    steps = sorted((r for r in ranges if _step_number(r.name) is not None), key=lambda r: _step_number(r.name) or 0)
+    kernels = sorted(
+        (e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK),
+        key=lambda e: float(e.get("ts", 0)),
+    )
+    steps = sorted(
+        (r for r in ranges if _step_number(r.name) is not None), key=lambda r: _step_number(r.name) or 0
+    )
     graphs = list(graphs)
     by_thread: dict[Any, list[_Range]] = {}
     for r in ranges:
@@ -108,6 +124,7 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
     owner_of_id: dict[Any, tuple[str, int]] = {}  # external id -> (graph, position) of its top-level launch
     cpu_time: dict[tuple[str, int, int], float] = {}  # (graph, position, step) -> CPU range time
     region_time = [0.0] * len(steps)
+    region_graphs: list[tuple[_Range, GraphRecord]] = []
     for region in (r for r in ranges if r.name.startswith(REGION_MARK)):
         step = step_of_range(region)
         if step is None:
@@ -117,6 +134,7 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
         graph = _graph_of_region(graphs, region.name, [range_label(c.name) for c, _ in children])
         if graph is None:
             continue
+        region_graphs.append((region, graph))
         pairs = _align(graph.launches, children)
         for launch, (child, nested) in pairs:
             key = (graph.id, launch.position)
@@ -127,16 +145,32 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
                 (graph.id, launch.position, step), 0.0
             ) + (child.end - child.start)
 
-    # Kernels replayed from a CUDA graph hang off the graph's launch, not off their own launch ranges; Inductor's
-    # Triton kernels keep their names there, so those are found by name (where the name is unique).
-    by_name = _unique_triton_launches(graphs) if device == "cuda" else {}
-    per_step: dict[tuple[str, int], list[float]] = {key: [0.0] * len(steps) for key in launches}
-    per_step_calls: dict[tuple[str, int], list[int]] = {key: [0] * len(steps) for key in launches}
+    per_step: dict[LaunchKey, list[float]] = {key: [0.0] * len(steps) for key in launches}
+    per_step_calls: dict[LaunchKey, list[int]] = {key: [0] * len(steps) for key in launches}
     total = [0.0] * len(steps)
     intervals: list[list[tuple[float, float]]] = [[] for _ in steps]
     unattributed: dict[str, list[float]] = {}
+    kernel_names: dict[LaunchKey, list[str]] = {}
+    first_step: dict[LaunchKey, int] = {}
+    replayed = [0.0] * len(steps)
+    approximate = [0.0] * len(steps)
+    replays: dict[Any, list[tuple[dict[str, Any], int, float]]] = {}
+    exact = True
+
+    def charge(owner: LaunchKey | None, kernel: dict[str, Any], step: int, duration: float) -> None:
+        if owner is None:
+            unattributed.setdefault(kernel["name"], [0.0] * len(steps))[step] += duration
+            return
+        if owner not in per_step:
+            launches.setdefault(owner, LaunchTimes())
+            per_step[owner], per_step_calls[owner] = [0.0] * len(steps), [0] * len(steps)
+        per_step[owner][step] += duration
+        per_step_calls[owner][step] += 1
+        if first_step.setdefault(owner, step) == step:
+            kernel_names.setdefault(owner, []).append(kernel["name"])
+
     if device == "cuda":
-        # cuda_runtime ranges (cudaGraphLaunch) place graph-replayed kernels in their step
+        # cuda_runtime ranges place every kernel in its step, cudaGraphLaunch ones included
         runtime = [
             _Range(e["name"], float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("tid"), ext)
             for e in events
@@ -145,25 +179,45 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
             and (ext := (e.get("args") or {}).get("External id")) is not None
         ]
         launch_ranges = {r.external_id: r for r in [*runtime, *ranges] if r.external_id is not None}
+        # a kernel's ``correlation`` names the runtime call that issued it: cudaGraphLaunch for a replay
+        graph_launches = {
+            e["args"]["correlation"]: _Range(e["name"], float(e["ts"]), float(e["ts"]), e.get("tid"), None)
+            for e in events
+            if e.get("ph") == "X"
+            and e.get("cat") == "cuda_runtime"
+            and e.get("name") == "cudaGraphLaunch"
+            and isinstance(e.get("args"), dict)
+            and e["args"].get("correlation") is not None
+        }
         for kernel in kernels:
             ext = (kernel.get("args") or {}).get("External id")
             source = launch_ranges.get(ext)
             step = step_of_range(source) if source is not None else None
-            if step is None:
+            if step is None or source is None:
                 continue
             duration = float(kernel.get("dur", 0))
             total[step] += duration
             start = float(kernel["ts"])
             intervals[step].append((start, start + duration))
-            owner = owner_of_id.get(ext) or by_name.get(kernel["name"])
-            if owner is not None and owner not in launches:
-                launches[owner] = LaunchTimes()
-                per_step[owner], per_step_calls[owner] = [0.0] * len(steps), [0] * len(steps)
-            if owner is not None:
-                per_step[owner][step] += duration
-                per_step_calls[owner][step] += 1
+            correlation = (kernel.get("args") or {}).get("correlation")
+            if correlation in graph_launches:
+                replays.setdefault(correlation, []).append((kernel, step, duration))
             else:
-                unattributed.setdefault(kernel["name"], [0.0] * len(steps))[step] += duration
+                charge(owner_of_id.get(ext), kernel, step, duration)
+        for correlation, replay in replays.items():
+            names = [kernel["name"] for kernel, _, _ in replay]
+            graph = _enclosing_graph(graph_launches[correlation], region_graphs) or best_graph(names, graphs)
+            if graph is None:
+                for kernel, step, duration in replay:
+                    charge(None, kernel, step, duration)
+                continue
+            tie = tie_replay(names, graph, known)
+            exact = exact and not tie.approximate and bool(known)
+            for index, ((kernel, step, duration), owner) in enumerate(zip(replay, tie.owners, strict=True)):
+                replayed[step] += duration
+                if index in tie.approximate:
+                    approximate[step] += duration
+                charge(owner, kernel, step, duration)
     else:
         for (graph_id, position, step), duration in cpu_time.items():
             per_step[(graph_id, position)][step] += duration
@@ -182,17 +236,19 @@ def attribute(trace_path: Path, graphs: Iterable[GraphRecord], device: str) -> A
         step_span_us=span,
         step_busy_us=busy,
         unattributed={name: statistics.median(v) for name, v in unattributed.items()},
+        kernel_names=kernel_names,
+        replayed_us=replayed if device == "cuda" else [],
+        approximate_us=approximate if device == "cuda" else [],
+        replays_tied_exactly=device == "cuda" and bool(replays) and exact,
     )
 
 
-def _unique_triton_launches(graphs: list[GraphRecord]) -> dict[str, tuple[str, int]]:
-    """Triton kernel name -> (graph, position) of its launch, for names launched exactly once in the run."""
-    found: dict[str, list[tuple[str, int]]] = {}
-    for graph in graphs:
-        for launch in graph.launches:
-            if launch.kind == "triton":
-                found.setdefault(launch.target, []).append((graph.id, launch.position))
-    return {name: keys[0] for name, keys in found.items() if len(keys) == 1}
+def _enclosing_graph(launch: _Range, regions: list[tuple[_Range, GraphRecord]]) -> GraphRecord | None:
+    """The graph whose ``## Call CompiledFxGraph`` range holds this runtime call (same thread)."""
+    for region, graph in regions:
+        if region.tid == launch.tid and region.start <= launch.start <= region.end:
+            return graph
+    return None
 
 
 def _step_index(steps: list[_Range]) -> Callable[[_Range | None], int | None]:
@@ -222,9 +278,12 @@ def _top_level(thread: list[_Range], region: _Range) -> list[tuple[_Range, list[
 
 def _graph_of_region(graphs: list[GraphRecord], region: str, names: list[str]) -> GraphRecord | None:
     """The graph a ``## Call CompiledFxGraph <key> ##`` region ran: by its FX graph cache key where the
-    trace logged it (graphs of a recompile can launch the same kernels), else by its launches."""
+    trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of its output code
+    (graph-free calls), else by its launches."""
     key = region.removeprefix(REGION_MARK).strip(" #")
     by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key]
+    if not by_key and len(key) == 32:  # graph_free.py's ranges name the md5 of the graph's output_code.py
+        by_key = [g for g in graphs if hashlib.md5(g.output_code.encode()).hexdigest() == key]
     return by_key[0] if len(by_key) == 1 else _match_graph(graphs, names)
 
 

@@ -89,6 +89,7 @@ from .run import (
 )
 from .timing import (
     BenchResult,
+    CudaGraphUse,
     DeviceCeilings,
     EndToEnd,
     KernelTiming,
@@ -118,6 +119,7 @@ __all__ = [
     "CompileSettings",
     "ConfigDiff",
     "ConfigResult",
+    "CudaGraphUse",
     "DeviceCeilings",
     "Diagnostic",
     "DiagnosticLevel",

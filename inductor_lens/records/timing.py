@@ -94,6 +94,24 @@ class StepTiming:
     busy_us: float | None = None  # GPU: time with a kernel running
     unattributed: Mapping[str, float] = field(default_factory=dict)
     method: str = ""
+    replayed_us: float | None = None  # GPU: of total_us, the device time inside CUDA-graph replays
+    approximate_us: float | None = None  # of replayed_us, tied to a launch by its position only
+
+
+@dataclass(frozen=True)
+class CudaGraphUse:
+    """A run whose compiled steps replayed CUDA graphs: what they cost and what they saved."""
+
+    graphs_recorded: int | None  # cudagraph trees' recorded graphs (None: not readable in this torch)
+    rerecords: int | None
+    skips: int | None  # Inductor's cudagraph_skips counter
+    recording_s: float | None  # the second compiled call, which records the graphs (wall seconds)
+    with_graphs: Timing | None  # the compiled step as the model runs it (end to end)
+    without_graphs: Timing | None  # the compiled graphs' code called directly, no CUDA graphs, no guards
+    without_graphs_device_us: float | None  # its profiled device time per step
+    graph_free_calls: int  # output-code modules called in that step
+    tie: str  # how replayed kernels were tied to launches
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,3 +121,4 @@ class BenchResult:
     end_to_end: EndToEnd | None = None
     step: StepTiming | None = None
     error: str | None = None
+    cudagraphs: CudaGraphUse | None = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..records import BenchResult, CompileRun
+from ..records import BenchResult, CompileRun, CudaGraphUse
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
 
@@ -120,9 +120,10 @@ def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem,
                 )
             )
         if e2e.cudagraphs:
-            cards.append(
-                SummaryItem("CUDA graphs", e2e.cudagraphs.split(":")[0], e2e.cudagraphs.partition(": ")[2])
-            )
+            detail = e2e.cudagraphs.partition(": ")[2]
+            if bench.cudagraphs is not None:
+                detail = cudagraph_detail(bench.cudagraphs)
+            cards.append(SummaryItem("CUDA graphs", e2e.cudagraphs.split(":")[0], detail))
     step = bench.step
     if step is not None:
         detail = f"{step.attributed_us:,.1f} µs tied to launches"
@@ -146,3 +147,24 @@ def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem,
             )
         )
     return tuple(cards)
+
+
+def cudagraph_detail(use: CudaGraphUse) -> str:
+    """What the CUDA graphs cost and saved, each number with how it was measured."""
+    parts = []
+    counts = [f"{n} {what}" for n, what in ((use.graphs_recorded, "recorded"), (use.rerecords, "re-recorded"),
+                                            (use.skips, "skipped")) if n is not None]  # fmt: skip
+    if counts:
+        parts.append("graphs " + ", ".join(counts) + " (cudagraph trees)")
+    if use.recording_s is not None:
+        parts.append(f"the recording call took {use.recording_s:.2f} s")
+    with_, without = use.with_graphs, use.without_graphs
+    if with_ is not None and without is not None and with_.median_ms > 0:
+        parts.append(
+            f"step {with_.median_ms:.3f} ms (p10-p90 {with_.p10_ms:.3f}-{with_.p90_ms:.3f}) with the graphs against "
+            f"{without.median_ms:.3f} ms (p10-p90 {without.p10_ms:.3f}-{without.p90_ms:.3f}) for the same compiled code "
+            f"called directly without them (and without Dynamo's guards): {without.median_ms / with_.median_ms:.2f}x"
+        )
+    parts.append(use.tie)
+    parts.extend(f"not measured: {error}" for error in use.errors)
+    return "; ".join(parts)

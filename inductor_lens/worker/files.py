@@ -34,6 +34,8 @@ SPEC_FILE = "spec.json"
 RESULT_FILE = "capture.json"
 LOG_FILE = "capture.log"
 PROFILE_TRACE_FILE = "profile_trace.json"
+# The compiled graphs' code profiled again without CUDA graphs (worker/graph_free.py), when the steps replayed them.
+GRAPH_FREE_TRACE_FILE = "profile_graph_free.json"
 HANDWRITTEN_PLAN_FILE = "handwritten_plan.json"
 HANDWRITTEN_RESULTS_FILE = "handwritten.json"
 HANDWRITTEN_LOG_FILE = "handwritten.log"
@@ -43,6 +45,9 @@ PHASE_MARKER = "[inductor-lens] phase: "
 # Profiled steps are ranges in profile_trace.json named ``<mark><n>``: the model process marks its own
 # steps; a script's steps are torch.profiler's (between two calls of its first compiled function).
 STEP_MARKS = ("inductor_lens_step_", "ProfilerStep#")
+# The profiler range around each call of a compiled graph: Inductor's own (``## Call CompiledFxGraph <FX cache
+# key> ##``), and graph_free.py's around the generated code called directly (``... <md5 of output_code.py> ##``).
+GRAPH_FREE_REGION = REGION_MARK = "## Call CompiledFxGraph"
 
 T = TypeVar("T")
 
@@ -111,6 +116,21 @@ class IsolatedKernel:
 
 
 @dataclass
+class CudaGraphData:
+    """The compiled graphs' code run without CUDA graphs, when the profiled steps replayed them (graph_free.py)."""
+
+    trace: str = ""  # GRAPH_FREE_TRACE_FILE, when profiled
+    steps: int = 0
+    graphs: int = 0  # output-code modules called
+    step: Timing | None = None  # one call of each, do_bench: the step without CUDA graphs or Dynamo's guards
+    graphs_recorded: int | None = None  # cudagraph trees' recorded nodes
+    rerecords: int | None = None
+    skips: int | None = None  # Inductor's cudagraph_skips counter
+    isolated: dict[str, list[IsolatedKernel]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
 class BenchData:
     """What ``worker/measure.py`` measured; ``error`` when timing failed (the capture still counts)."""
 
@@ -120,6 +140,7 @@ class BenchData:
     end_to_end: EndToEndData | None = None
     profile: ProfileData | None = None
     isolated: dict[str, list[IsolatedKernel]] = field(default_factory=dict)
+    cudagraph: CudaGraphData | None = None
 
 
 @dataclass

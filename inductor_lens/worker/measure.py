@@ -9,7 +9,9 @@ returns a ``files.BenchData`` (the parent turns it into records, see ``bench/__i
 - in context: one profiled run of several steps; every kernel the GPU ran (or, on CPU, every
   kernel's profiler range) is tied to the launch of the compiled graph that issued it;
 - in isolation (GPU): each Triton kernel the step launched, replayed alone on a copy of the
-  arguments of its real launch (same shapes, strides, dtypes and values).
+  arguments of its real launch (same shapes, strides, dtypes and values);
+- under CUDA graphs (GPU): the compiled graphs' own code profiled, timed and isolated again without
+  them (``graph_free.py``), since a graph replay hides its launches.
 
 GPU timings use ``triton.testing.do_bench`` (CUDA events; it clears the L2 cache before every
 repetition, so inputs do not sit in cache). Only torch, triton and the standard library are used,
@@ -27,11 +29,20 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from ..records.timing import Timing
-from .files import STEP_MARKS, BenchData, CeilingsData, EndToEndData, IsolatedKernel, ProfileData
+from .files import (
+    GRAPH_FREE_TRACE_FILE,
+    STEP_MARKS,
+    BenchData,
+    CeilingsData,
+    EndToEndData,
+    IsolatedKernel,
+    ProfileData,
+)
 
 WARMUP_MS = 25
 REP_MS = 100
@@ -288,4 +299,9 @@ def measure(
     data.profile = profile_steps(torch, step, compiled, device, trace_path)
     if device.type == "cuda":
         data.isolated = isolated_kernels(torch, step, compiled, device)
+        from .graph_free import graph_free, graphs_replayed
+
+        if graphs_replayed(trace_path):
+            free_trace = str(Path(trace_path).with_name(GRAPH_FREE_TRACE_FILE))
+            data.cudagraph = graph_free(torch, device, free_trace)
     return data

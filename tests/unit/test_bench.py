@@ -203,26 +203,28 @@ def test_attribution_skips_regions_of_other_graphs(unpacked, tmp_path: Path) -> 
     assert {graph_id for graph_id, _ in result.launches} == {inference.id}
 
 
-def test_cuda_graph_replays_are_matched_by_kernel_name(unpacked, tmp_path: Path) -> None:
-    """Under reduce-overhead the step is one cudaGraphLaunch: no region, no launch ranges."""
+def test_cuda_graph_replays_are_aligned_to_launches(unpacked, tmp_path: Path) -> None:
+    """Under reduce-overhead the step is one cudaGraphLaunch: no launch ranges; the replayed kernels carry the
+    launch call's ``correlation``, and are aligned to the graph's launches in order."""
     graph = _graph(_run(unpacked, "block_default"), "model__1_inference_3.1")
-    events = [
-        _event("inductor_lens_step_0", "user_annotation", 0, 1_000),
-        _event("cudaGraphLaunch", "cuda_runtime", 10, 20, ext=1),
-    ]
+    launch_call = _event("cudaGraphLaunch", "cuda_runtime", 10, 20, ext=1)
+    launch_call["args"]["correlation"] = 5
+    events = [_event("inductor_lens_step_0", "user_annotation", 0, 1_000), launch_call]
     clock = 100.0
     for launch in graph.launches:
         name = launch.target if launch.kind == "triton" else "sm90_xmma_gemm_f32f32_cublas"
-        events.append(_event(name, "kernel", clock, 4.0, 7, 1))
+        kernel = _event(name, "kernel", clock, 4.0, 7, 1)
+        kernel["args"]["correlation"] = 5
+        events.append(kernel)
         clock += 5.0
     trace = tmp_path / "trace.json"
     trace.write_text(json.dumps({"traceEvents": events}))
     result = attribute(trace, [graph], "cuda")
-    triton = [launch.position for launch in graph.launches if launch.kind == "triton"]
-    assert sorted(p for _, p in result.launches) == triton
+    assert sorted(p for _, p in result.launches) == [launch.position for launch in graph.launches]
     assert all(times.per_step_us == [4.0] for times in result.launches.values())
-    externs = len(graph.launches) - len(triton)
-    assert result.unattributed == {"sm90_xmma_gemm_f32f32_cublas": 4.0 * externs}
+    assert result.unattributed == {}
+    assert result.replayed_us == [4.0 * len(graph.launches)] and result.approximate_us == [0.0]
+    assert not result.replays_tied_exactly  # no graph-free profile: aligned by order
     assert result.step_total_us == [4.0 * len(graph.launches)]
 
 
