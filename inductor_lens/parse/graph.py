@@ -237,6 +237,13 @@ def _join_provenance(
     new_launches = []
     for launch in launches:
         nodes = nodes_for(launch.handle)
+        if launch.kind == "extern":
+            # Inductor's comment above a library call lists its neighbours' ops too (an mm under
+            # "aten.gelu"); the call computes its own FX node only.
+            own = tuple(n for n in nodes if targets.get(n) == _op_name(launch.aten_op or ""))
+            if own:
+                new_launches.append(replace(launch, aten_ops=aten_for(own), source_nodes=pre_grad_for(own)))
+                continue
         new_launches.append(
             replace(
                 launch,

@@ -163,6 +163,8 @@ def _autotune_view(run: CompileRun, table: AutotuneTable) -> AutotuneView:
     if graph is not None and table.chosen_kernel:
         url, label = kernel_url(graph, table.chosen_kernel), table.chosen_kernel
     elif graph is not None and table.chosen_launch:
-        url, label = f"{graph_url(graph)}#launch-{table.chosen_launch}", f"launch #{table.chosen_launch}"
+        launch = next((x for x in graph.launches if x.position == table.chosen_launch), None)
+        url = f"{graph_url(graph)}#launch-{table.chosen_launch}"
+        label = f"launch #{table.chosen_launch}" + (f" {launch.label}" if launch is not None else "")
     slowest = max((c.ms for c in table.choices), default=0.0)
     return AutotuneView(table=table, graph=graph, chosen_url=url, chosen_label=label, slowest_ms=slowest)

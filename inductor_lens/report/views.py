@@ -117,7 +117,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         launch.position,
                         "extern",
                         "extern",
-                        launch.aten_op or launch.target,
+                        launch.label,
                         launch_url(graph, launch),
                         launch.aten_ops,
                         launch_timing.roofline.bytes if launch_timing and launch_timing.roofline else None,
