@@ -260,6 +260,16 @@ class AutotuneChoice:
 
 
 @dataclass(frozen=True)
+class AutotuneFailure:
+    """A choice that could not be compiled or run while autotuning (Inductor logs it and ignores it)."""
+
+    reason: str  # short: "out of shared memory: needs 262144 bytes, the limit is 232448"
+    message: str = ""  # torch's own words
+    stage: Literal["precompile", "benchmark"] = "precompile"
+    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # the failed template config, where named
+
+
+@dataclass(frozen=True)
 class AutotuneTable:
     """One ``AUTOTUNE op(shapes)`` table Inductor printed while choosing an implementation."""
 
@@ -275,6 +285,8 @@ class AutotuneTable:
     # What the winner became in the graph: a kernel name (Triton template) or a launch position.
     chosen_kernel: str | None = None
     chosen_launch: int | None = None
+    # Choices that failed (logged before the table, never in it): their reasons.
+    failed: tuple[AutotuneFailure, ...] = ()
 
     @property
     def winner(self) -> AutotuneChoice | None:

@@ -3,6 +3,8 @@ guards, compile time and autotuning), built from a CompileRun."""
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 from ..parse.symbolic import symbols_in
@@ -53,6 +55,8 @@ class AutotuneView:
     chosen_url: str | None
     chosen_label: str | None
     slowest_ms: float
+    # The failed choices by reason, the most frequent first: (reason, count).
+    failures: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class CompilePage:
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
         return tuple(view for view in self.frames if view.frame.recompile_reasons)
+
+    @property
+    def failed_choices(self) -> int:
+        return sum(len(view.table.failed) for view in self.autotune)
 
 
 def compile_page(run: CompileRun) -> CompilePage:
@@ -166,5 +174,13 @@ def _autotune_view(run: CompileRun, table: AutotuneTable) -> AutotuneView:
         launch = next((x for x in graph.launches if x.position == table.chosen_launch), None)
         url = f"{graph_url(graph)}#launch-{table.chosen_launch}"
         label = f"launch #{table.chosen_launch}" + (f" {launch.label}" if launch is not None else "")
-    slowest = max((c.ms for c in table.choices), default=0.0)
-    return AutotuneView(table=table, graph=graph, chosen_url=url, chosen_label=label, slowest_ms=slowest)
+    slowest = max((c.ms for c in table.choices if math.isfinite(c.ms)), default=0.0)
+    failures = Counter(f.reason for f in table.failed).most_common()
+    return AutotuneView(
+        table=table,
+        graph=graph,
+        chosen_url=url,
+        chosen_label=label,
+        slowest_ms=slowest,
+        failures=tuple(failures),
+    )
