@@ -15,7 +15,9 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
   the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time).
 Before using a record, each reader checks that it has the shape torch writes (the JSON types of the
 fields it reads); a record of another shape is a counted warning naming its line, never an exception.
-Records logged outside any compile (no compile id) are skipped, as before.
+Records logged outside any compile (no compile id) are skipped, except ``triton_kernel_info`` from a
+process that ran a graph's ``output_code.py`` (a sibling log in the same trace folder): it carries the
+config each kernel's autotuner chose at run time (``best_config``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class TraceSummary:
     frames: dict[str, FrameTrace] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     record_kinds: Counter[str] = field(default_factory=Counter)
+    # triton_kernel_info logged by other processes that ran a graph's module, by (run folder, graph folder).
+    module_kernel_info: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def frame(self, compile_id: str) -> FrameTrace:
         return self.frames.setdefault(compile_id, FrameTrace(compile_id))
@@ -332,13 +336,21 @@ _CONFIG_FIELDS = ("best_config", "only_config", "coordesc_tuning_start_config")
 
 
 def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """Per compile id; a record without one comes from another process that loaded a graph's module (a
+    sibling log: ``python output_code.py``, a compile worker) and is filed under that module's folder."""
     compile_id = record.compile_id
-    if compile_id is None or not record.payload:
+    if not record.payload:
         return
+    if compile_id is None:
+        folder = _module_folder(record, state)
+        if folder is None:
+            return
+        kernels = state.summary.module_kernel_info.setdefault(folder, {})
+    else:
+        kernels = state.summary.frame(compile_id).kernel_info
     info = record.json_payload(diagnostics, "triton_kernel_info")
     if info is None:
         return
-    kernels = state.summary.frame(compile_id).kernel_info
     for kernel, entry in info.items():
         if not isinstance(entry, dict):
             diagnostics.warn(
@@ -361,4 +373,18 @@ def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagno
                     f"line {record.line}: triton_kernel_info {key} of {kernel} has another shape; left out",
                 )
                 del entry[key]
+        if compile_id is None:
+            entry["logged_in"] = record.where
         kernels[kernel] = entry
+
+
+def _module_folder(record: TraceRecord, state: TraceState) -> tuple[str, str] | None:
+    """(run folder, graph folder) of the ``output_code.py`` on the record's stack, if any."""
+    stack = record.meta.get("stack")
+    for frame in stack if isinstance(stack, list) else ():
+        filename = frame.get("filename") if isinstance(frame, dict) else None
+        path = state.strings.get(filename) if _is_int(filename) else filename
+        if isinstance(path, str) and path.endswith("/output_code.py"):
+            parts = path.split("/")
+            return (parts[-4] if len(parts) >= 4 else "", parts[-2])
+    return None
