@@ -383,7 +383,7 @@ def _module_folder(record: TraceRecord, state: TraceState) -> tuple[str, str] | 
     stack = record.meta.get("stack")
     for frame in stack if isinstance(stack, list) else ():
         filename = frame.get("filename") if isinstance(frame, dict) else None
-        path = state.strings.get(filename) if _is_int(filename) else filename
+        path = state.strings.get(filename) if isinstance(filename, int) else filename
         if isinstance(path, str) and path.endswith("/output_code.py"):
             parts = path.split("/")
             return (parts[-4] if len(parts) >= 4 else "", parts[-2])
