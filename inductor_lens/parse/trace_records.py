@@ -5,6 +5,7 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
 - ``str``: the interned file names the stacks refer to;
 - ``inductor_output_code``: its payload md5 equals the md5 of a graph folder's ``output_code.py``,
   which ties the folder to its compile id; the provenance artifacts that follow belong to that graph;
+- ``chromium_event``: the spans of CUDA-graph recordings (``CUDAGraphNode.record``), per compile id;
 - ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
   placeholders name the model's parameters), ``dynamo_cpp_guards_str``, ``compilation_metrics`` /
   ``bwd_compilation_metrics`` (timings, versions);
@@ -66,6 +67,10 @@ class FrameTrace:
     symbols: list[ShapeSymbol] = field(default_factory=list)
     specializations: list[ShapeSpecialization] = field(default_factory=list)
     shape_guards: list[ShapeGuard] = field(default_factory=list)
+    # CUDA graphs recorded at run time for this compile's graphs: the CUDAGraphNode.record spans.
+    cudagraph_recordings: int = 0
+    cudagraph_record_us: float = 0.0
+    cudagraph_open: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -280,6 +285,30 @@ def read_backward_metrics(record: TraceRecord, state: TraceState, diagnostics: D
         record.skip(diagnostics, "is not a JSON object")
         return
     state.summary.frame(compile_id).backward_metrics.append(record.body)
+
+
+_CUDAGRAPH_RECORD = "CUDAGraphNode.record"
+
+
+def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """A timeline span; only CUDA-graph recordings (cudagraph trees' ``CUDAGraphNode.record``) are kept,
+    under the compile id in their args: compile time by phase comes from compilation_metrics."""
+    if not record.payload or _CUDAGRAPH_RECORD not in record.payload:
+        return
+    event = record.json_payload(diagnostics, "chromium_event")
+    if event is None or event.get("name") != _CUDAGRAPH_RECORD:
+        return
+    args, ts, ph = event.get("args"), event.get("ts"), event.get("ph")
+    compile_id = args.get("compile_id") if isinstance(args, dict) else None
+    if not isinstance(compile_id, str) or not isinstance(ts, _NUMBER) or ph not in ("B", "E"):
+        record.skip(diagnostics, "is a CUDA-graph recording without a compile id, time or phase")
+        return
+    frame = state.summary.frame(compile_id)
+    if ph == "B":
+        frame.cudagraph_open.append(float(ts))
+    elif frame.cudagraph_open:
+        frame.cudagraph_recordings += 1
+        frame.cudagraph_record_us += max(float(ts) - frame.cudagraph_open.pop(), 0.0)
 
 
 # --- artifacts -------------------------------------------------------------------------------

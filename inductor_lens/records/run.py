@@ -236,6 +236,16 @@ class DynamoFrame:
     symbols: tuple[ShapeSymbol, ...] = ()
     specializations: tuple[ShapeSpecialization, ...] = ()
     shape_guards: tuple[ShapeGuard, ...] = ()
+    # CUDA graphs recorded for this compile's graphs (cudagraph trees), from the trace: how many recordings
+    # (``CUDAGraphNode.record`` spans) and their time; None where the trace logged none.
+    cudagraph_recordings: int | None = None
+    cudagraph_record_s: float | None = None
+
+    @property
+    def frame_key(self) -> str:
+        """The Python frame compiled: ``0`` for the compiles ``0/0``, ``0/1`` and ``0/1_1``."""
+        head, _, _ = self.compile_id.rpartition("/")
+        return head or self.compile_id
 
 
 @dataclass(frozen=True)
@@ -347,6 +357,11 @@ class CompileRun:
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:
         return tuple(f for f in self.frames if f.recompile_reasons)
+
+    @property
+    def python_frames(self) -> tuple[str, ...]:
+        """The distinct Python frames Dynamo compiled (a frame compiled twice, ``0/0`` and ``0/1``, once)."""
+        return tuple(dict.fromkeys(f.frame_key for f in self.frames))
 
     def all_kernels(self) -> Iterator[tuple[GraphRecord, KernelRecord]]:
         for graph in self.graphs:

@@ -18,7 +18,7 @@ from ..records import (
     ShapeSymbol,
 )
 from .kernel_view import autotune_summary
-from .views import frame_anchor, graph_url, kernel_url
+from .views import compile_summary, frame_anchor, graph_url, kernel_url
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class FrameView:
     total_s: float
     symbols: tuple[SymbolRow, ...] = ()
     dynamic_summary: str = ""
+    # "compile 2 of 2 of this frame" where the Python frame was compiled more than once.
+    compile_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,9 @@ class CompilePage:
     autotune: tuple[AutotuneView, ...]
     unframed_graphs: tuple[GraphRecord, ...]
     kernel_tuning: tuple[KernelTuning, ...]
+    summary: str = ""
+    # Breaks of no known compile (read from Dynamo's debug.log when there is no TORCH_TRACE log).
+    unframed_breaks: tuple[GraphBreak, ...] = ()
 
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
@@ -89,7 +94,15 @@ class CompilePage:
 
 def compile_page(run: CompileRun) -> CompilePage:
     frames = []
+    compiles = Counter(f.frame_key for f in run.frames)
+    seen: Counter[str] = Counter()
     for frame in run.frames:
+        seen[frame.frame_key] += 1
+        compile_of = (
+            f"compile {seen[frame.frame_key]} of {compiles[frame.frame_key]} of frame {frame.frame_key}"
+            if compiles[frame.frame_key] > 1
+            else ""
+        )
         slices = [p for p in frame.phases if not p.within]
         total = sum(p.seconds for p in slices)
         slots = {id(p): index for index, p in enumerate(slices, start=1)}
@@ -107,6 +120,7 @@ def compile_page(run: CompileRun) -> CompilePage:
                 total_s=total,
                 symbols=_symbol_rows(frame, run.graphs),
                 dynamic_summary=_dynamic_summary(frame),
+                compile_of=compile_of,
             )
         )
     framed = {f.compile_id for f in run.frames}
@@ -122,6 +136,8 @@ def compile_page(run: CompileRun) -> CompilePage:
             for graph, kernel in run.all_kernels()
             if kernel.autotune_info
         ),
+        summary=compile_summary(run),
+        unframed_breaks=tuple(b for b in run.graph_breaks if b.compile_id not in framed),
     )
 
 
