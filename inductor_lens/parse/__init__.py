@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..options import MODE_OPTIONS, infer_mode
 from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphBreak, GraphRecord
 from ..version import __version__
 from . import readers, registry
@@ -80,7 +81,7 @@ def parse_debug_folder(
         tool_version=__version__,
         source_dir=str(layout.root),
         environment=_merge_environment(environment, inferred),
-        settings=settings or CompileSettings(mode="unknown", options=_compile_choices(runnable_config)),
+        settings=settings or _settings_from_options(runnable_config, bool(runnable_facts or runnable_config)),
         capture=capture,
         frames=frames,
         graphs=graphs,
@@ -202,6 +203,22 @@ def _merge_environment(measured: Environment | None, inferred: Environment) -> E
         if getattr(measured, name) is None and name != "source"
     }
     return replace(measured, **filled)
+
+
+def _settings_from_options(config: dict[str, Any], read: bool) -> CompileSettings:
+    """Settings of a debug folder alone: the options fx_graph_runnable.py wrote (``read``: one was found),
+    and the mode they pin."""
+    options = _compile_choices(config)
+    mode = infer_mode(options) if read else None
+    if mode is None:
+        return CompileSettings(mode="unknown", options=options)
+    mode_options = {k: v for k, v in options.items() if k in _mode_keys(mode)}
+    rest = {k: v for k, v in options.items() if k not in mode_options}
+    return CompileSettings(mode=mode, options=rest, mode_options=mode_options, mode_inferred=True)
+
+
+def _mode_keys(mode: str) -> set[str]:
+    return set(MODE_OPTIONS.get(mode, {}))
 
 
 def _compile_choices(config: dict[str, Any]) -> dict[str, Any]:

@@ -79,6 +79,9 @@ class CompileSettings:
     dynamic: bool | None = None
     # Options inductor-lens itself set for the capture (they change comments, not code).
     capture_options: Mapping[str, JsonValue] = field(default_factory=dict)
+    # True where no record named the mode and it was inferred from the options torch wrote (the
+    # options a mode sets are then in mode_options, not options).
+    mode_inferred: bool = False
 
 
 @dataclass(frozen=True)

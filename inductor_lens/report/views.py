@@ -218,7 +218,14 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
     if settings is not None:
         mode = settings.mode if settings.mode != "unknown" else "not recorded"
         options = ", ".join(f"{k}={v}" for k, v in settings.options.items())
-        if settings.mode == "unknown" and options:
+        if settings.mode_inferred:
+            mode += " (inferred from options)"
+            sets = ", ".join(f"{k}={v}" for k, v in settings.mode_options.items())
+            why = f"fx_graph_runnable.py's non-default Inductor config has {sets}, what this mode sets" if sets else (
+                "fx_graph_runnable.py's non-default Inductor config holds none of the other modes' options"
+            )
+            options = f"{why}; other options: {options}" if options else why
+        elif settings.mode == "unknown" and options:
             options = f"non-default Inductor config (fx_graph_runnable.py): {options}"
         extra = " · ".join(
             x
