@@ -21,6 +21,20 @@ from .errors import UsageError
 
 # The modes of torch 2.11-2.13, known without importing torch; ``available_modes()`` asks torch itself.
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# What each mode sets: torch._inductor.list_mode_options() of torch 2.13 (2.11 has the same four modes, without
+# lite). Kept here so that reading a debug folder never imports torch (seconds).
+MODE_OPTIONS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "lite": {
+        "fallback_by_default": True, "selective_decompose": True, "reorder_for_peak_memory": False,
+        "reorder_for_compute_comm_overlap": False, "triton.reorder_for_reducing_graph_partitions": False,
+        "use_pre_grad_passes": False, "use_joint_graph_passes": False, "use_post_grad_passes": False,
+        "use_dce": False, "allow_buffer_reuse": False,
+    },
+    "reduce-overhead": {"triton.cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True, "coordinate_descent_tuning": True},
+    "max-autotune": {"max_autotune": True, "triton.cudagraphs": True, "coordinate_descent_tuning": True},
+}  # fmt: skip
 DEVICES = ("auto", "cpu", "cuda")
 # How the compiled outputs are judged: against a float64 run (worker/accuracy.py), against eager alone, or not.
 ACCURACY_CHECKS = ("fp64", "eager", "off")
@@ -189,6 +203,20 @@ def available_modes() -> tuple[str, ...]:
     except ImportError:
         return MODES
     return tuple(list_mode_options())
+
+
+def infer_mode(options: Mapping[str, Any], modes: Mapping[str, Mapping[str, Any]] | None = None) -> str | None:
+    """The mode whose options a compile's non-default Inductor config holds, when no record names the mode:
+    the mode setting the most options, all of them with its values (``triton.cudagraphs=True`` is
+    reduce-overhead); ``default`` when none of the others fits. ``modes``: what each mode sets
+    (``MODE_OPTIONS`` unless given)."""
+    modes = MODE_OPTIONS if modes is None else modes
+    fits = [
+        (len(settings), name)
+        for name, settings in modes.items()
+        if settings and all(key in options and options[key] == value for key, value in settings.items())
+    ]
+    return max(fits)[1] if fits else "default"
 
 
 def check_mode(mode: str) -> None:

@@ -19,12 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphRecord
+from ..options import MODE_OPTIONS, infer_mode
+from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphBreak, GraphRecord
 from ..version import __version__
 from . import readers, registry
 from .autotune import link_tables
 from .diagnostics import Diagnostics
-from .frames import dynamo_frame, fold_restarts, graph_breaks
+from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
 from .graph import GraphContext, parse_graph_folder
 from .layout import DebugLayout, locate
 from .readers import REGISTRY
@@ -64,8 +65,11 @@ def parse_debug_folder(
     )
     graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
     frame_traces = fold_restarts(traces.frames)
-    frames = tuple(dynamo_frame(trace) for trace in frame_traces)
+    own_breaks = own_graph_breaks(frame_traces)
+    frames = tuple(dynamo_frame(trace, own_breaks.get(trace.compile_id)) for trace in frame_traces)
     breaks = tuple(b for trace in frame_traces for b in graph_breaks(trace))
+    if not layout.trace_files:
+        breaks = tuple(_debug_log_breaks(layout, diagnostics))
     if not graphs and (capture is None or capture.status == "ok"):
         diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
@@ -77,7 +81,7 @@ def parse_debug_folder(
         tool_version=__version__,
         source_dir=str(layout.root),
         environment=_merge_environment(environment, inferred),
-        settings=settings or CompileSettings(mode="unknown", options=_compile_choices(runnable_config)),
+        settings=settings or _settings_from_options(runnable_config, bool(runnable_facts or runnable_config)),
         capture=capture,
         frames=frames,
         graphs=graphs,
@@ -125,6 +129,22 @@ def _read_logs(layout: DebugLayout, diagnostics: Diagnostics) -> str:
 def _from_log(goes_to: str, log_text: str, diagnostics: Diagnostics, default: Any) -> Any:
     (parser,) = REGISTRY.of("process log", goes_to)
     return registry.run(parser, "process log", diagnostics, log_text, default=default)
+
+
+def _debug_log_breaks(layout: DebugLayout, diagnostics: Diagnostics) -> list[GraphBreak]:
+    """Without a TORCH_TRACE log, the graph breaks Dynamo's own debug log names."""
+    found: list[GraphBreak] = []
+    for run_dir in layout.run_dirs:
+        path = run_dir / "torchdynamo" / "debug.log"
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            diagnostics.warn(layout.relative(path), f"cannot read: {exc.strerror}")
+            continue
+        found.extend(_from_log(readers.DEBUG_LOG_BREAKS, text, diagnostics, []))
+    return found
 
 
 def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dict[str, str], dict[str, Any]]:
@@ -183,6 +203,22 @@ def _merge_environment(measured: Environment | None, inferred: Environment) -> E
         if getattr(measured, name) is None and name != "source"
     }
     return replace(measured, **filled)
+
+
+def _settings_from_options(config: dict[str, Any], read: bool) -> CompileSettings:
+    """Settings of a debug folder alone: the options fx_graph_runnable.py wrote (``read``: one was found),
+    and the mode they pin."""
+    options = _compile_choices(config)
+    mode = infer_mode(options) if read else None
+    if mode is None:
+        return CompileSettings(mode="unknown", options=options)
+    mode_options = {k: v for k, v in options.items() if k in _mode_keys(mode)}
+    rest = {k: v for k, v in options.items() if k not in mode_options}
+    return CompileSettings(mode=mode, options=rest, mode_options=mode_options, mode_inferred=True)
+
+
+def _mode_keys(mode: str) -> set[str]:
+    return set(MODE_OPTIONS.get(mode, {}))
 
 
 def _compile_choices(config: dict[str, Any]) -> dict[str, Any]:

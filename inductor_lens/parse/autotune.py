@@ -13,7 +13,10 @@ call and Triton template configs. The process log holds, per op::
     SingleProcess AUTOTUNE benchmarking takes 0.6446 seconds and 5.2533 seconds precompiling for 18 choices
 
 Tables belong to the graph whose ``debug trace:`` line comes next in the log (Inductor logs it when
-the graph's compile ends). ``link_tables`` then finds what the winner became: a Triton template
+the graph's compile ends). Choices that fail (a Triton config out of shared memory) are logged before the
+table of their op, either at precompilation (``Exception ... for benchmark choice TritonTemplateCaller(...)``)
+or at benchmarking (``Runtime error during autotuning:``, the error, ``Ignoring this choice.``): they go to
+the next table. ``link_tables`` then finds what the winner became: a Triton template
 kernel with the winner's config, or the extern call of that op.
 """
 
@@ -25,7 +28,7 @@ from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
 
-from ..records import AutotuneChoice, AutotuneTable, ChoiceKind, GraphRecord
+from ..records import AutotuneChoice, AutotuneFailure, AutotuneTable, ChoiceKind, GraphRecord
 from . import compat
 
 _GLOG_PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+\s+\d+ [^\]]*\]\s?(?:\[[^\]]*\]\s)?")
@@ -38,7 +41,10 @@ _SUMMARY = re.compile(
     rf"AUTOTUNE benchmarking takes (?P<bench>{_NUMBER}) seconds and (?P<pre>{_NUMBER}) seconds precompiling"
     r"(?: for (?P<n>\d+) choices)?"
 )
-_CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,]+)")
+_CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,)]+)")
+_PRECOMPILE_FAILURE = re.compile(r"^Exception (?P<message>.+?) for benchmark choice (?P<choice>.*)$")
+_BENCHMARK_FAILURE = "Runtime error during autotuning:"
+_SHARED_MEMORY = re.compile(r"OutOfMemoryError: out of resource: .*?Required: (?P<need>\d+) Hardware limit: ?(?P<limit>\d+)")
 
 
 def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
@@ -48,8 +54,23 @@ def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
     stats: dict[str, Any] = {}
     current: dict[str, Any] | None = None
     expect_stats = False
+    failed: list[AutotuneFailure] = []  # failures logged since the last table: they belong to the next
+    error: list[str] | None = None  # the lines of a benchmarking error being read
     for raw in log_text.splitlines():
         line = _GLOG_PREFIX.sub("", raw.rstrip())
+        if error is not None:
+            if line.strip() == "Ignoring this choice.":
+                failed.append(_failure(" ".join(error), "benchmark", ""))
+                error = None
+            elif line.strip():
+                error.append(line.strip())
+            continue
+        if line.startswith(_BENCHMARK_FAILURE):
+            error = [line.removeprefix(_BENCHMARK_FAILURE).strip()] if line.strip() != _BENCHMARK_FAILURE else []
+            continue
+        if match := _PRECOMPILE_FAILURE.match(line):
+            failed.append(_failure(match["message"], "precompile", match["choice"]))
+            continue
         if expect_stats:
             expect_stats = False
             try:
@@ -63,8 +84,10 @@ def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
             expect_stats = True
             continue
         if match := _HEADER.match(line):
-            current = {"op": match["op"], "shapes": _shapes(match["shapes"]), "choices": [], "stats": stats}
-            stats = {}
+            current = {
+                "op": match["op"], "shapes": _shapes(match["shapes"]), "choices": [], "stats": stats, "failed": failed
+            }  # fmt: skip
+            stats, failed = {}, []
             tables.append(_table(current))
             open_graph.append(len(tables) - 1)
             continue
@@ -91,7 +114,24 @@ def parse_autotune_tables(log_text: str) -> list[AutotuneTable]:
             for index in open_graph:
                 tables[index] = replace(tables[index], graph_id=folder)
             open_graph = []
+    if failed and tables:  # failures after the last table: most likely of its op
+        tables[-1] = replace(tables[-1], failed=tables[-1].failed + tuple(failed))
     return tables
+
+
+def _failure(message: str, stage: str, choice: str) -> AutotuneFailure:
+    message = message.strip().rstrip(".").strip()
+    if match := _SHARED_MEMORY.search(message):
+        reason = f"out of shared memory: needs {int(match['need']):,} bytes, the limit is {int(match['limit']):,}"
+    else:
+        reason = message.removeprefix("No valid triton configs. ")[:200]
+    config = {key: _value(value.strip()) for key, value in _CONFIG_ITEM.findall(choice)}
+    return AutotuneFailure(
+        reason=reason,
+        message=message,
+        stage="benchmark" if stage == "benchmark" else "precompile",
+        config=config,
+    )
 
 
 def _shapes(text: str) -> tuple[str, ...]:
@@ -129,6 +169,7 @@ def _table(current: dict[str, Any]) -> AutotuneTable:
         num_choices=current.get("n") or stats.get("num_choices"),
         benchmark_s=current.get("bench"),
         precompile_s=current.get("pre"),
+        failed=tuple(current.get("failed", ())),
     )
 
 

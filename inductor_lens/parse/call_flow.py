@@ -79,7 +79,8 @@ _DTYPES = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
     "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
 }  # fmt: skip
-_ALLOCATORS = ("empty_strided",)
+# empty_strided_cuda / empty_strided_cpu / empty_strided, and torch.empty (seen 2.11-2.13).
+_ALLOCATORS = ("empty_strided", "empty", "torch.empty", "torch.empty_strided")
 _VIEW_HELPERS = {"reinterpret_tensor", "torch.as_strided", "as_strided"}
 
 
@@ -92,6 +93,10 @@ class DataFlow:
     outputs: tuple[str, ...] = ()
     # Sizes call() reads or computes (dynamic shapes), as written: {"s53": "arg2_1_size[1]"}.
     sizes: dict[str, str] = field(default_factory=dict)
+    # Storages call() allocates itself, and those a launch has written so far (``accesses`` runs in
+    # launch order): a fresh buffer passed as ``in_out_ptr`` before any write holds nothing to read.
+    allocated: set[str] = field(default_factory=set)
+    written: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, call: ast.FunctionDef, partitions: list[ast.FunctionDef]) -> DataFlow:
@@ -105,8 +110,9 @@ class DataFlow:
             value = statement.value
             if is_symbol(target.id) or _is_shape_read(value):
                 flow.sizes[target.id] = ast.unparse(value)
-            elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").startswith(_ALLOCATORS):
+            elif isinstance(value, ast.Call) and _is_allocation(value):
                 flow.types[target.id] = _allocation_type(value)
+                flow.allocated.add(target.id)
             elif not isinstance(value, ast.Call) or dotted_name(value.func) in _VIEW_HELPERS:
                 # `buf1 = buf0`, `buf6 = buf5[0]`, `buf16 = reinterpret_tensor(buf15, ...)`: same storage
                 base = flow._tensor_name(value)
@@ -162,6 +168,10 @@ class DataFlow:
             for target in statement.targets:
                 elements = target.elts if isinstance(target, ast.Tuple) else [target]
                 writes.extend(e.id for e in elements if isinstance(e, ast.Name))
+        # A buffer call() allocated and no launch wrote yet is not read, whatever the parameter's role:
+        # Inductor passes fresh buffers as in_out_ptr and writes them before loading.
+        reads = [n for n in reads if self.resolve(n) not in self.allocated or self.resolve(n) in self.written]
+        self.written.update(self.resolve(n) for n in writes)
         return tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(writes))
 
     def _tensor_name(self, node: ast.expr) -> str | None:
@@ -172,6 +182,12 @@ class DataFlow:
         if isinstance(node, ast.Subscript):
             return self._tensor_name(node.value)
         return None
+
+
+def _is_allocation(call: ast.Call) -> bool:
+    """``empty_strided_cuda(...)``, ``empty_strided_cpu(...)``, ``torch.empty(...)``: a new buffer."""
+    name = dotted_name(call.func) or ""
+    return name in _ALLOCATORS or name.startswith("empty_strided")
 
 
 def _is_shape_read(value: ast.expr) -> bool:
@@ -198,6 +214,7 @@ def _allocation_type(call: ast.Call) -> str:
     """``empty_strided_cuda((1024, 8192), (8192, 1), torch.bfloat16)`` -> ``bf16[1024, 8192]``."""
     size = literal(call.args[0]) if call.args else []
     dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
+    dtype = dtype or next((dotted_name(k.value) for k in call.keywords if k.arg == "dtype"), None)
     short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
     dims = ", ".join(_dim(s) for s in size) if isinstance(size, list) else str(size)
     return f"{short}[{dims}]"

@@ -148,6 +148,21 @@ def extern_aten_op(target: str) -> str:
     return target
 
 
+# An extern call's "Original ATen" comment lists the ops of the nodes around it too; the call runs its own op,
+# or the matmul of the op it was decomposed from (an mm split off an addmm whose bias add went elsewhere).
+EXTERN_DECOMPOSED_FROM = {"mm": ("addmm", "bmm", "matmul"), "bmm": ("baddbmm", "matmul"), "addmm": ("linear",)}
+
+
+def extern_own_ops(listed: tuple[str, ...], aten_op: str) -> tuple[str, ...]:
+    """The ops of ``listed`` that an extern call running ``aten_op`` computes (its own op if none of them is)."""
+    if not listed:
+        return ()
+    base = aten_op.removeprefix("aten.").split(".")[0]
+    allowed = {base, *EXTERN_DECOMPOSED_FROM.get(base, ())}
+    own = tuple(op for op in listed if op.removeprefix("aten.").split(".")[0] in allowed)
+    return own or (f"aten.{base}",)
+
+
 def is_wrapper_helper(target: str) -> bool:
     return target in WRAPPER_HELPERS or target.startswith(WRAPPER_HELPER_PREFIXES)
 

@@ -1,7 +1,7 @@
 """Parse stage: Dynamo frames and graph breaks, built from what the trace recorded per compile id.
 
 Compile time comes from the ``compilation_metrics`` record of each frame. Its fields nest (the whole
-frame > the backend > Inductor > code generation), and autotuning and kernel compilation happen
+frame > the backend > Inductor > code generation, which holds the scheduler: fusion runs in it), and autotuning and kernel compilation happen
 inside Inductor's time, so the phases are: four slices that add up to the frame's time, plus
 "within" items that are part of those slices, and the backward graph, which compiles later, at the
 first ``.backward()``.
@@ -39,6 +39,8 @@ def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
         target.symbols = target.symbols or trace.symbols
         target.specializations = target.specializations or trace.specializations
         target.shape_guards = target.shape_guards or trace.shape_guards
+        target.cudagraph_recordings += trace.cudagraph_recordings
+        target.cudagraph_record_us += trace.cudagraph_record_us
         del folded[key]
     return [folded[key] for key in sorted(folded, key=compile_id_order)]
 
@@ -52,7 +54,28 @@ def _attempt(compile_id: str) -> int:
     return int(attempt) if attempt.isdecimal() else 0
 
 
-def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
+def own_graph_breaks(traces: list[FrameTrace]) -> dict[str, int | None]:
+    """The graph breaks of each compile itself. ``num_graph_breaks`` in compilation_metrics is torch's
+    process-wide running count (a resume frame that never broke shows the breaks before it), so a compile's
+    own are its ``dynamo_graph_break_reason`` records; a trace without any of them, though the count grew,
+    gets the count's growth since the compile before it."""
+    if any(t.graph_breaks for t in traces):
+        return {t.compile_id: len(t.graph_breaks) if t.metrics or t.graph_breaks else None for t in traces}
+    counts: dict[str, int | None] = {t.compile_id: None for t in traces}
+    previous = 0
+    for trace in sorted((t for t in traces if t.metrics), key=lambda t: _number(t.metrics.get("start_time"))):
+        running = trace.metrics.get("num_graph_breaks")
+        if isinstance(running, int):
+            counts[trace.compile_id] = max(running - previous, 0)
+            previous = max(previous, running)
+    return counts
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def dynamo_frame(trace: FrameTrace, graph_breaks: int | None = None) -> DynamoFrame:
     metrics = trace.metrics
     guards = trace.guards
     lines = guards.splitlines()
@@ -71,7 +94,7 @@ def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
         filename=metrics.get("co_filename"),
         line=metrics.get("co_firstlineno"),
         compile_time_s=metrics.get("entire_frame_compile_time_s"),
-        graph_breaks=metrics.get("num_graph_breaks"),
+        graph_breaks=graph_breaks,
         fail_reason=metrics.get("fail_reason"),
         call_site=_call_site(trace.stack),
         phases=compile_phases(metrics, trace.backward_metrics),
@@ -86,6 +109,8 @@ def dynamo_frame(trace: FrameTrace) -> DynamoFrame:
         symbols=tuple(trace.symbols),
         specializations=tuple(trace.specializations),
         shape_guards=tuple(trace.shape_guards),
+        cudagraph_recordings=trace.cudagraph_recordings or None,
+        cudagraph_record_s=trace.cudagraph_record_us / 1e6 if trace.cudagraph_recordings else None,
     )
 
 
@@ -122,11 +147,16 @@ def compile_phases(metrics: dict[str, Any], backward: list[dict[str, Any]]) -> t
         add("AOTAutograd", backend - inductor, "backend_compile_time_s - inductor_compile_time_s")
     if inductor is not None and codegen is not None:
         add(
-            "Inductor lowering and scheduling",
+            "Inductor graph passes and lowering",
             inductor - codegen,
-            "inductor_compile_time_s - code_gen_time_s",
+            "inductor_compile_time_s - code_gen_time_s (post-grad passes, lowering to Inductor IR)",
         )
-    add("Inductor code generation", codegen, "code_gen_time_s")
+    # The scheduler (fusion, kernel grouping) runs inside code_gen: Scheduler.__init__ nests in its trace span.
+    add(
+        "Inductor scheduling and code generation",
+        codegen,
+        "code_gen_time_s (scheduler and fusion, kernel code, waiting for kernel compilation)",
+    )
     add(
         "of which kernel compilation",
         _micro(metrics, "triton_compile_time_us"),

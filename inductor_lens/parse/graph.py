@@ -101,9 +101,12 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
             kernels, launches, provenance, transformed, where_folder, diagnostics
         )
     kernel_info = frame.kernel_info if frame else {}
+    sibling_info = context.traces.module_kernel_info.get((folder.path.parent.parent.name, name), {})
     kernels = tuple(
         replace(
-            k, source_lines=_kernel_source_lines(k, transformed), autotune_info=kernel_info.get(k.name, {})
+            k,
+            source_lines=_kernel_source_lines(k, transformed),
+            autotune_info=_kernel_info(kernel_info.get(k.name, {}), sibling_info.get(k.name, {})),
         )
         for k in kernels
     )
@@ -237,6 +240,13 @@ def _join_provenance(
     new_launches = []
     for launch in launches:
         nodes = nodes_for(launch.handle)
+        if launch.kind == "extern":
+            # Inductor's comment above a library call lists its neighbours' ops too (an mm under
+            # "aten.gelu"); the call computes its own FX node only.
+            own = tuple(n for n in nodes if targets.get(n) == _op_name(launch.aten_op or ""))
+            if own:
+                new_launches.append(replace(launch, aten_ops=aten_for(own), source_nodes=pre_grad_for(own)))
+                continue
         new_launches.append(
             replace(
                 launch,
@@ -265,6 +275,14 @@ def _join_provenance(
             )
         )
     return tuple(new_kernels), tuple(new_launches)
+
+
+def _kernel_info(own: dict[str, Any], sibling: dict[str, Any]) -> dict[str, Any]:
+    """The compile's triton_kernel_info, plus the run-time choice another process logged for the same
+    kernel (the compiling process records the configs it tried, not the one its autotuner kept)."""
+    if "best_config" in own or "best_config" not in sibling:
+        return own
+    return {**own, "best_config": sibling["best_config"], "best_config_logged_in": sibling.get("logged_in", "")}
 
 
 def _op_name(target: str) -> str:

@@ -32,9 +32,6 @@ _GRAPH_FILES = (
 )  # fmt: skip
 
 _TRACE_RECORDS = (
-    *_known("trace record", "a Chromium trace event of a compile phase (tlparse's timeline)",
-            "compile time by phase comes from compilation_metrics", "seen in 2.11 and 2.13",
-            "chromium_event"),
     *_known("trace record", "metrics logged at run time, after the compile (runtime autotuning, CUDA graph "
             "recording)", "not part of the compile the report shows", "seen in 2.11 (37 in one capture); "
             "2.13 _dynamo/utils.py:log_compilation_event", "compilation_metrics_runtime",

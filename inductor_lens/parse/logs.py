@@ -6,7 +6,10 @@
 - ``bench_k.txt``: what ``python output_code.py -k`` printed, one line per Triton kernel module,
   named by the first 10 characters of the kernel's cache file name;
 - ``fx_graph_runnable.py``: its header records the torch version, the GPU and every non-default
-  config value at compile time.
+  config value at compile time;
+- ``torchdynamo/debug.log`` (TORCH_COMPILE_DEBUG): Dynamo's warnings, among them each graph break with its
+  user line. Read only without a TORCH_TRACE log, whose break records are complete and carry compile ids;
+  the debug log names a break once per place (torch warns once), so it gives a lower bound.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-from ..records import InductorBenchmark
+from ..records import GraphBreak, InductorBenchmark
 from . import compat
 from .diagnostics import Diagnostics
 from .pyliteral import literal
+from .source_lines import from_traceback, user_frames
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NUMBER = r"\d+(?:\.\d+)?"  # what float() reads: "0.023", never "0.0.23"
@@ -85,3 +89,48 @@ def parse_runnable_header(text: str) -> tuple[dict[str, str], dict[str, Any]]:
                 config[match["key"]] = match["value"]
         in_gpu_info = False
     return facts, config
+
+
+# "Graph break from `Tensor.item()`, consider setting:" (2.13) and "Graph Break Reason: ..." (tlparse's form)
+_BREAK_CAUSE = re.compile(r"^(?P<cause>Graph break (?:from|due to) .+?)(?:, consider setting:|:)?\s*$")
+_BREAK_REASON = re.compile(r"^Graph Break Reason:\s*(?P<cause>.+)$")
+_BREAK_AT = re.compile(r"^Graph break(?::| in user code at)\s*(?:from user code at:?)?\s*(?P<at>.*)$")
+
+
+def debug_log_graph_breaks(text: str) -> list[GraphBreak]:
+    """The graph breaks ``torchdynamo/debug.log`` names: one per ``Graph break: from user code at:``
+    block, its cause from the ``Graph break from ...`` line before it (compile ids are not in this log)."""
+    breaks: list[GraphBreak] = []
+    lines = text.splitlines()
+    cause = ""
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        index += 1
+        if match := _BREAK_REASON.match(line):
+            cause = match["cause"].strip()
+            continue
+        at = _BREAK_AT.match(line)
+        if at is None or "user code" not in line:
+            if match := _BREAK_CAUSE.match(line):
+                cause = match["cause"].strip()
+            continue
+        block: list[str] = []
+        while index < len(lines) and (lines[index].startswith(" ") or not lines[index].strip()):
+            if not lines[index].strip() and block:
+                break
+            block.append(lines[index])
+            index += 1
+        frames = from_traceback("\n".join(block))
+        stack = tuple(user_frames(frames))
+        breaks.append(
+            GraphBreak(
+                compile_id="",
+                reason=cause or "graph break",
+                detail="\n".join([line, *block]).strip(),
+                location=stack[-1] if stack else (frames[-1] if frames else None),
+                user_stack=stack,
+            )
+        )
+        cause = ""
+    return breaks

@@ -356,6 +356,9 @@ def _launches(
                 handle = match["handle"]
         end = statement.end_lineno or statement.lineno
         reads, writes = flow.accesses(statement, kernels.get(target))
+        aten_op = compat.extern_aten_op(target) if kind == "extern" else None
+        if aten_op is not None:
+            aten = compat.extern_own_ops(aten, aten_op)
         call_node = getattr(statement, "value", None)
         args = tuple(ast.unparse(a) for a in call_node.args) if isinstance(call_node, ast.Call) else ()
         yield Launch(
@@ -364,7 +367,7 @@ def _launches(
             target=target,
             line=statement.lineno,
             code="\n".join(line.strip() for line in lines[statement.lineno - 1 : end]),
-            aten_op=compat.extern_aten_op(target) if kind == "extern" else None,
+            aten_op=aten_op,
             source_nodes=nodes,
             aten_ops=aten,
             handle=handle,

@@ -18,7 +18,7 @@ from .diagnostics import Diagnostics
 from .fx_graph import parse_fx_graph
 from .ir import parse_ir
 from .known import KNOWN
-from .logs import debug_trace_compile_ids, parse_bench_k, parse_runnable_header
+from .logs import debug_log_graph_breaks, debug_trace_compile_ids, parse_bench_k, parse_runnable_header
 from .output_code import parse_output_code
 from .provenance import load_json_object
 from .registry import Parser, Registry
@@ -32,6 +32,7 @@ BENCHMARKS = "KernelRecord.inductor_benchmark"
 SETTINGS = "CompileRun.environment, CompileRun.settings.options"
 AUTOTUNE = "CompileRun.autotune"
 COMPILE_IDS = "GraphRecord.compile_id"
+DEBUG_LOG_BREAKS = "CompileRun.graph_breaks (without a TORCH_TRACE log)"
 
 
 def _fx(stage: Any) -> Any:
@@ -80,6 +81,9 @@ TRACE_RECORDS = (
            "FxNode.role, FxNode.origin", tr.read_output_graph, payload=True),
     Parser("trace record", "compilation_metrics", "a frame's compile times, cache counts and versions",
            "DynamoFrame, Environment versions", tr.read_metrics),
+    Parser("trace record", "chromium_event", "a timeline span: CUDA-graph recordings (CUDAGraphNode.record) "
+           "are read, the compile phases come from compilation_metrics", "DynamoFrame.cudagraph_recordings",
+           tr.read_chromium_event, payload=True),
     Parser("trace record", "bwd_compilation_metrics", "the backward graph's compile time (at .backward())",
            "DynamoFrame.phases", tr.read_backward_metrics),
     # Dynamic shapes: seen in 2.13 (create_symbol, guard_added_fast, symbolic_shape_specialization); the
@@ -123,6 +127,8 @@ PROCESS_LOG = (
            parse_autotune_tables),
     Parser("process log", "debug trace lines", "`[0/1] model__1_inference_3 debug trace: <folder>`",
            COMPILE_IDS, debug_trace_compile_ids),
+    Parser("process log", "torchdynamo/debug.log", "Dynamo's debug log: the graph breaks it warned about",
+           DEBUG_LOG_BREAKS, debug_log_graph_breaks),
 )  # fmt: skip
 
 REGISTRY = Registry((*GRAPH_FILES, *TRACE_RECORDS, *TRACE_ARTIFACTS, *PROCESS_LOG, *KNOWN))

@@ -5,6 +5,7 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
 - ``str``: the interned file names the stacks refer to;
 - ``inductor_output_code``: its payload md5 equals the md5 of a graph folder's ``output_code.py``,
   which ties the folder to its compile id; the provenance artifacts that follow belong to that graph;
+- ``chromium_event``: the spans of CUDA-graph recordings (``CUDAGraphNode.record``), per compile id;
 - ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
   placeholders name the model's parameters), ``dynamo_cpp_guards_str``, ``compilation_metrics`` /
   ``bwd_compilation_metrics`` (timings, versions);
@@ -15,7 +16,9 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
   the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time).
 Before using a record, each reader checks that it has the shape torch writes (the JSON types of the
 fields it reads); a record of another shape is a counted warning naming its line, never an exception.
-Records logged outside any compile (no compile id) are skipped, as before.
+Records logged outside any compile (no compile id) are skipped, except ``triton_kernel_info`` from a
+process that ran a graph's ``output_code.py`` (a sibling log in the same trace folder): it carries the
+config each kernel's autotuner chose at run time (``best_config``).
 """
 
 from __future__ import annotations
@@ -64,6 +67,10 @@ class FrameTrace:
     symbols: list[ShapeSymbol] = field(default_factory=list)
     specializations: list[ShapeSpecialization] = field(default_factory=list)
     shape_guards: list[ShapeGuard] = field(default_factory=list)
+    # CUDA graphs recorded at run time for this compile's graphs: the CUDAGraphNode.record spans.
+    cudagraph_recordings: int = 0
+    cudagraph_record_us: float = 0.0
+    cudagraph_open: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -73,6 +80,8 @@ class TraceSummary:
     frames: dict[str, FrameTrace] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     record_kinds: Counter[str] = field(default_factory=Counter)
+    # triton_kernel_info logged by other processes that ran a graph's module, by (run folder, graph folder).
+    module_kernel_info: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def frame(self, compile_id: str) -> FrameTrace:
         return self.frames.setdefault(compile_id, FrameTrace(compile_id))
@@ -278,6 +287,30 @@ def read_backward_metrics(record: TraceRecord, state: TraceState, diagnostics: D
     state.summary.frame(compile_id).backward_metrics.append(record.body)
 
 
+_CUDAGRAPH_RECORD = "CUDAGraphNode.record"
+
+
+def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """A timeline span; only CUDA-graph recordings (cudagraph trees' ``CUDAGraphNode.record``) are kept,
+    under the compile id in their args: compile time by phase comes from compilation_metrics."""
+    if not record.payload or _CUDAGRAPH_RECORD not in record.payload:
+        return
+    event = record.json_payload(diagnostics, "chromium_event")
+    if event is None or event.get("name") != _CUDAGRAPH_RECORD:
+        return
+    args, ts, ph = event.get("args"), event.get("ts"), event.get("ph")
+    compile_id = args.get("compile_id") if isinstance(args, dict) else None
+    if not isinstance(compile_id, str) or not isinstance(ts, _NUMBER) or ph not in ("B", "E"):
+        record.skip(diagnostics, "is a CUDA-graph recording without a compile id, time or phase")
+        return
+    frame = state.summary.frame(compile_id)
+    if ph == "B":
+        frame.cudagraph_open.append(float(ts))
+    elif frame.cudagraph_open:
+        frame.cudagraph_recordings += 1
+        frame.cudagraph_record_us += max(float(ts) - frame.cudagraph_open.pop(), 0.0)
+
+
 # --- artifacts -------------------------------------------------------------------------------
 
 
@@ -332,13 +365,21 @@ _CONFIG_FIELDS = ("best_config", "only_config", "coordesc_tuning_start_config")
 
 
 def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """Per compile id; a record without one comes from another process that loaded a graph's module (a
+    sibling log: ``python output_code.py``, a compile worker) and is filed under that module's folder."""
     compile_id = record.compile_id
-    if compile_id is None or not record.payload:
+    if not record.payload:
         return
+    if compile_id is None:
+        folder = _module_folder(record, state)
+        if folder is None:
+            return
+        kernels = state.summary.module_kernel_info.setdefault(folder, {})
+    else:
+        kernels = state.summary.frame(compile_id).kernel_info
     info = record.json_payload(diagnostics, "triton_kernel_info")
     if info is None:
         return
-    kernels = state.summary.frame(compile_id).kernel_info
     for kernel, entry in info.items():
         if not isinstance(entry, dict):
             diagnostics.warn(
@@ -361,4 +402,18 @@ def read_kernel_info(record: TraceRecord, state: TraceState, diagnostics: Diagno
                     f"line {record.line}: triton_kernel_info {key} of {kernel} has another shape; left out",
                 )
                 del entry[key]
+        if compile_id is None:
+            entry["logged_in"] = record.where
         kernels[kernel] = entry
+
+
+def _module_folder(record: TraceRecord, state: TraceState) -> tuple[str, str] | None:
+    """(run folder, graph folder) of the ``output_code.py`` on the record's stack, if any."""
+    stack = record.meta.get("stack")
+    for frame in stack if isinstance(stack, list) else ():
+        filename = frame.get("filename") if isinstance(frame, dict) else None
+        path = state.strings.get(filename) if isinstance(filename, int) else filename
+        if isinstance(path, str) and path.endswith("/output_code.py"):
+            parts = path.split("/")
+            return (parts[-4] if len(parts) >= 4 else "", parts[-2])
+    return None

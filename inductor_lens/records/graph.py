@@ -142,6 +142,19 @@ class Launch:
     args: tuple[str, ...] = ()
     timing: LaunchTiming | None = None
 
+    @property
+    def label(self) -> str:
+        """What the report calls the launch: the kernel's name, or the ATen op of a library call. An
+        extern helper that is an autotune choice of its own (``bias_addmm``, which runs ``aten.addmm``)
+        keeps its name, so it is never mistaken for the plain ``addmm`` choice it beat."""
+        if self.kind != "extern":
+            return self.target
+        op = self.aten_op or self.target
+        helper = self.target.removeprefix("extern_kernels.")
+        if self.target.startswith("extern_kernels.") and helper != op.removeprefix("aten.").split(".")[0]:
+            return f"{helper} ({op})"
+        return op
+
 
 @dataclass(frozen=True)
 class FxNode:

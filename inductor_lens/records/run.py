@@ -79,6 +79,9 @@ class CompileSettings:
     dynamic: bool | None = None
     # Options inductor-lens itself set for the capture (they change comments, not code).
     capture_options: Mapping[str, JsonValue] = field(default_factory=dict)
+    # True where no record named the mode and it was inferred from the options torch wrote (the
+    # options a mode sets are then in mode_options, not options).
+    mode_inferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,16 @@ class DynamoFrame:
     symbols: tuple[ShapeSymbol, ...] = ()
     specializations: tuple[ShapeSpecialization, ...] = ()
     shape_guards: tuple[ShapeGuard, ...] = ()
+    # CUDA graphs recorded for this compile's graphs (cudagraph trees), from the trace: how many recordings
+    # (``CUDAGraphNode.record`` spans) and their time; None where the trace logged none.
+    cudagraph_recordings: int | None = None
+    cudagraph_record_s: float | None = None
+
+    @property
+    def frame_key(self) -> str:
+        """The Python frame compiled: ``0`` for the compiles ``0/0``, ``0/1`` and ``0/1_1``."""
+        head, _, _ = self.compile_id.rpartition("/")
+        return head or self.compile_id
 
 
 @dataclass(frozen=True)
@@ -260,6 +273,16 @@ class AutotuneChoice:
 
 
 @dataclass(frozen=True)
+class AutotuneFailure:
+    """A choice that could not be compiled or run while autotuning (Inductor logs it and ignores it)."""
+
+    reason: str  # short: "out of shared memory: needs 262144 bytes, the limit is 232448"
+    message: str = ""  # torch's own words
+    stage: Literal["precompile", "benchmark"] = "precompile"
+    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # the failed template config, where named
+
+
+@dataclass(frozen=True)
 class AutotuneTable:
     """One ``AUTOTUNE op(shapes)`` table Inductor printed while choosing an implementation."""
 
@@ -275,6 +298,8 @@ class AutotuneTable:
     # What the winner became in the graph: a kernel name (Triton template) or a launch position.
     chosen_kernel: str | None = None
     chosen_launch: int | None = None
+    # Choices that failed (logged before the table, never in it): their reasons.
+    failed: tuple[AutotuneFailure, ...] = ()
 
     @property
     def winner(self) -> AutotuneChoice | None:
@@ -335,6 +360,11 @@ class CompileRun:
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:
         return tuple(f for f in self.frames if f.recompile_reasons)
+
+    @property
+    def python_frames(self) -> tuple[str, ...]:
+        """The distinct Python frames Dynamo compiled (a frame compiled twice, ``0/0`` and ``0/1``, once)."""
+        return tuple(dict.fromkeys(f.frame_key for f in self.frames))
 
     def all_kernels(self) -> Iterator[tuple[GraphRecord, KernelRecord]]:
         for graph in self.graphs:

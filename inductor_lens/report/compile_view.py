@@ -3,6 +3,8 @@ guards, compile time and autotuning), built from a CompileRun."""
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 from ..parse.symbolic import symbols_in
@@ -16,7 +18,7 @@ from ..records import (
     ShapeSymbol,
 )
 from .kernel_view import autotune_summary
-from .views import frame_anchor, graph_url, kernel_url
+from .views import compile_summary, frame_anchor, graph_url, kernel_url
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class FrameView:
     total_s: float
     symbols: tuple[SymbolRow, ...] = ()
     dynamic_summary: str = ""
+    # "compile 2 of 2 of this frame" where the Python frame was compiled more than once.
+    compile_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class AutotuneView:
     chosen_url: str | None
     chosen_label: str | None
     slowest_ms: float
+    # The failed choices by reason, the most frequent first: (reason, count).
+    failures: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,15 +79,30 @@ class CompilePage:
     autotune: tuple[AutotuneView, ...]
     unframed_graphs: tuple[GraphRecord, ...]
     kernel_tuning: tuple[KernelTuning, ...]
+    summary: str = ""
+    # Breaks of no known compile (read from Dynamo's debug.log when there is no TORCH_TRACE log).
+    unframed_breaks: tuple[GraphBreak, ...] = ()
 
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
         return tuple(view for view in self.frames if view.frame.recompile_reasons)
 
+    @property
+    def failed_choices(self) -> int:
+        return sum(len(view.table.failed) for view in self.autotune)
+
 
 def compile_page(run: CompileRun) -> CompilePage:
     frames = []
+    compiles = Counter(f.frame_key for f in run.frames)
+    seen: Counter[str] = Counter()
     for frame in run.frames:
+        seen[frame.frame_key] += 1
+        compile_of = (
+            f"compile {seen[frame.frame_key]} of {compiles[frame.frame_key]} of frame {frame.frame_key}"
+            if compiles[frame.frame_key] > 1
+            else ""
+        )
         slices = [p for p in frame.phases if not p.within]
         total = sum(p.seconds for p in slices)
         slots = {id(p): index for index, p in enumerate(slices, start=1)}
@@ -99,6 +120,7 @@ def compile_page(run: CompileRun) -> CompilePage:
                 total_s=total,
                 symbols=_symbol_rows(frame, run.graphs),
                 dynamic_summary=_dynamic_summary(frame),
+                compile_of=compile_of,
             )
         )
     framed = {f.compile_id for f in run.frames}
@@ -114,6 +136,8 @@ def compile_page(run: CompileRun) -> CompilePage:
             for graph, kernel in run.all_kernels()
             if kernel.autotune_info
         ),
+        summary=compile_summary(run),
+        unframed_breaks=tuple(b for b in run.graph_breaks if b.compile_id not in framed),
     )
 
 
@@ -163,6 +187,16 @@ def _autotune_view(run: CompileRun, table: AutotuneTable) -> AutotuneView:
     if graph is not None and table.chosen_kernel:
         url, label = kernel_url(graph, table.chosen_kernel), table.chosen_kernel
     elif graph is not None and table.chosen_launch:
-        url, label = f"{graph_url(graph)}#launch-{table.chosen_launch}", f"launch #{table.chosen_launch}"
-    slowest = max((c.ms for c in table.choices), default=0.0)
-    return AutotuneView(table=table, graph=graph, chosen_url=url, chosen_label=label, slowest_ms=slowest)
+        launch = next((x for x in graph.launches if x.position == table.chosen_launch), None)
+        url = f"{graph_url(graph)}#launch-{table.chosen_launch}"
+        label = f"launch #{table.chosen_launch}" + (f" {launch.label}" if launch is not None else "")
+    slowest = max((c.ms for c in table.choices if math.isfinite(c.ms)), default=0.0)
+    failures = Counter(f.reason for f in table.failed).most_common()
+    return AutotuneView(
+        table=table,
+        graph=graph,
+        chosen_url=url,
+        chosen_label=label,
+        slowest_ms=slowest,
+        failures=tuple(failures),
+    )

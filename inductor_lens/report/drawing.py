@@ -211,7 +211,7 @@ def draw_kernel_graph(
     for launch in graph.launches:
         node = f"launch{launch.position}"
         category = category_for(launch)
-        label = launch.aten_op if launch.kind == "extern" else launch.target
+        label = launch.label
         inputs = [r for r in reads[launch.position] if r.producer is None]
         hidden = [r for r in inputs if roles.get(r.name, (None, None))[0] in ("parameter", "buffer")]
         text = f"#{launch.position} {label}\n{category}"

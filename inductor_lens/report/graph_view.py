@@ -64,7 +64,7 @@ def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, Kernel
             nodes = provenance.get(launch.handle or "", ())
             group = KernelGroup(
                 f"launch{launch.position}",
-                f"#{launch.position} {launch.aten_op or launch.target}",
+                f"#{launch.position} {launch.label}",
                 "extern",
                 url_prefix + launch_url(graph, launch),
             )
@@ -87,7 +87,7 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         {
             "launch": launch,
             "url": "../" + launch_url(graph, launch),
-            "label": launch.aten_op if launch.kind == "extern" else launch.target,
+            "label": launch.label,
             "category": launch_category(graph, launch),
             "autotune": autotuned.get(launch.position),
         }

@@ -307,4 +307,7 @@ def autotune_summary(info: Any) -> tuple[str, str]:
         detail += f"; coordinate descent from {config(start)}" if start else "; coordinate descent"
     if cache and cache not in value:
         detail += f"; autotune cache: {cache}"
+    if info.get("best_config_logged_in"):
+        tried = f"{info['num_configs']} config(s) benchmarked at the first run; " if "num_configs" in info else ""
+        detail += f"; {tried}the best as logged by another process in {info['best_config_logged_in']}"
     return value, detail.strip("; ")

@@ -106,7 +106,7 @@ def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None])
         if launch.kind != "extern":
             continue
         use = LineUse(
-            launch.aten_op or launch.target,
+            launch.label,
             launch_url(graph, launch),
             launch_category(graph, launch),
             graph.id,

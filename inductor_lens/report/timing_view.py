@@ -45,7 +45,7 @@ def timing_view(run: CompileRun) -> TimingView | None:
             if timing is None:
                 continue
             category = launch_category(graph, launch)
-            name = launch.aten_op if launch.kind == "extern" else launch.target
+            name = launch.label
             url = launch_url(graph, launch)
             segments.append(
                 BarSegment(f"{graph.id} #{launch.position} {name}", url, category, timing.median_us, 0.0)

@@ -117,7 +117,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         launch.position,
                         "extern",
                         "extern",
-                        launch.aten_op or launch.target,
+                        launch.label,
                         launch_url(graph, launch),
                         launch.aten_ops,
                         launch_timing.roofline.bytes if launch_timing and launch_timing.roofline else None,
@@ -178,11 +178,31 @@ def compile_summary(run: CompileRun) -> str:
 
     parts = [count(len(run.graphs), "graph")]
     if run.frames:
-        parts[0] += f" from {count(len(run.frames), 'Dynamo frame')}"
-    parts.append(count(len(run.graph_breaks), "graph break"))
-    parts.append(count(len(run.recompiles), "recompile"))
+        # Compile ids 0/0 and 0/1 are one Python frame compiled twice, not two frames.
+        frames = len(run.python_frames)
+        parts[0] += f" from {count(frames, 'Dynamo frame')}"
+        if len(run.frames) > frames:
+            times = {2: "twice", 3: "three times"}.get(len(run.frames), f"{len(run.frames)} times")
+            parts[0] += f" compiled {times} in all"
+        parts.append(count(len(run.graph_breaks), "graph break"))
+        parts.append(count(len(run.recompiles), "recompile"))
+    else:
+        # Without a TORCH_TRACE log only Dynamo's debug.log speaks of breaks, once per place; recompiles are unknown.
+        if run.graph_breaks:
+            parts.append(f"{count(len(run.graph_breaks), 'graph break')} named in Dynamo's debug.log")
+        parts.append(
+            "recompiles not recorded (no TORCH_TRACE log)"
+            if run.graph_breaks
+            else "graph breaks and recompiles not recorded (no TORCH_TRACE log)"
+        )
     if run.autotune:
         parts.append(count(len(run.autotune), "autotuned op"))
+        failed = sum(len(table.failed) for table in run.autotune)
+        if failed:
+            parts.append(count(failed, "failed autotune choice"))
+    recordings = sum(f.cudagraph_recordings or 0 for f in run.frames)
+    if recordings:
+        parts.append(count(recordings, "CUDA-graph recording"))
     return ", ".join(parts)
 
 
@@ -198,7 +218,14 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
     if settings is not None:
         mode = settings.mode if settings.mode != "unknown" else "not recorded"
         options = ", ".join(f"{k}={v}" for k, v in settings.options.items())
-        if settings.mode == "unknown" and options:
+        if settings.mode_inferred:
+            mode += " (inferred from options)"
+            sets = ", ".join(f"{k}={v}" for k, v in settings.mode_options.items())
+            why = f"fx_graph_runnable.py's non-default Inductor config has {sets}, what this mode sets" if sets else (
+                "fx_graph_runnable.py's non-default Inductor config holds none of the other modes' options"
+            )
+            options = f"{why}; other options: {options}" if options else why
+        elif settings.mode == "unknown" and options:
             options = f"non-default Inductor config (fx_graph_runnable.py): {options}"
         extra = " · ".join(
             x

@@ -100,7 +100,8 @@ def test_block_reduce_overhead_launches_inside_graph_partition(unpacked) -> None
     for graph in run.graphs:
         assert len(graph.launches) == 9
         assert {launch.partition for launch in graph.launches} == {0}
-    assert run.settings is not None and run.settings.options["triton.cudagraphs"] is True
+    assert run.settings is not None and run.settings.mode_options["triton.cudagraphs"] is True
+    assert (run.settings.mode, run.settings.mode_inferred) == ("reduce-overhead", True)
 
 
 def test_bf16_templates_carry_config_and_flops(unpacked) -> None:
