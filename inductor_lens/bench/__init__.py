@@ -76,7 +76,8 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
         graphs = tuple(_time_graph(g, attribution, data.isolated, ceilings, total) for g in run.graphs)
         step = _step(attribution, data.device)
     end_to_end = _end_to_end(data.end_to_end, run)
-    return replace(run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step))
+    bench = BenchResult(data.device, ceilings, end_to_end, step, host=tuple(data.host))
+    return replace(run, graphs=graphs, bench=bench)
 
 
 def _ceilings(data: CeilingsData | None) -> DeviceCeilings | None:
@@ -142,7 +143,15 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
         busy_us=statistics.median(attribution.step_busy_us) if gpu else None,
         unattributed=attribution.unattributed,
         method=method,
+        total_p10_us=_quantile(attribution.step_total_us, 0.1),
+        total_p90_us=_quantile(attribution.step_total_us, 0.9),
     )
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The value at quantile ``q`` (nearest rank), as ``worker.measure.stat`` takes it."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _time_graph(

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
 from ..records.run import Accuracy, CompileCall, Environment
-from ..records.timing import Timing
+from ..records.timing import HostLoad, Timing
 
 CAPTURE_DIR = "capture"
 SPEC_FILE = "spec.json"
@@ -120,6 +120,8 @@ class BenchData:
     end_to_end: EndToEndData | None = None
     profile: ProfileData | None = None
     isolated: dict[str, list[IsolatedKernel]] = field(default_factory=dict)
+    # The machine's load around each timed window (worker/load.py).
+    host: list[HostLoad] = field(default_factory=list)
 
 
 @dataclass
