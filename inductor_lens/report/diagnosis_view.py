@@ -37,7 +37,8 @@ class DiagnosisView:
 
 def diagnosis_view(run: CompileRun) -> DiagnosisView:
     diagnosis = diagnose(run)
-    bars, note = (), ""
+    bars: tuple[WaterfallBar, ...] = ()
+    note = ""
     if diagnosis.noisy:
         note = ("The times are not drawn: the measurements are unstable (see the banner above), so the times at "
                 "stake below would be noise. Measure again on a quiet machine.")  # fmt: skip
