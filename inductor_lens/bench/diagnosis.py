@@ -49,6 +49,7 @@ _LIBRARY_OPS = re.compile(
 )
 _MATMUL_OPS = re.compile(r"^(?:_?mm|addmm|bmm|baddbmm|bias_addmm|_int_mm|_scaled_mm|_?convolution(?:_backward)?)$")
 _SIZE_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)")
+_COMPILE_ID_PREFIX = re.compile(r"^\d+/\d+: ")  # torch names the frame whose guard failed: "0/0: ..."
 _HINT = re.compile(r"^\s*Hint:\s*(?P<hint>.+)$", re.MULTILINE)
 
 Confidence = Literal["high", "medium", "low"]
@@ -278,7 +279,7 @@ def _recompiles(run: CompileRun) -> list[Finding]:
 
     findings = []
     for frame in run.recompiles:
-        reason = frame.recompile_reasons[0]
+        reason = _COMPILE_ID_PREFIX.sub("", frame.recompile_reasons[0])
         findings.append(
             Finding(
                 "recompile",
@@ -308,6 +309,11 @@ def _recompile_fix(reason: str) -> str:
             f"torch._dynamo.mark_dynamic({name}, {mismatch['dim']}) before the first call, so one graph serves "
             "every size of that dimension (or torch.compile(..., dynamic=True))"
         )
+    if "grad_mode" in reason:
+        return ("call the compiled model under one grad mode: each of torch.no_grad() and grad enabled gets its own "
+                "graph (expected when a model is evaluated after training)")  # fmt: skip
+    if "GLOBAL_STATE" in reason:
+        return "keep torch's global state (autocast, deterministic algorithms, default dtype) the same between calls"
     return "torch.compile(..., dynamic=True) if sizes change, or keep the guarded value constant between calls"
 
 

@@ -78,7 +78,7 @@ def _waterfall(diagnosis: Diagnosis) -> tuple[tuple[WaterfallBar, ...], str]:
             "gain" if change <= 0 else "cost",
             pct(min(base, eager)),
             pct(abs(change)),
-            "#kernels",
+            "index.html#kernels",
             f"{rest}: the compiled step minus the times at stake below",
         )
     )

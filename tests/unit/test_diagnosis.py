@@ -114,7 +114,7 @@ def test_cpu_capture_with_a_part_larger_than_its_whole_is_unstable(runs: dict[st
     diagnosis = diagnose(run)
     assert diagnosis.noisy and diagnosis.headline.startswith("Not judged: the measurements are unstable")
     (recompile,) = [f for f in diagnosis.findings if f.kind == "recompile"]
-    assert "size mismatch at index 1" in recompile.title
+    assert recompile.title == "Recompiled [0/1]: tensor 'input_ids' size mismatch at index 1. expected 16, actual 24"
     assert recompile.change.startswith("torch._dynamo.mark_dynamic(input_ids, 1)")
     assert recompile.at_stake_us is None
     assert recompile.evidence_url == "compile.html#frame-0-1"
