@@ -87,7 +87,7 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
     end_to_end = _end_to_end(data.end_to_end, run)
     cudagraphs = _cudagraph_use(data.cudagraph, attribution, graph_free, end_to_end, run)
     return replace(
-        run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step, cudagraphs=cudagraphs)
+        run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step, cudagraphs=cudagraphs, host=tuple(data.host))
     )
 
 
@@ -216,7 +216,15 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
         method=method,
         replayed_us=replayed if replayed else None,
         approximate_us=statistics.median(attribution.approximate_us) if replayed else None,
+        total_p10_us=_quantile(attribution.step_total_us, 0.1),
+        total_p90_us=_quantile(attribution.step_total_us, 0.9),
     )
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The value at quantile ``q`` (nearest rank), as ``worker.measure.stat`` takes it."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _time_graph(

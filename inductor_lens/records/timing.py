@@ -96,6 +96,9 @@ class StepTiming:
     method: str = ""
     replayed_us: float | None = None  # GPU: of total_us, the device time inside CUDA-graph replays
     approximate_us: float | None = None  # of replayed_us, tied to a launch by its position only
+    # The spread of ``total_us`` over the profiled steps (None in reports written before it was kept).
+    total_p10_us: float | None = None
+    total_p90_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,27 @@ class CudaGraphUse:
 
 
 @dataclass(frozen=True)
+class HostLoad:
+    """How busy the machine was while the model process timed one window (``worker/load.py``).
+
+    ``cpu_s`` is this process's CPU time (user + system, all its threads) over the window's ``wall_s``:
+    about ``threads`` when its threads ran undisturbed on a computing step. ``system_busy_s`` is the busy
+    CPU time of the whole machine over the same window (Linux ``/proc/stat``, in clock ticks of 10 ms), so
+    ``system_busy_s - cpu_s`` is what other processes took. Load averages are the 1-minute ones, a slow
+    average: they tell of load that lasted, not of a short burst.
+    """
+
+    window: str  # "eager steps", "compiled steps", "profiled steps", "all measurements"
+    wall_s: float
+    cpu_s: float
+    cpus: int  # CPUs this process may run on
+    threads: int | None = None  # torch's intra-op threads
+    load_before: float | None = None
+    load_after: float | None = None
+    system_busy_s: float | None = None
+
+
+@dataclass(frozen=True)
 class BenchResult:
     device: str
     ceilings: DeviceCeilings | None = None
@@ -122,3 +146,5 @@ class BenchResult:
     step: StepTiming | None = None
     error: str | None = None
     cudagraphs: CudaGraphUse | None = None
+    # The machine's load around each timed window (empty in reports written before it was recorded).
+    host: tuple[HostLoad, ...] = ()

@@ -16,6 +16,7 @@ from ..records import Comparison, CompileRun
 from ..version import __version__
 from .compare_view import comparison_page
 from .compile_view import compile_page
+from .diagnosis_view import diagnosis_view
 from .env import environment
 from .folders import LENS_JSON
 from .graph_view import graph_page
@@ -38,7 +39,9 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
 
     urls = line_urls(run)
     files: dict[str, str] = {
-        "index.html": page("index.html.j2", "", page=index_page(run), timing=timing_view(run))
+        "index.html": page(
+            "index.html.j2", "", page=index_page(run), timing=timing_view(run), diagnosis=diagnosis_view(run)
+        )
     }
     for graph in run.graphs:
         files[graph_url(graph)] = page("graph.html.j2", "../", page=graph_page(run, graph, draw=draw))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ..bench.stability import judge
 from ..records import BenchResult, CompileRun, CudaGraphUse
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
@@ -100,14 +101,21 @@ def timing_view(run: CompileRun) -> TimingView | None:
 def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem, ...]:
     cards: list[SummaryItem] = []
     e2e = bench.end_to_end
+    stability = judge(run)
     if e2e is not None:
-        tone = "good" if e2e.speedup >= 1.0 else "bad"
+        # a verdict only as strong as its evidence: no colour where the numbers are unstable or within the spread
+        verdict = {
+            "unstable": f"{e2e.speedup:.2f}x, not judged: unstable",
+            "within the noise": f"{e2e.speedup:.2f}x, within the spread: about the same",
+        }.get(stability.verdict, f"{e2e.speedup:.2f}x")
+        tone = "" if stability.verdict != "judged" else "good" if e2e.speedup >= 1.0 else "bad"
         cards.append(
             SummaryItem(
                 "Compiled step" + ("" if gpu else " (CPU)"),
                 f"{e2e.compiled.median_ms:.3f} ms",
-                f"eager {e2e.eager.median_ms:.3f} ms: {e2e.speedup:.2f}x; spread p10-p90 "
-                f"{e2e.compiled.p10_ms:.3f}-{e2e.compiled.p90_ms:.3f} ms over {e2e.compiled.samples} runs",
+                f"eager {e2e.eager.median_ms:.3f} ms: {verdict}; spread p10-p90 "
+                f"{e2e.compiled.p10_ms:.3f}-{e2e.compiled.p90_ms:.3f} ms over {e2e.compiled.samples} runs "
+                f"(eager {e2e.eager.p10_ms:.3f}-{e2e.eager.p90_ms:.3f} ms over {e2e.eager.samples})",
                 tone,
             )
         )
@@ -124,9 +132,14 @@ def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem,
             if bench.cudagraphs is not None:
                 detail = cudagraph_detail(bench.cudagraphs)
             cards.append(SummaryItem("CUDA graphs", e2e.cudagraphs.split(":")[0], detail))
+    if stability.load:
+        busy = any(r.rule == "busy machine" for r in stability.reasons) or bool(stability.notes)
+        cards.append(SummaryItem("Machine load", "busy" if busy else "quiet", stability.load, "bad" if busy else ""))
     step = bench.step
     if step is not None:
         detail = f"{step.attributed_us:,.1f} µs tied to launches"
+        if step.total_p10_us is not None and step.total_p90_us is not None:
+            detail += f"; spread p10-p90 {step.total_p10_us:,.1f}-{step.total_p90_us:,.1f} µs over {step.steps} steps"
         if gpu and step.span_us:
             detail += f"; GPU busy {step.busy_us:,.1f} of {step.span_us:,.1f} µs from first to last kernel"
         cards.append(

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
 from ..records.run import Accuracy, CompileCall, Environment
-from ..records.timing import Timing
+from ..records.timing import HostLoad, Timing
 
 CAPTURE_DIR = "capture"
 SPEC_FILE = "spec.json"
@@ -141,6 +141,8 @@ class BenchData:
     profile: ProfileData | None = None
     isolated: dict[str, list[IsolatedKernel]] = field(default_factory=dict)
     cudagraph: CudaGraphData | None = None
+    # The machine's load around each timed window (worker/load.py).
+    host: list[HostLoad] = field(default_factory=list)
 
 
 @dataclass

@@ -43,6 +43,7 @@ from .files import (
     IsolatedKernel,
     ProfileData,
 )
+from .load import host_window
 
 WARMUP_MS = 25
 REP_MS = 100
@@ -291,12 +292,16 @@ def measure(
 ) -> BenchData:
     data = BenchData(device=device.type)
     if scope == "end_to_end":
-        data.end_to_end = end_to_end(torch, step, eager, compiled, device)
+        with host_window(torch, "eager and compiled steps", data.host):
+            data.end_to_end = end_to_end(torch, step, eager, compiled, device)
         return data
     if device.type == "cuda":
         data.ceilings = ceilings(torch, device, dtype)
-    data.end_to_end = end_to_end(torch, step, eager, compiled, device)
-    data.profile = profile_steps(torch, step, compiled, device, trace_path)
+    # the machine's load around each timed window (worker/load.py), for the stability judgement
+    with host_window(torch, "eager and compiled steps", data.host):
+        data.end_to_end = end_to_end(torch, step, eager, compiled, device)
+    with host_window(torch, "profiled steps", data.host):
+        data.profile = profile_steps(torch, step, compiled, device, trace_path)
     if device.type == "cuda":
         data.isolated = isolated_kernels(torch, step, compiled, device)
         from .graph_free import graph_free, graphs_replayed
