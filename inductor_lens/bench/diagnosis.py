@@ -155,6 +155,12 @@ def _host_bound(run: CompileRun, compiled_us: float) -> list[Finding]:
         return [Finding("cuda graphs", f"CUDA graphs were skipped ({reason}): the step stays host-bound", idle,
                         estimate, f"{evidence}; Inductor skipped CUDA graphs: {reason}", "compile.html#frames",
                         _cudagraph_fix(reason), confidence)]  # fmt: skip
+    use = bench.cudagraphs
+    if use is not None and use.rerecords:
+        evidence += f"; cudagraph trees re-recorded {use.rerecords} time(s) (recorded {use.graphs_recorded})"
+    if use is not None and use.without_graphs is not None and use.with_graphs is not None:
+        evidence += (f"; the same compiled code called without the graphs takes {use.without_graphs.median_ms:.3f} ms "
+                     f"against {use.with_graphs.median_ms:.3f} ms with them")  # fmt: skip
     return [Finding("cuda graphs", "Host-bound although CUDA graphs were used", idle, estimate,
                     f"{evidence}; the graph replays leave the GPU idle: work outside the graphs, or graphs "
                     "re-recorded for new shapes or inputs", "index.html#timing",

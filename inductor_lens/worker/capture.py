@@ -26,12 +26,11 @@ from ..records.codec import JsonValue
 from ..records.run import Environment
 from . import accuracy
 from .files import (
-    PHASE_MARKER,
     PROFILE_TRACE_FILE,
     BenchData,
     CaptureResult,
     ReportedSettings,
-    write_json_file,
+    ResultWriter,
 )
 from .model_file import (
     Call,
@@ -50,21 +49,10 @@ from .model_file import (
 CAPTURE_OPTIONS: dict[str, JsonValue] = {"comment_origin": True}
 
 
-class Run:
+class Run(ResultWriter):
     def __init__(self, spec: CompileSpec, result_path: Path) -> None:
+        super().__init__(result_path, CaptureResult())
         self.spec = spec
-        self.result_path = result_path
-        self.started = time.perf_counter()
-        self.result = CaptureResult()
-
-    def phase(self, name: str) -> None:
-        self.result.phase = name
-        print(f"{PHASE_MARKER}{name}", file=sys.stderr, flush=True)
-        self.write()
-
-    def write(self) -> None:
-        self.result.wall_s = time.perf_counter() - self.started
-        write_json_file(self.result_path, self.result)
 
 
 def main(argv: list[str]) -> int:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,3 +276,22 @@ def decode(declared: type[T], data: object, where: str) -> T:
         return from_jsonable(declared, data)
     except (TypeError, ValueError, KeyError) as exc:
         raise FileShapeError(f"{where}: not a {declared.__name__} ({type(exc).__name__}: {exc})") from exc
+
+
+class ResultWriter:
+    """The model process's side of capture.json: each phase announced on stderr (the parent's progress line
+    reads ``PHASE_MARKER``) and the file rewritten after it, so a crash still leaves how far it got."""
+
+    def __init__(self, result_path: Path, result: CaptureResult) -> None:
+        self.result_path = result_path
+        self.started = time.perf_counter()
+        self.result = result
+
+    def phase(self, name: str) -> None:
+        self.result.phase = name
+        print(f"{PHASE_MARKER}{name}", file=sys.stderr, flush=True)
+        self.write()
+
+    def write(self) -> None:
+        self.result.wall_s = time.perf_counter() - self.started
+        write_json_file(self.result_path, self.result)

@@ -20,7 +20,6 @@ import functools
 import os
 import runpy
 import sys
-import time
 import traceback
 from collections import Counter
 from dataclasses import replace
@@ -32,33 +31,22 @@ from ..options import ScriptSpec
 from ..records.run import CompileCall
 from .capture import CAPTURE_OPTIONS, device_info, environment
 from .files import (
-    PHASE_MARKER,
+    GRAPH_FREE_TRACE_FILE,
     PROFILE_TRACE_FILE,
     STEP_MARKS,
     BenchData,
     CaptureResult,
     ProfileData,
     ReportedSettings,
-    write_json_file,
+    ResultWriter,
 )
 from .model_file import first_line
 
 
-class ScriptRun:
+class ScriptRun(ResultWriter):
     def __init__(self, spec: ScriptSpec, result_path: Path) -> None:
+        super().__init__(result_path, CaptureResult(command=spec.command))
         self.spec = spec
-        self.result_path = result_path
-        self.started = time.perf_counter()
-        self.result = CaptureResult(command=spec.command)
-
-    def phase(self, name: str) -> None:
-        self.result.phase = name
-        print(f"{PHASE_MARKER}{name}", file=sys.stderr, flush=True)
-        self.write()
-
-    def write(self) -> None:
-        self.result.wall_s = time.perf_counter() - self.started
-        write_json_file(self.result_path, self.result)
 
 
 def main(argv: list[str]) -> int:
@@ -337,6 +325,13 @@ class Window:
         from .measure import ceilings, replay_launches
 
         bench = self.run.result.bench
+        if bench is not None and bench.profile is not None and bench.device == "cuda":
+            from .graph_free import graph_free, graphs_replayed
+
+            if graphs_replayed(bench.profile.trace):  # CUDA graphs: no launch reached Python
+                self.run.phase("profiling the compiled code without CUDA graphs")
+                free_trace = str(Path(bench.profile.trace).with_name(GRAPH_FREE_TRACE_FILE))
+                bench.cudagraph = graph_free(self.torch, self._device(), free_trace)
         if bench is None or not self.launches:
             return
         device = self._device()
