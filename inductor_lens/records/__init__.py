@@ -33,9 +33,11 @@ from .comparison import (
     ConfigResult,
     DiffSide,
     Evidence,
+    FactDifference,
     GraphPairing,
     Judgement,
     KernelChange,
+    RoundMeasure,
     Verdict,
 )
 from .graph import (
@@ -126,6 +128,7 @@ __all__ = [
     "EndToEnd",
     "Environment",
     "Evidence",
+    "FactDifference",
     "FxGraph",
     "FxNode",
     "GraphBreak",
@@ -155,6 +158,7 @@ __all__ = [
     "ParseStats",
     "Provenance",
     "Roofline",
+    "RoundMeasure",
     "ShapeGuard",
     "ShapeSpecialization",
     "ShapeSymbol",
