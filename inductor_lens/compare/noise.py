@@ -34,9 +34,8 @@ DEFAULT_ROUNDS = 3
 MIN_ROUNDS = 2
 
 RULE = (
-    "a configuration is named the fastest only when the next one's step (the median of its round medians) "
-    "is slower by more than the noise of the pair, and every round puts it behind; never where the two run "
-    "the same code"
+    "a configuration is named the fastest only when the next one's step is slower by more than the noise of "
+    "the pair and, with rounds, every round puts it behind; never where the two run the same code"
 )
 
 
