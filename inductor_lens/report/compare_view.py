@@ -121,7 +121,8 @@ def comparison_page(comparison: Comparison) -> ComparisonPage:
     )
     # since schema 6 every timed configuration has its step_ms: older comparisons recorded no judgements
     unjudged = any(c.latency is not None and c.step_ms is None for c in comparison.configs)
-    gpu = any(c.device not in (None, "cpu") or c.cudagraphs for c in comparison.configs)
+    # facts["device"] is the device kind ("cuda", "cpu"); ConfigResult.device is its name (a CPU's model, too)
+    gpu = any(c.facts.get("device", "cuda") != "cpu" or c.cudagraphs for c in comparison.configs)
     return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence, unjudged,
                           headline(comparison.differences), gpu)  # fmt: skip
 
