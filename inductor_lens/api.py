@@ -11,7 +11,7 @@ Reports
     load_run(path)                    read a lens.json back into a CompileRun
     open_report(path)                 open a report in the browser
 Comparisons
-    compare_models(spec, configs)     compile one model under several configurations (cold, then warm)
+    compare_models(spec, configs)     compile one model under several configurations (cold, then warm rounds)
     diff_reports(a, b)                compare two existing reports without recompiling
     rerender_comparison(folder)       write a comparison's pages again
 Hand-written kernels

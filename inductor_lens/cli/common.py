@@ -169,8 +169,13 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
 
 
 def finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
-    if result.comparison.verdict is not None:
-        click.echo(f"inductor-lens: {result.comparison.verdict.text}", err=True)
+    from ..compare.comparability import headline
+
+    if result.comparison.differences:
+        click.echo(f"inductor-lens: {headline(result.comparison.differences)}", err=True)
+    verdict = result.comparison.verdict
+    if verdict is not None:
+        click.echo(f"inductor-lens: {verdict.text}" + (f"; {verdict.compares}" if verdict.compares else ""), err=True)
     _finish("comparison", result.index, result.error, open_browser)
 
 

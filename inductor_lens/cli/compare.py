@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .. import api
+from ..compare.noise import DEFAULT_ROUNDS, MIN_ROUNDS
 from .common import (
     finish_comparison,
     lens_command,
@@ -36,6 +37,14 @@ from .common import (
     help="A named set of Inductor options, e.g. epilogue:max_autotune=true,epilogue_fusion=true "
     "(mode=... picks the mode; repeatable). With no --mode and no --config: every mode of the installed torch.",
 )
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=MIN_ROUNDS),
+    default=DEFAULT_ROUNDS,
+    show_default=True,
+    help="Warm rounds: each round runs every configuration's warm process once (order rotated each round); "
+    "the spread of the rounds is the noise a difference must beat.",
+)
 @out_option("Comparison folder [default: inductor-lens-reports/<model>-compare/].")
 @model_options
 @lens_command
@@ -43,13 +52,15 @@ def compare_command(
     model: Path,
     modes: tuple[str, ...],
     configs: tuple[str, ...],
+    rounds: int,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
     verbose: bool,
     **model_settings: Any,
 ) -> None:
-    """Compile MODEL under several modes and option sets (each cold, then warm) and compare them."""
+    """Compile MODEL under several modes and option sets (each once, cold), time them in interleaved warm
+    rounds, and compare them."""
     requests = api.requested_configs(modes, configs)
     spec = spec_from_options(model, "default", {}, **model_settings)
     names = ", ".join(r.name for r in requests)
@@ -58,6 +69,7 @@ def compare_command(
         spec,
         requests,
         out_dir,
+        rounds=rounds,
         strict=strict,
         say=lambda line: click.echo(f"inductor-lens: {line}", err=True),
         progress=None if verbose else show_progress,

@@ -1,10 +1,15 @@
 """The comparison stage, running it: compile one model under each configuration, or gather two reports.
 
-``compare_models`` gives each configuration two model processes on private caches of its own: a cold
-one (empty caches; the configuration's normal report, in ``configs/<name>/``), then a warm one on the
-caches the first filled (its compile time, and the step timed once more), then the caches are
-deleted. ``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's
-pages again. The judging itself (``build_comparison``) works on records only.
+``compare_models`` gives each configuration private Inductor and Triton caches of its own, kept for the
+whole comparison. First each configuration compiles in a cold process on its empty caches (its normal
+report, in ``configs/<name>/``). Then come R warm rounds, interleaved: every round runs each
+configuration's warm process once (on the caches its cold process filled: its warm compile time and
+the compiled step timed again, nothing else), in an order rotated every round, so that drift of the
+machine hits every configuration alike (compare/noise.py turns the round medians into noise). The
+warm processes write to ``configs/<name>/warm-rounds/<k>/``; the caches are deleted at the end.
+
+``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's pages
+again. The judging itself (``build_comparison``) works on records only.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -20,7 +26,7 @@ from ..capture import PhaseCallback, capture
 from ..errors import InputFolderError, LensError, UsageError
 from ..options import CompileSpec
 from ..pipeline import compile_model, load_run
-from ..records import Comparison, CompileRun, Timing
+from ..records import Comparison, CompileRun, RoundMeasure, Timing
 from ..report import render_comparison, write_report
 from ..report.folders import (
     COMPARISON_PAGES,
@@ -35,9 +41,10 @@ from ..report.folders import (
 from ..worker.files import RESULT_FILE, FileShapeError, read_bench_data
 from . import build_comparison
 from .configs import ConfigRequest
+from .noise import DEFAULT_ROUNDS, MIN_ROUNDS, rotated
 from .summary import ConfigRun
 
-WARM_CAPTURE_DIR = "capture-warm"
+WARM_ROUNDS_DIR = "warm-rounds"
 
 
 @dataclass(frozen=True)
@@ -53,85 +60,113 @@ def compare_models(
     requests: Sequence[ConfigRequest],
     out_dir: Path | None = None,
     *,
+    rounds: int = DEFAULT_ROUNDS,
     strict: bool = False,
     draw: bool = True,
     say: Callable[[str], None] | None = None,
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
 ) -> ComparisonResult:
-    """Compile ``base.model_path`` under each configuration, cold then warm, and write the comparison.
+    """Compile ``base.model_path`` under each configuration (cold), time them all in ``rounds`` interleaved
+    warm rounds, and write the comparison.
 
     ``base`` gives everything but the mode and options (device, dtype, --train, timeouts, ...).
     """
     if not base.model_path.is_file():
         raise UsageError(f"{base.model_path}: no such model file")
+    if rounds < MIN_ROUNDS:
+        raise UsageError(f"--rounds must be at least {MIN_ROUNDS}: the noise is the spread of the rounds")
     out_dir = out_dir or named_out_dir(f"{base.model_name}-compare")
     prepare_out_dir(out_dir, replace=COMPARISON_PAGES)
-    entries, first_error = [], None
-    for request in requests:
-        spec = replace(base, mode=request.mode, options=dict(request.options))
-        entry, error = _compare_one(
-            spec, request, out_dir, strict=strict, draw=draw, say=say, progress=progress, echo=echo
-        )
-        entries.append(entry)
-        if error is not None and first_error is None:  # keeps its kind, so its exit code
-            first_error = type(error)(f"configuration {request.name}: {error.message}", hint=error.hint)
-    comparison = build_comparison(
-        entries, kind="compare", title=base.model_name, model_path=str(base.model_path), notes=_notes(entries)
-    )
+    announce = say or (lambda _: None)
+    entries: dict[str, ConfigRun] = {}
+    first_error: LensError | None = None
+    with ExitStack() as stack:
+        caches: dict[str, Path] = {}
+        specs: dict[str, CompileSpec] = {}
+        for request in requests:
+            spec = replace(base, mode=request.mode, options=dict(request.options))
+            cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inductor-lens-compare-")))
+            announce(f"{request.name}: cold compile on empty caches ({request.describe()})")
+            entry, error = _cold(spec, request, out_dir, cache, strict=strict, draw=draw, progress=progress, echo=echo)
+            entries[request.name] = entry
+            if error is not None:
+                if first_error is None:  # keeps its kind, so its exit code
+                    first_error = type(error)(f"configuration {request.name}: {error.message}", hint=error.hint)
+                continue
+            caches[request.name], specs[request.name] = cache, spec
+        measured: dict[str, list[RoundMeasure]] = {name: [] for name in caches}
+        for number in range(1, rounds + 1):
+            order = rotated(list(caches), number)
+            for position, name in enumerate(order, 1):
+                announce(f"round {number} of {rounds}: {name}, a warm process on its caches ({position} of {len(order)})")
+                folder = out_dir / CONFIGS_DIR / name / WARM_ROUNDS_DIR / str(number)
+                measured[name].append(_warm(specs[name], folder, caches[name], number, position, progress, echo))
+    for name, found in measured.items():
+        errors = [r.error for r in found if r.error]
+        entries[name] = replace(entries[name], rounds=tuple(found), warm_error=errors[0] if errors else None)
+    ordered = [entries[r.name] for r in requests]
+    comparison = build_comparison(ordered, kind="compare", title=base.model_name, model_path=str(base.model_path),
+                                  notes=_notes(ordered))  # fmt: skip
     index = write_report(render_comparison(comparison), out_dir)
     return ComparisonResult(comparison, index, first_error)
 
 
-def _compare_one(
+def _cold(
     spec: CompileSpec,
     request: ConfigRequest,
     out_dir: Path,
+    cache: Path,
     *,
     strict: bool,
     draw: bool,
-    say: Callable[[str], None] | None,
     progress: PhaseCallback | None,
     echo: TextIO | None,
 ) -> tuple[ConfigRun, LensError | None]:
+    """The configuration's cold process (its report), on the empty caches ``cache``, which it fills."""
     folder = out_dir / CONFIGS_DIR / request.name
     report = f"{CONFIGS_DIR}/{request.name}"
-    announce = say or (lambda _: None)
-    with tempfile.TemporaryDirectory(prefix="inductor-lens-compare-") as caches:
-        announce(f"{request.name}: cold compile on empty caches ({request.describe()})")
-        result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo,
-                               cache_root=Path(caches))  # fmt: skip
-        if result.error is not None:
-            failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
-                               status=result.run.capture.status if result.run.capture else "failed",
-                               error=result.error.one_line())  # fmt: skip
-            return failed, result.error
-        announce(f"{request.name}: warm compile, a second process on the same caches")
-        warm_dir = folder / WARM_CAPTURE_DIR
-        shutil.rmtree(warm_dir, ignore_errors=True)
-        warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end")
-        warm = capture(warm_spec, warm_dir, progress=progress, echo=echo, cache_root=Path(caches))
-    warm_error = warm.error()
-    entry = ConfigRun(
-        request.name,
-        request.mode,
-        dict(request.options),
-        result.run,
-        report,
-        warm_compile_s=warm.outcome.cold_compile_s,
-        warm_error=warm_error.one_line() if warm_error else None,
-        latency_again=_compiled_latency(warm_dir),
-    )
-    return entry, None
+    shutil.rmtree(folder / WARM_ROUNDS_DIR, ignore_errors=True)
+    result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
+    if result.error is not None:
+        failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
+                           status=result.run.capture.status if result.run.capture else "failed",
+                           error=result.error.one_line())  # fmt: skip
+        return failed, result.error
+    return ConfigRun(request.name, request.mode, dict(request.options), result.run, report), None
 
 
-def _compiled_latency(capture_dir: Path) -> Timing | None:
-    """The compiled step's timing a capture measured, if it did (a warm capture of a comparison)."""
+def _warm(
+    spec: CompileSpec,
+    folder: Path,
+    cache: Path,
+    number: int,
+    position: int,
+    progress: PhaseCallback | None,
+    echo: TextIO | None,
+) -> RoundMeasure:
+    """One warm process: the compile on the filled caches, and the compiled step timed (nothing else)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end", accuracy="off")
+    warm = capture(warm_spec, folder, progress=progress, echo=echo, cache_root=cache)
+    error = warm.error()
+    latency, eager = _latencies(folder)
+    if latency is None:
+        why = error.one_line() if error else "the warm process measured no compiled step"
+        return RoundMeasure(number, position, Timing(0.0, 0.0, 0.0, 0, ""), None, warm.outcome.cold_compile_s, why)
+    return RoundMeasure(number, position, latency, eager, warm.outcome.cold_compile_s,
+                        error.one_line() if error else None)  # fmt: skip
+
+
+def _latencies(capture_dir: Path) -> tuple[Timing | None, Timing | None]:
+    """The compiled and the eager step's timings a warm process measured, if it did."""
     try:
         bench = read_bench_data(capture_dir / RESULT_FILE)
     except FileShapeError:
-        return None
-    return bench.end_to_end.compiled if bench is not None and bench.end_to_end is not None else None
+        return None, None
+    if bench is None or bench.end_to_end is None:
+        return None, None
+    return bench.end_to_end.compiled, bench.end_to_end.eager
 
 
 def _notes(entries: Sequence[ConfigRun]) -> list[str]:
@@ -143,13 +178,6 @@ def _notes(entries: Sequence[ConfigRun]) -> list[str]:
             "These runs were on a CPU: Inductor wrote C++ kernels, and CUDA graphs (reduce-overhead, "
             "max-autotune) and Triton templates do not apply; modes differ far less than on a GPU."
         )
-    versions = dict.fromkeys(r.environment.torch_version for r in runs if r.environment.torch_version)
-    if len(versions) > 1:
-        notes.append(f"The runs come from different torch versions: {', '.join(versions)}.")
-    titles = dict.fromkeys(r.title for r in runs)
-    if len(titles) > 1:
-        notes.append(f"The runs are of different models ({', '.join(titles)}): kernels are matched by FX node names, "
-                     "which differ where the models differ.")  # fmt: skip
     return notes
 
 
@@ -200,7 +228,8 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
         runs: dict[str, CompileRun] = {c.name: load_run(reports[c.name]) for c in stored.configs}
         entries = [
             ConfigRun(c.name, c.mode, dict(c.options), runs[c.name], moved[c.name], status=c.status, error=c.error,
-                      warm_compile_s=c.warm_compile_s, warm_error=c.warm_error, latency_again=c.latency_again)
+                      warm_compile_s=c.warm_compile_s, warm_error=c.warm_error, latency_again=c.latency_again,
+                      rounds=c.rounds)
             for c in stored.configs
         ]  # fmt: skip
         comparison = build_comparison(entries, kind=stored.kind, title=stored.title, model_path=stored.model_path,

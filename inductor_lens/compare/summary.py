@@ -1,25 +1,20 @@
-"""The comparison stage, judgement: each configuration's numbers, the verdict, and the evidence.
+"""The comparison stage, judgement: each configuration's numbers, judged against the noise, and the evidence.
 
 Every judgement the pages show is made here and kept in the records (the report only reads them):
-each configuration's step against the baseline's, each kernel change's time, the verdict.
-
-The verdict names the fastest configuration only where its lead is larger than the run-to-run
-noise, measured, not assumed: ``compare`` times each configuration's compiled step in two separate
-processes (the cold one and the warm one), the gap between the two medians is that configuration's
-noise, and a difference between two configurations must beat the larger noise of the two. Two
-reports (``diff``) have one process each: the spread of their own samples stands in (with a higher
-floor), and the page says so.
+each configuration's step against the baseline's and against the fastest's (the noise model and its
+rule are compare/noise.py's), each kernel change's time, and, where a configuration is slower, what
+the captures show. The verdict sentence is compare/verdict.py's.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..parse.compat import CUDAGRAPH_LOG_MARKERS
 from ..records import (
-    AgainstBaseline,
     AutotuneWinner,
     CaptureStatus,
     CompileRun,
@@ -29,16 +24,14 @@ from ..records import (
     JsonValue,
     Judgement,
     KernelChange,
+    RoundMeasure,
     Timing,
-    Verdict,
 )
+from .comparability import run_facts
 from .kernels import launch_kind
+from .noise import NOISE_FLOOR, measured_how, own_noise, step_of, versus
+from .verdict import percent, signed
 
-# Below this, two medians of one step are not told apart, however quiet the machine looked.
-NOISE_FLOOR = 0.02
-# With one process per configuration (``diff``), the spread inside a run understates the noise between
-# processes (2-12% between the cold and warm processes of one configuration in this project's compares).
-SINGLE_PROCESS_FLOOR = 0.05
 # Autotune picks this close to the runner-up are coin flips (the autotuner's own timing noise).
 CLOSE_PICK = 0.03
 
@@ -56,16 +49,19 @@ class ConfigRun:
     error: str | None = None
     warm_compile_s: float | None = None
     warm_error: str | None = None
-    latency_again: Timing | None = None
+    latency_again: Timing | None = None  # older comparisons: the step measured in one warm process
+    rounds: tuple[RoundMeasure, ...] = ()  # the interleaved warm rounds (``compare``)
 
 
 def config_result(entry: ConfigRun) -> ConfigResult:
     run = entry.run
     if run is None:
         return ConfigResult(entry.name, entry.mode, entry.options, entry.report, entry.status, entry.error,
-                            warm_compile_s=entry.warm_compile_s, warm_error=entry.warm_error)  # fmt: skip
+                            warm_compile_s=entry.warm_compile_s, warm_error=entry.warm_error,
+                            rounds=entry.rounds)  # fmt: skip
     e2e = run.bench.end_to_end if run.bench else None
     latency = e2e.compiled if e2e else None
+    warm = [r.compile_s for r in entry.rounds if r.compile_s is not None]
     kernels: Counter[str] = Counter(launch_kind(g, launch) for g in run.graphs for launch in g.launches)
     return ConfigResult(
         name=entry.name,
@@ -75,12 +71,15 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         status=entry.status,
         error=entry.error,
         cold_compile_s=run.capture.cold_compile_s if run.capture else None,
-        warm_compile_s=entry.warm_compile_s,
+        warm_compile_s=statistics.median(warm) if warm else entry.warm_compile_s,
         warm_error=entry.warm_error,
         latency=latency,
         latency_again=entry.latency_again,
-        noise=own_noise(latency, entry.latency_again),
-        step_ms=_mean_median(latency, entry.latency_again),
+        noise=own_noise(latency, entry.latency_again, entry.rounds),
+        step_ms=step_of(latency, entry.latency_again, entry.rounds),
+        rounds=entry.rounds,
+        measured=measured_how(latency, entry.latency_again, entry.rounds),
+        facts=run_facts(run),
         eager=e2e.eager if e2e else None,
         speedup=e2e.speedup if e2e else None,
         peak_bytes=e2e.compiled_peak_bytes if e2e else None,
@@ -118,56 +117,25 @@ def autotune_winners(run: CompileRun) -> tuple[AutotuneWinner, ...]:
     return tuple(winners)
 
 
-def step_ms(config: ConfigResult) -> float | None:
-    """The compiled step's median: the mean of the two processes' medians where both measured it."""
-    return _mean_median(config.latency, config.latency_again)
-
-
-def _mean_median(latency: Timing | None, again: Timing | None) -> float | None:
-    if latency is None:
-        return None
-    if again is None:
-        return latency.median_ms
-    return (latency.median_ms + again.median_ms) / 2
-
-
-def own_noise(latency: Timing | None, again: Timing | None) -> float | None:
-    """How far apart two measurements of one configuration's step land, as a fraction of the step.
-
-    With two processes (``compare``): the gap between their medians. With one (``diff``): the
-    half-width of the run's p10-p90 spread, which understates it, hence the higher floor.
-    """
-    if latency is None:
-        return None
-    if again is not None:
-        return max(_gap(latency.median_ms, again.median_ms), NOISE_FLOOR)
-    spread = (latency.p90_ms - latency.p10_ms) / 2 / latency.median_ms if latency.median_ms else 0.0
-    return max(spread, SINGLE_PROCESS_FLOOR)
+def judged(configs: Sequence[ConfigResult]) -> tuple[ConfigResult, ...]:
+    """The configurations, each judged against the baseline (the first) and against the fastest."""
+    timed = [c for c in configs if c.step_ms]
+    fastest = min(timed, key=lambda c: c.step_ms or 0.0) if timed else None
+    base = configs[0]
+    return tuple(
+        replace(
+            c,
+            against_baseline=versus(base, c) if c is not base else None,
+            against_fastest=versus(fastest, c) if fastest is not None and c is not fastest else None,
+        )
+        for c in configs
+    )
 
 
 def pair_noise(a: ConfigResult, b: ConfigResult) -> float:
-    """The noise a difference between two configurations must beat: the larger of their own."""
-    return max(a.noise or NOISE_FLOOR, b.noise or NOISE_FLOOR)
-
-
-def judge(fraction: float, noise: float) -> Judgement:
-    """A difference in time (fraction, + = slower) counts only beyond the noise."""
-    return "within noise" if abs(fraction) <= noise else "slower" if fraction > 0 else "faster"
-
-
-def against_baseline(configs: Sequence[ConfigResult]) -> tuple[ConfigResult, ...]:
-    """The configurations, each but the first (the baseline) with its step judged against the baseline's."""
-    base, base_ms = configs[0], step_ms(configs[0])
-    judged = [base]
-    for config in configs[1:]:
-        ms = step_ms(config)
-        if ms and base_ms:
-            fraction, noise = ms / base_ms - 1, pair_noise(config, base)
-            config = replace(
-                config, against_baseline=AgainstBaseline(fraction, noise, judge(fraction, noise))
-            )
-        judged.append(config)
-    return tuple(judged)
+    """The noise a difference between two configurations must beat (compare/noise.py)."""
+    pair = versus(a, b)
+    return pair.noise if pair else max(a.noise or NOISE_FLOOR, b.noise or NOISE_FLOOR)
 
 
 def judge_changes(diff: ConfigDiff, noise: float) -> ConfigDiff:
@@ -186,38 +154,6 @@ def _change_judgement(change: KernelChange, noise: float) -> Judgement | None:
     return "slower" if delta > 0 else "faster"
 
 
-def _gap(a: float, b: float) -> float:
-    return abs(a - b) / min(a, b) if min(a, b) > 0 else 0.0
-
-
-def verdict(configs: Sequence[ConfigResult]) -> Verdict:
-    timed = sorted((c for c in configs if step_ms(c)), key=lambda c: step_ms(c) or 0.0)
-    if len(timed) < 2:
-        return Verdict(None, "not enough configurations were timed to compare them", False)
-    fastest, second = timed[0], timed[1]
-    noise = pair_noise(fastest, second)
-    two = fastest.latency_again is not None and second.latency_again is not None
-    how = (f"the larger of the two configurations' own noise ({fastest.name} {fastest.noise:.1%}, {second.name} "
-           f"{second.noise:.1%}): " + ("the gap between the step medians of its cold and its warm process, "
-           f"at least {NOISE_FLOOR:.0%}" if two else "one process per configuration, so the half-width of its "
-           f"p10-p90 spread, at least {SINGLE_PROCESS_FLOOR:.0%}, since processes differ by more than their own spread"))  # fmt: skip
-    margin = (step_ms(second) or 0.0) / (step_ms(fastest) or 1.0) - 1
-    if margin > noise:
-        text = (f"{fastest.name} is the fastest: {margin:.1%} faster than the next, {second.name} "
-                f"({_ms(step_ms(fastest))} against {_ms(step_ms(second))}), beyond the run-to-run noise of {noise:.1%}")  # fmt: skip
-        return Verdict(fastest.name, text, True, margin, noise, how)
-    tied = [
-        c.name for c in timed if (step_ms(c) or 0.0) / (step_ms(fastest) or 1.0) - 1 <= pair_noise(fastest, c)
-    ]
-    text = (f"no significant difference between {', '.join(tied)}: within {margin:.1%} of each other, "
-            f"inside the run-to-run noise of {noise:.1%}")  # fmt: skip
-    return Verdict(None, text, False, margin, noise, how)
-
-
-def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.3f} ms"
-
-
 def evidence(
     configs: Sequence[ConfigResult], runs: dict[str, CompileRun], diffs: Sequence[ConfigDiff]
 ) -> tuple[Evidence, ...]:
@@ -229,7 +165,7 @@ def evidence(
     base = configs[0]
     for config in configs:
         run = runs.get(config.name)
-        ms = step_ms(config)
+        ms = config.step_ms
         if run is None or ms is None:
             continue
         diff = next((d for d in diffs if d.other == config.name), None)
@@ -302,12 +238,11 @@ def _findings(
     step = run.bench.step if run.bench else None
     base_step = base_run.bench.step if base_run and base_run.bench else None
     if step is not None and base_step is not None and base is not None and base_step.total_us:
-        more = step.total_us / base_step.total_us - 1
-        verdict_text = ("the kernels themselves take longer" if more > noise
-                        else "about the same: the difference is not in the kernels")  # fmt: skip
-        notes.append(f"GPU time per step (profiled): {step.total_us:,.1f} µs against {base_step.total_us:,.1f} µs "
-                     f"for {base.name}, {more:+.1%}: {verdict_text}")  # fmt: skip
-    ms = step_ms(config)
+        what = ("GPU time per step (profiled)" if run.environment.device_type == "cuda"
+                else "time inside the compiled graphs per step (profiled)")  # fmt: skip
+        notes.append(f"{what}: {step.total_us:,.1f} µs against {base_step.total_us:,.1f} µs for {base.name}, "
+                     + gap_words(step.total_us / base_step.total_us - 1, noise, "the kernels"))  # fmt: skip
+    ms = config.step_ms
     if step is not None and ms and run.environment.device_type == "cuda" and step.total_us < 0.5 * ms * 1e3:
         notes.append(f"the GPU works {step.total_us:,.1f} µs of the {ms * 1e3:,.1f} µs step "
                      f"({step.total_us / (ms * 1e3):.0%}): the step is bound by host time (Dynamo's guards, the "
@@ -319,6 +254,14 @@ def _findings(
     if not notes:
         notes.append("nothing in the captures explains it: look at host-side time (Python, guards, launches)")
     return tuple(notes)
+
+
+def gap_words(fraction: float, noise: float, what: str) -> str:
+    """``+36.6%, beyond the noise of 5.0%: the kernels take longer``: one wording for every gap, by the rule of noise.py."""
+    if abs(fraction) <= noise:
+        return f"{signed(fraction)}, within the noise of {percent(noise)}: {what} take about the same time"
+    more = "longer" if fraction > 0 else "less time"
+    return f"{signed(fraction)}, beyond the noise of {percent(noise)}: {what} take {more}"
 
 
 def _device_us(diff: ConfigDiff, side: str) -> float | None:

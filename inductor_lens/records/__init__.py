@@ -33,9 +33,11 @@ from .comparison import (
     ConfigResult,
     DiffSide,
     Evidence,
+    FactDifference,
     GraphPairing,
     Judgement,
     KernelChange,
+    RoundMeasure,
     Verdict,
 )
 from .graph import (
@@ -131,6 +133,7 @@ __all__ = [
     "EndToEnd",
     "Environment",
     "Evidence",
+    "FactDifference",
     "FxGraph",
     "FxNode",
     "GraphBreak",
@@ -161,6 +164,7 @@ __all__ = [
     "ParseStats",
     "Provenance",
     "Roofline",
+    "RoundMeasure",
     "ShapeGuard",
     "ShapeSpecialization",
     "ShapeSymbol",

@@ -7,6 +7,12 @@ reader would misread); its numbers continue the run document's, which it shared 
      (ConfigResult.step_ms) and its difference from the baseline against the noise of the two
      (ConfigResult.against_baseline), each kernel change's time against that noise (KernelChange.judgement,
      ConfigDiff.noise). A version 5 document has none: its pages show the numbers without a judgement.
+  6, extended (fields with defaults, so a document written before them reads as before): interleaved warm
+     rounds (ConfigResult.rounds, RoundMeasure; Comparison.rounds), each configuration against the fastest
+     (ConfigResult.against_fastest) with the paired round ratios behind a judgement (AgainstBaseline.ratios,
+     .rounds_agree), what the runs differ in beyond the mode and options (Comparison.differences,
+     FactDifference; ConfigResult.facts), and what the verdict compares (Verdict.runner_up, .same_code,
+     .rule, .compares). The merger bumps the version number.
 """
 
 from __future__ import annotations
@@ -47,8 +53,36 @@ class AgainstBaseline:
     """A configuration's compiled step against the baseline's, judged against the noise of the two."""
 
     fraction: float  # step_ms / the baseline's step_ms - 1: + = slower
-    noise: float  # the larger of the two configurations' own noise (fraction)
+    noise: float  # what the difference had to beat (fraction; compare/noise.py says how)
     judgement: Judgement
+    # Interleaved rounds: this configuration's round median over the other's, round by round.
+    ratios: tuple[float, ...] = ()
+    # Whether every round puts the two on the same side (None: not measured in paired rounds).
+    rounds_agree: bool | None = None
+    against: str = ""  # the configuration it is measured against
+
+
+@dataclass(frozen=True)
+class RoundMeasure:
+    """One warm process of one configuration in one interleaved round (``compare``)."""
+
+    round: int  # 1, 2, ...
+    position: int  # its place in that round's order (1 = first); the order rotates every round
+    compiled: Timing  # the compiled step in that process (its median is the round's number)
+    eager: Timing | None = None
+    compile_s: float | None = None  # the first call of that process, on the caches the cold one filled
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class FactDifference:
+    """Something other than the mode and options that differs between the baseline and a configuration."""
+
+    fact: str  # "device", "dtype", "train", "dynamic", "inputs", "device name", "torch", "triton", "model"
+    config: str  # the configuration that differs from the baseline
+    base: str  # the baseline's value, as shown
+    other: str  # the configuration's value
+    effect: str  # what such a difference does to the numbers
 
 
 @dataclass(frozen=True)
@@ -62,16 +96,21 @@ class ConfigResult:
     status: CaptureStatus = "ok"  # the capture's status
     error: str | None = None
     cold_compile_s: float | None = None  # first call on fresh, empty caches
-    warm_compile_s: float | None = None  # first call of a second process on the caches the first filled
+    # first call of a warm process on the caches the cold one filled (the median over the rounds)
+    warm_compile_s: float | None = None
     warm_error: str | None = None
     latency: Timing | None = None  # compiled step, measured in the cold process (the report's number)
-    latency_again: Timing | None = None  # the same, measured again in the warm process
+    latency_again: Timing | None = None  # older comparisons: the same, measured again in one warm process
     noise: float | None = (
-        None  # how far two measurements of its step land apart (fraction; see compare/summary.py)
+        None  # how far measurements of its step land apart (fraction; see compare/noise.py)
     )
-    # The step time comparisons use: the mean of the two processes' medians where both measured it.
+    # The step time comparisons use: the median of the round medians (older: of the cold and warm process).
     step_ms: float | None = None
     against_baseline: AgainstBaseline | None = None  # None for the baseline itself, or where not timed
+    against_fastest: AgainstBaseline | None = None  # None for the fastest itself, or where not timed
+    rounds: tuple[RoundMeasure, ...] = ()  # the interleaved warm rounds (compare); none for diff
+    measured: str = ""  # how step_ms was measured, in words
+    facts: Mapping[str, str] = field(default_factory=dict)  # dtype, train, dynamic, device, ... as shown
     eager: Timing | None = None
     speedup: float | None = None  # eager median / compiled median
     peak_bytes: int | None = None  # compiled step's peak device memory (GPU)
@@ -157,6 +196,11 @@ class Verdict:
     margin: float | None = None  # how much faster than the next configuration (fraction)
     noise: float | None = None  # the run-to-run noise it was judged against (fraction)
     noise_how: str = ""
+    runner_up: str | None = None  # the configuration the fastest was judged against
+    # Whether the fastest and the runner-up run the same code (kernels, wrapper, graphs, CUDA graphs).
+    same_code: bool | None = None
+    rule: str = ""  # the rule that names a winner, in words
+    compares: str = ""  # what the verdict compares: the mode and options alone, or more
 
 
 @dataclass(frozen=True)
@@ -173,6 +217,9 @@ class Comparison:
     verdict: Verdict | None = None
     evidence: tuple[Evidence, ...] = ()
     notes: tuple[str, ...] = ()
+    # What the runs differ in besides mode and options, most likely cause of a gap first.
+    differences: tuple[FactDifference, ...] = ()
+    rounds: int = 0  # interleaved warm rounds per configuration (compare); 0 for diff and older comparisons
 
     @property
     def baseline(self) -> ConfigResult:

@@ -6,7 +6,9 @@ Each configuration's own report is a normal report in its folder (``configs/<nam
 ``compare``; the reports given to ``diff`` stay where they are and are linked).
 
 Whether a difference beats the run-to-run noise is read from the records (compare/summary.py judged it
-when the comparison was built), never worked out here. A comparison saved before those judgements were
+when the comparison was built), never worked out here; the numbers are formatted with the functions the
+verdict sentence is formatted with (compare/verdict.py), so the text and the table cannot disagree.
+What the runs differ in besides mode and options (compare/comparability.py) heads the page. A comparison saved before those judgements were
 recorded (schema 5) shows its measured numbers without them, and says so: today's rules are not applied
 to yesterday's measurements.
 """
@@ -16,7 +18,18 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..records import Comparison, ConfigDiff, ConfigResult, DiffSide, Evidence, Judgement, KernelChange
+from ..compare.comparability import headline
+from ..compare.verdict import ms, percent, signed
+from ..records import (
+    AgainstBaseline,
+    Comparison,
+    ConfigDiff,
+    ConfigResult,
+    DiffSide,
+    Evidence,
+    Judgement,
+    KernelChange,
+)
 from .views import launch_page
 
 KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
@@ -34,6 +47,22 @@ class ConfigRow:
     versus_tone: str  # "bad" slower / "ok" faster than the baseline beyond the noise of the two, else "muted"
     fastest: bool
     warm_ratio: float | None  # warm / cold compile seconds
+    step_text: str  # step_ms as the verdict writes it
+    noise_text: str  # its own noise
+    versus: Gap | None  # against the baseline
+    versus_fastest: Gap | None  # against the fastest
+    rounds: tuple[str, ...]  # each round's median, in round order ("1.234 ms (2nd)")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One cell "against ...": the gap, the noise of the pair, the judgement, as the verdict writes them."""
+
+    text: str  # "+3.1%"
+    noise: str  # "4.2%"
+    judgement: str
+    tone: str
+    rounds: str  # the paired round ratios, "1.031, 0.998, 1.012", or ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +104,8 @@ class ComparisonPage:
     diffs: tuple[DiffPage, ...]
     evidence: tuple[Evidence, ...]
     unjudged: bool  # timed configurations without a recorded judgement: an older comparison
+    headline: str  # what the runs differ in besides mode and options ("" when nothing)
+    gpu: bool  # any run on a GPU (CUDA graphs, device time)
 
 
 def comparison_page(comparison: Comparison) -> ComparisonPage:
@@ -90,7 +121,10 @@ def comparison_page(comparison: Comparison) -> ComparisonPage:
     )
     # since schema 6 every timed configuration has its step_ms: older comparisons recorded no judgements
     unjudged = any(c.latency is not None and c.step_ms is None for c in comparison.configs)
-    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence, unjudged)
+    # facts["device"] is the device kind ("cuda", "cpu"); ConfigResult.device is its name (a CPU's model, too)
+    gpu = any(c.facts.get("device", "cuda") != "cpu" or c.cudagraphs for c in comparison.configs)
+    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence, unjudged,
+                          headline(comparison.differences), gpu)  # fmt: skip
 
 
 def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
@@ -98,7 +132,24 @@ def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
     fraction, tone = (versus.fraction, TONES[versus.judgement]) if versus else (None, TONES[None])
     warm = (config.warm_compile_s / config.cold_compile_s
             if config.warm_compile_s is not None and config.cold_compile_s else None)  # fmt: skip
-    return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm)
+    rounds = tuple(
+        "failed" if r.error and not r.compiled.median_ms else f"{ms(r.compiled.median_ms)} ({_nth(r.position)})"
+        for r in sorted(config.rounds, key=lambda r: r.round)
+    )
+    return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm,
+                     ms(config.step_ms), percent(config.noise), _gap(versus), _gap(config.against_fastest),
+                     rounds)  # fmt: skip
+
+
+def _gap(versus: AgainstBaseline | None) -> Gap | None:
+    if versus is None:
+        return None
+    ratios = ", ".join(f"{r:.3f}" for r in versus.ratios)
+    return Gap(signed(versus.fraction), percent(versus.noise), versus.judgement, TONES[versus.judgement], ratios)
+
+
+def _nth(position: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(position, f"{position}th")
 
 
 def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) -> DiffPage:

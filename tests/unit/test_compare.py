@@ -12,8 +12,11 @@ import pytest
 
 from inductor_lens import api
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config, requested_configs
+from inductor_lens.compare.comparability import differences, headline, run_facts
 from inductor_lens.compare.kernels import diff_runs, kernel_body
-from inductor_lens.compare.summary import SINGLE_PROCESS_FLOOR, own_noise, verdict
+from inductor_lens.compare.noise import SINGLE_PROCESS_FLOOR, own_noise, rotated, versus
+from inductor_lens.compare.summary import gap_words, judged
+from inductor_lens.compare.verdict import verdict
 from inductor_lens.errors import InputFolderError, UsageError
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import (
@@ -27,6 +30,7 @@ from inductor_lens.records import (
     GraphRecord,
     Launch,
     LaunchTiming,
+    RoundMeasure,
     Timing,
 )
 from inductor_lens.report import render_comparison
@@ -215,37 +219,116 @@ def test_side_by_side_folds_long_equal_runs() -> None:
 
 
 def _config(name: str, ms: float, again: float | None = None, spread: float = 0.0) -> ConfigResult:
+    """An older comparison's configuration: a cold and (maybe) a warm process, no rounds."""
     timing = Timing(ms, ms * (1 - spread), ms * (1 + spread), 20, "test")
     again_timing = Timing(again, again, again, 20, "test") if again is not None else None
-    noise = own_noise(timing, again_timing)
-    return ConfigResult(name, "default", latency=timing, latency_again=again_timing, noise=noise)
+    step = (ms + again) / 2 if again is not None else ms
+    return ConfigResult(name, "default", latency=timing, latency_again=again_timing,
+                        noise=own_noise(timing, again_timing), step_ms=step)  # fmt: skip
 
 
-def test_verdict_names_the_fastest_only_beyond_the_noise() -> None:
-    clear = verdict([_config("default", 10.0, 10.2), _config("max-autotune", 8.0, 8.1)])
-    assert clear.significant and clear.fastest == "max-autotune"
-    assert clear.noise == pytest.approx(0.02)  # the floor: the measured gaps are 2.0% and 1.25%
-    assert clear.text.startswith(
-        "max-autotune is the fastest: 25.5% faster than the next, default (8.050 ms against 10.100 ms)"
-    )
-    close = verdict([_config("default", 10.0, 10.6), _config("max-autotune", 9.8, 9.9)])
-    assert not close.significant and close.fastest is None
-    assert close.noise == pytest.approx(0.06)
-    assert close.text.startswith("no significant difference between max-autotune, default")
+def _rounds(*medians: float, start: int = 1) -> tuple[RoundMeasure, ...]:
+    return tuple(RoundMeasure(k, 1, Timing(m, m, m, 20, "t")) for k, m in enumerate(medians, start))
+
+
+def _rounded(name: str, *medians: float) -> ConfigResult:
+    rounds = _rounds(*medians)
+    return ConfigResult(name, "default", latency=rounds[0].compiled, rounds=rounds,
+                        noise=own_noise(None, None, rounds), step_ms=sorted(medians)[len(medians) // 2])  # fmt: skip
+
+
+def test_noise_is_the_spread_of_the_round_medians() -> None:
+    rounds = _rounds(10.0, 10.5, 9.8)
+    assert own_noise(None, None, rounds) == pytest.approx(0.7 / 10.0)
+    assert own_noise(None, None, _rounds(10.0, 10.01)) == 0.02  # the floor
+    assert rotated(["a", "b", "c"], 1) == ["a", "b", "c"] and rotated(["a", "b", "c"], 2) == ["b", "c", "a"]
+    # the pair: the largest of the spread of the round-by-round ratios and each one's own spread
+    a, b = _rounded("a", 10.0, 10.2, 9.9), _rounded("b", 8.0, 8.5, 7.8)
+    pair = versus(a, b)
+    assert pair is not None and pair.ratios == pytest.approx((0.8, 8.5 / 10.2, 7.8 / 9.9))
+    assert pair.noise == pytest.approx(max(0.7 / 8.0, 8.5 / 10.2 - 7.8 / 9.9))
+    assert pair.fraction == pytest.approx(-0.2) and pair.judgement == "faster" and pair.rounds_agree
+
+
+def test_a_winner_only_beyond_the_noise_of_the_pair() -> None:
+    clear = judged([_rounded("default", 10.0, 10.2, 9.9), _rounded("max-autotune", 8.0, 8.1, 7.9)])
+    said = verdict(clear, (False, "3 of 3 launches differ"))
+    assert said.significant and said.fastest == "max-autotune" and said.runner_up == "default"
+    assert said.text == ("max-autotune is the fastest: default is +25.0% against it (10.000 ms against 8.000 ms), "
+                         "beyond the noise of 3.0% between them, and every round agrees")  # fmt: skip
+    # a 3% lead with rounds 6% apart: no winner
+    close = judged([_rounded("default", 10.0, 10.6, 10.3), _rounded("max-autotune", 9.7, 10.0, 10.4)])
+    said = verdict(close, (False, "1 of 3 launches differ"))
+    assert not said.significant and said.fastest is None
+    assert said.text.startswith("no winner: default is +3.0% against max-autotune")
+    assert "within the noise of 7.0% between them" in said.text
+
+
+def test_the_same_code_never_names_a_winner() -> None:
+    """Two configurations that compiled the same program: even a steady 10% gap is noise (too few rounds)."""
+    graph = _graph(("extern", "mm", ("mm",)), ("extern", "add", ("add",)))
+    entries = [ConfigRun(name, "default", {"max_autotune": False}, _timed_run(graph, ms, 2.0, None), name,
+                         rounds=_rounds(ms, ms * 1.01, ms))
+               for name, ms in (("a", 1.0), ("b", 1.1))]  # fmt: skip
+    comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
+    said = comparison.verdict
+    assert said is not None and said.fastest is None and not said.significant and said.same_code
+    assert said.text.startswith("no winner: same code; the gap 10.0% is beyond the measured noise 2.0% of 3 rounds")
+    entries[1] = replace(entries[1], rounds=_rounds(1.01, 0.99, 1.0))
+    said = build_comparison(entries, kind="compare", title="m", model_path="m.py").verdict
+    assert said is not None and said.fastest is None
+    assert said.text.startswith("no winner: same code; the gap 0.0% is within the noise 3.0% (a against b: all 2 "
+                                "launches the same code")  # fmt: skip
+    # other code: the same numbers name a winner
+    other = replace(entries[1], run=_timed_run(_graph(("extern", "mm", ("mm",))), 1.1, 2.0, None),
+                    rounds=_rounds(1.1, 1.11, 1.1))  # fmt: skip
+    said = build_comparison([entries[0], other], kind="compare", title="m", model_path="m.py").verdict
+    assert said is not None and said.fastest == "a" and said.same_code is False
+
+
+def test_the_verdict_is_made_of_the_numbers_in_the_table() -> None:
+    """Every number of the verdict sentence is in the table, in the column it belongs to."""
+    graphs = [_graph(("extern", "mm", ("mm",))), _graph(("extern", "mm2", ("mm",))), _graph(("extern", "mm3", ("mm",)))]
+    entries = [ConfigRun(name, "default", {}, _timed_run(g, r[0], 2.0, None), name, rounds=_rounds(*r))
+               for name, g, r in zip(("default", "b", "c"), graphs,
+                                     ((1.0, 1.02, 0.99), (0.62, 0.64, 0.63), (0.64, 0.66, 0.62)), strict=True)]  # fmt: skip
+    comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
+    said = comparison.verdict
+    assert said is not None and said.fastest is None  # b and c within noise; default -38% is not "within 1.7%"
+    index = render_comparison(comparison)["index.html"]
+    cells = {
+        row: re.findall(r'<td class="num[^"]*">(.*?)</td>', re.search(rf"<th[^>]*>{row}</th>(.*?)</tr>", index).group(1))
+        for row in ("Step \\(median of the round medians\\)", "Against the fastest", "Against default")
+    }  # fmt: skip
+    step_cells, fastest_cells, default_cells = cells.values()
+    numbers = re.findall(r"[+-]?[\d,]+\.\d+(?: ms|%)", said.text)
+    assert numbers == ["+1.6%", "0.640 ms", "0.630 ms", "6.3%"]
+    assert "0.640 ms" in step_cells[2] and "0.630 ms" in step_cells[1]
+    assert "+1.6%" in fastest_cells[2] and "noise 6.3%" in fastest_cells[2] and "fastest" in fastest_cells[1]
+    assert "+58.7%" in fastest_cells[0] and "-37.0%" in default_cells[1]
+    assert f"{said.text}." in index and "within 1.7%" not in index
 
 
 def test_single_process_noise_has_a_floor() -> None:
     assert _config("a", 10.0, spread=0.01).noise == SINGLE_PROCESS_FLOOR
     assert _config("a", 10.0, spread=0.08).noise == pytest.approx(0.08)
-    judged = verdict([_config("a", 10.0, spread=0.01), _config("b", 9.7, spread=0.01)])
-    assert not judged.significant and "one process per configuration" in judged.noise_how
+    said = verdict(judged([_config("a", 10.0, spread=0.01), _config("b", 9.7, spread=0.01)]), None)
+    assert not said.significant and said.text.startswith("no winner: a is +3.1% against b")
 
 
 def test_each_pair_is_judged_by_its_own_noise() -> None:
     # one configuration measured badly does not hide a clear lead between two others
-    configs = [_config("default", 10.0, 10.1), _config("noisy", 12.0, 20.0), _config("fast", 3.0, 3.05)]
-    judged = verdict(configs)
-    assert judged.significant and judged.fastest == "fast" and judged.noise == pytest.approx(0.02)
+    configs = judged([_config("default", 10.0, 10.1), _config("noisy", 12.0, 20.0), _config("fast", 3.0, 3.05)])
+    said = verdict(configs, None)
+    assert said.significant and said.fastest == "fast" and said.noise == pytest.approx(0.02)
+
+
+def test_gaps_are_worded_by_the_noise_rule() -> None:
+    assert gap_words(0.366, 0.05, "the kernels") == "+36.6%, beyond the noise of 5.0%: the kernels take longer"
+    assert gap_words(0.03, 0.05, "the kernels") == (
+        "+3.0%, within the noise of 5.0%: the kernels take about the same time"
+    )
+    assert "less time" in gap_words(-0.2, 0.05, "the kernels")
 
 
 def _timed_run(graph: GraphRecord, compiled_ms: float, eager_ms: float, cudagraphs: str | None) -> CompileRun:
@@ -304,7 +387,7 @@ def test_judgements_are_made_once_and_recorded() -> None:
     base, fast = comparison.configs
     assert base.step_ms == pytest.approx(1.005) and base.against_baseline is None
     assert fast.step_ms == pytest.approx(0.5025)
-    assert fast.against_baseline == AgainstBaseline(pytest.approx(-0.5), pytest.approx(0.02), "faster")
+    assert fast.against_baseline == AgainstBaseline(pytest.approx(-0.5), pytest.approx(0.02), "faster", against="default")
     (diff,) = comparison.diffs
     assert diff.noise == pytest.approx(0.02)
     # 1 µs of 100 is inside the 2% noise; +5 and -5 µs of 10 are not
@@ -367,13 +450,45 @@ def test_diff_of_two_reports(run_cli, two_reports, tmp_path: Path) -> None:
     assert (tmp_path / "d" / comparison.configs[1].report / "index.html").is_file()
     index = (tmp_path / "d" / "index.html").read_text()
     assert "Diff of two reports" in index and 'href="diffs/1.html"' in index
-    assert any("different models" in n for n in comparison.notes)
+    # fp32 against bf16: the dtype difference comes first, at the top of the page and in the verdict
+    assert [d.fact for d in comparison.differences] == ["dtype", "inputs"]
+    assert (comparison.differences[0].base, comparison.differences[0].other) == ("float32", "bfloat16")
+    assert comparison.verdict is not None and "not the mode and options alone" in comparison.verdict.compares
+    assert "differ in dtype" in comparison.verdict.compares
+    assert "These runs differ in dtype (float32 vs bfloat16): the likely cause of the gap" in result.stderr
+    assert result.stderr.index("differ in dtype") < result.stderr.index(comparison.verdict.text)
+    index_text = (tmp_path / "d" / "index.html").read_text()
+    top = index_text.index('id="differences"')
+    assert top < index_text.index('id="verdict"') < index_text.index('id="compare-table"')
+    assert "These runs differ in dtype (float32 vs bfloat16)" in index_text[top:index_text.index('id="verdict"')]
     page = (tmp_path / "d" / "diffs" / "1.html").read_text()
     assert page.count('class="badge change-changed"') == 5 + 1  # 5 changes and the count badge
     assert page.count('class="badge change-regrouped"') == 1 + 1
     assert '<tr class="replace">' in page  # a side-by-side source diff
     # the links reach the two reports' own pages
     assert f'href="../{comparison.configs[1].report}/kernels/' in page
+
+
+def test_comparability_facts_in_order(unpacked) -> None:
+    """--train against inference, static against dynamic: named in that order, after the dtype."""
+    train = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train"), strict=True)
+    dynamic = parse_debug_folder(unpacked("cpu-torch2.13-block-dynamic"), strict=True)
+    facts = run_facts(train), run_facts(dynamic)
+    assert facts[0]["train"] == "training" and facts[1]["train"] == "inference"
+    assert facts[0]["dynamic"] == "static" and facts[1]["dynamic"] == "dynamic"
+    found = differences("train", facts[0], "dyn", facts[1])
+    assert [d.fact for d in found] == ["train", "dynamic", "inputs"]
+    assert headline(found).startswith("These runs differ in training or inference (training vs inference): "
+                                      "the likely cause of the gap")  # fmt: skip
+    bf16 = replace(train, settings=replace(train.settings, dtype="bfloat16"), capture=_outcome())
+    assert next(d.fact for d in differences("a", facts[0], "b", run_facts(bf16))) == "dtype"
+    assert differences("a", facts[0], "a", facts[0]) == []
+
+
+def _outcome():
+    from inductor_lens.records import CaptureOutcome
+
+    return CaptureOutcome(model_path="/m/mlp.py", model_name="mlp", status="ok", phase="done")
 
 
 def test_diff_refuses_what_is_not_a_report(run_cli, unpacked, tmp_path: Path) -> None:
