@@ -7,12 +7,12 @@ reader would misread); its numbers continue the run document's, which it shared 
      (ConfigResult.step_ms) and its difference from the baseline against the noise of the two
      (ConfigResult.against_baseline), each kernel change's time against that noise (KernelChange.judgement,
      ConfigDiff.noise). A version 5 document has none: its pages show the numbers without a judgement.
-  6, extended (fields with defaults, so a document written before them reads as before): interleaved warm
+  7: interleaved warm
      rounds (ConfigResult.rounds, RoundMeasure; Comparison.rounds), each configuration against the fastest
      (ConfigResult.against_fastest) with the paired round ratios behind a judgement (AgainstBaseline.ratios,
      .rounds_agree), what the runs differ in beyond the mode and options (Comparison.differences,
      FactDifference; ConfigResult.facts), and what the verdict compares (Verdict.runner_up, .same_code,
-     .rule, .compares). The merger bumps the version number.
+     .rule, .compares). A version 6 document reads with none of them: its verdict keeps its own noise.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .graph import GraphKind
 from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
 
-COMPARISON_SCHEMA_VERSION = 6
+COMPARISON_SCHEMA_VERSION = 7
 
 ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
 # A difference in time against the run-to-run noise (compare/summary.py): slower or faster only beyond it.

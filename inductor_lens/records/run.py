@@ -25,6 +25,12 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      ShapeSymbol), and per Dynamo frame the symbols it created, its specializations and the guards
      they added (DynamoFrame.symbols, .specializations, .shape_guards); byte counts of symbolic sizes
      come from the hints (Roofline.cost_source says so). A version 7 run reads as static.
+  9: honest numbers: the machine's load around each timed window (BenchResult.host, HostLoad) and the
+     profiled step's spread (StepTiming.total_p10_us, .total_p90_us); CUDA-graph replays tied to launches
+     (StepTiming.replayed_us, .approximate_us) and what the graphs cost and saved (BenchResult.cudagraphs,
+     CudaGraphUse); per compile: its own graph breaks, CUDA-graph recordings (DynamoFrame.cudagraph_recordings,
+     .cudagraph_record_s), failed autotune choices (AutotuneTable.failed), the mode inferred from
+     options (CompileSettings.mode_inferred). A version 8 run reads with none of them.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 8
+RUN_SCHEMA_VERSION = 9
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
