@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ..bench.diagnosis import diagnose
 from ..parse.compat import CUDAGRAPH_LOG_MARKERS
 from ..records import (
     AutotuneWinner,
@@ -20,6 +21,7 @@ from ..records import (
     CompileRun,
     ConfigDiff,
     ConfigResult,
+    DiagnosisLine,
     Evidence,
     JsonValue,
     Judgement,
@@ -91,6 +93,16 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         autotune=autotune_winners(run),
         device=run.environment.device_name or run.environment.device_type,
         torch_version=run.environment.torch_version,
+        diagnosis=diagnosis_lines(run),
+    )
+
+
+def diagnosis_lines(run: CompileRun, most: int = 3) -> tuple[DiagnosisLine, ...]:
+    """The configuration's top findings (its report shows them all): the change to try, with its evidence link."""
+    found = diagnose(run)
+    return tuple(
+        DiagnosisLine(f.title, None if found.noisy else f.at_stake_us, f.change, f.evidence_url)
+        for f in found.findings[:most]
     )
 
 

@@ -12,7 +12,8 @@ reader would misread); its numbers continue the run document's, which it shared 
      (ConfigResult.against_fastest) with the paired round ratios behind a judgement (AgainstBaseline.ratios,
      .rounds_agree), what the runs differ in beyond the mode and options (Comparison.differences,
      FactDifference; ConfigResult.facts), and what the verdict compares (Verdict.runner_up, .same_code,
-     .rule, .compares). A version 6 document reads with none of them: its verdict keeps its own noise.
+     .rule, .compares), and each configuration's diagnosis (ConfigResult.diagnosis, DiagnosisLine). A version 6
+     document reads with none of them: its verdict keeps its own noise.
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ class FactDifference:
 
 
 @dataclass(frozen=True)
+class DiagnosisLine:
+    """One finding of a configuration's diagnosis, as the comparison page lists it."""
+
+    title: str
+    at_stake_us: float | None
+    change: str
+    url: str  # into the configuration's report, relative to it
+
+
+@dataclass(frozen=True)
 class ConfigResult:
     """One configuration of a comparison: how it was compiled, where its report is, what it measured."""
 
@@ -122,6 +133,8 @@ class ConfigResult:
     autotune: tuple[AutotuneWinner, ...] = ()
     device: str | None = None
     torch_version: str | None = None
+    # Its report's diagnosis (bench/diagnosis.py), top findings first: what to try for this configuration.
+    diagnosis: tuple[DiagnosisLine, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -467,6 +467,11 @@ def test_diff_of_two_reports(run_cli, two_reports, tmp_path: Path) -> None:
     assert '<tr class="replace">' in page  # a side-by-side source diff
     # the links reach the two reports' own pages
     assert f'href="../{comparison.configs[1].report}/kernels/' in page
+    # each configuration's diagnosis, recorded with the comparison and linked into its report
+    first = comparison.configs[0].diagnosis[0]
+    assert first.title.startswith("Recompiled [0/1]: GLOBAL_STATE changed: grad_mode") and first.at_stake_us is None
+    assert "torch.no_grad()" in first.change and first.url == "compile.html#frame-0-1"
+    assert f'<a href="{comparison.configs[0].report}/compile.html#frame-0-1">Recompiled [0/1]' in index
 
 
 def test_comparability_facts_in_order(unpacked) -> None:
