@@ -76,14 +76,15 @@ def test_compare_on_cuda(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     result = run_cli_process(
         "compare", SAMPLES / "mlp.py", "--device", "cuda", "--dtype", "bf16", "--mode", "default",
-        "--mode", "max-autotune-no-cudagraphs", "--no-handwritten", "--out", out,
+        "--mode", "max-autotune-no-cudagraphs", "--no-handwritten", "--rounds", "2", "--out", out,
     )  # fmt: skip
     assert result.code == 0, result.stderr
     comparison = json.loads((out / "lens.json").read_text())["comparison"]
     default, autotune = comparison["configs"]
     for config in (default, autotune):
         assert config["status"] == "ok" and config["warm_compile_s"] < config["cold_compile_s"]
-        assert config["latency"]["median_ms"] > 0 and config["latency_again"]["median_ms"] > 0
+        assert config["latency"]["median_ms"] > 0 and len(config["rounds"]) == 2
+        assert all(r["compiled"]["median_ms"] > 0 and r["error"] is None for r in config["rounds"])
         assert config["peak_bytes"] > 0 and config["device"].startswith("NVIDIA")
     # max-autotune turns the bf16 matmuls into Triton templates, picked by the autotuner
     assert default["kernels"].get("extern") == 2 and autotune["kernels"].get("triton template") == 2
@@ -93,3 +94,21 @@ def test_compare_on_cuda(tmp_path: Path) -> None:
     # both matmuls at least (extern -> template); whether GELU joins an epilogue is the autotuner's pick
     assert kinds.count("changed") + kinds.count("regrouped") >= 2 and "added" not in kinds, kinds
     assert all(c["before"]["time_us"] and c["after"]["time_us"] for c in diff["changes"])
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_cuda_graph_modes_are_timed(tmp_path: Path, mode: str) -> None:
+    """Under CUDA graphs every replayed kernel is tied to its launch and every Triton kernel timed alone."""
+    result = run_cli_process(
+        "compile", SAMPLES / "block.py", "--device", "cuda", "--mode", mode, "--no-handwritten", "--out", tmp_path / "r"
+    )
+    assert result.code == 0, result.stderr
+    run = json.loads((tmp_path / "r" / "lens.json").read_text())["run"]
+    bench = run["bench"]
+    step, use = bench["step"], bench["cudagraphs"]
+    assert step["replayed_us"] and step["attributed_us"] >= 0.95 * step["total_us"]
+    assert "(exactly, from the same code profiled without CUDA graphs)" in step["method"]
+    assert use["graphs_recorded"] >= 1 and use["without_graphs"]["median_ms"] > 0 and not use["errors"]
+    assert all(launch["timing"] for g in run["graphs"] for launch in g["launches"])
+    kernels = [k for g in run["graphs"] for k in g["kernels"]]
+    assert kernels and all(k["timing"]["isolated"]["samples"] > 0 for k in kernels)
