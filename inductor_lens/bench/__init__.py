@@ -249,6 +249,9 @@ def _time_graph(
             calls=statistics.median(times.per_step_calls) if times.per_step_calls else 0,
             share=median_us / step_total_us if step_total_us else 0.0,
             roofline=place(cost, median_us * 1e-6, "in context", ceilings),
+            p10_us=_quantile(times.per_step_us, 0.1) if times.per_step_us else None,
+            p90_us=_quantile(times.per_step_us, 0.9) if times.per_step_us else None,
+            steps=len(times.per_step_us),
         )
         launches.append(replace(launch, timing=timing))
     timed = tuple(_time_kernel(graph, k, launches, isolated, ceilings) for k in graph.kernels)

@@ -26,7 +26,8 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      they added (DynamoFrame.symbols, .specializations, .shape_guards); byte counts of symbolic sizes
      come from the hints (Roofline.cost_source says so). A version 7 run reads as static.
   9: honest numbers: the machine's load around each timed window (BenchResult.host, HostLoad) and the
-     profiled step's spread (StepTiming.total_p10_us, .total_p90_us); CUDA-graph replays tied to launches
+     profiled step's spread (StepTiming.total_p10_us, .total_p90_us) and each launch's (LaunchTiming.p10_us,
+     .p90_us, .steps); CUDA-graph replays tied to launches
      (StepTiming.replayed_us, .approximate_us) and what the graphs cost and saved (BenchResult.cudagraphs,
      CudaGraphUse); per compile: its own graph breaks, CUDA-graph recordings (DynamoFrame.cudagraph_recordings,
      .cudagraph_record_s), failed autotune choices (AutotuneTable.failed), the mode inferred from

@@ -43,6 +43,17 @@ class LaunchTiming:
     calls: float  # device kernels (GPU) or ranges (CPU) per step
     share: float  # of the step's total device time
     roofline: Roofline | None = None
+    # The spread over the profiled steps (None in reports written before it was kept).
+    p10_us: float | None = None
+    p90_us: float | None = None
+    steps: int = 0
+
+    @property
+    def spread(self) -> str:
+        """``p10-p90 1.2-1.4 µs over 20 steps``, or "" where not recorded."""
+        if self.p10_us is None or self.p90_us is None:
+            return ""
+        return f"p10-p90 {self.p10_us:,.1f}-{self.p90_us:,.1f} µs over {self.steps} profiled steps"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Laun
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
 from .highlight import highlight
-from .views import KIND_LABELS, SummaryItem, launch_url, ops_from_name
+from .views import KIND_LABELS, SummaryItem, launch_url, one_launch_spread, ops_from_name
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,8 @@ def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, .
     step = run.bench.step if run.bench else None
     facts = []
     if timing.launches:
+        graph = next((g for g in run.graphs if any(k is kernel for k in g.kernels)), None)
+        spread = one_launch_spread(graph, kernel.name) if graph is not None else ""
         share = (
             f", {100 * timing.in_context_us / step.total_us:.1f}% of the step"
             if step and step.total_us
@@ -160,7 +162,8 @@ def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, .
             SummaryItem(
                 "In context",
                 f"{timing.in_context_us:,.1f} µs per step",
-                f"{timing.launches} launch(es), median over {step.steps if step else '?'} profiled steps{share}",
+                f"{timing.launches} launch(es), median over {step.steps if step else '?'} profiled steps{share}"
+                + (f"; {spread}" if spread else ""),
             )
         )
     if timing.isolated is not None:

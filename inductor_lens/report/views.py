@@ -66,6 +66,7 @@ class KernelRow:
     isolated_us: float | None = None
     roofline: Roofline | None = None
     flags: tuple[str, ...] = ()
+    spread: str = ""  # of the in-context time over the profiled steps (one launch's)
 
     @property
     def graph_url(self) -> str:
@@ -125,6 +126,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         in_context_us=launch_timing.median_us if launch_timing else None,
                         share=launch_timing.share if launch_timing else None,
                         roofline=launch_timing.roofline if launch_timing else None,
+                        spread=launch_timing.spread if launch_timing else "",
                     )
                 )
         for kernel in graph.kernels:
@@ -149,6 +151,7 @@ def index_page(run: CompileRun) -> IndexPage:
                     isolated_us=timing.isolated.median_ms * 1e3 if timing and timing.isolated else None,
                     roofline=timing.roofline if timing else None,
                     flags=timing.flags if timing else (),
+                    spread=one_launch_spread(graph, kernel.name),
                 )
             )
     if step_us:
@@ -352,3 +355,9 @@ def log_lines(run: CompileRun) -> tuple[tuple[str, str], ...]:
             css = ""
         lines.append((css, line))
     return tuple(lines)
+
+
+def one_launch_spread(graph: GraphRecord, kernel_name: str) -> str:
+    """The spread of a kernel launched once per step (a sum of several launches has no one spread)."""
+    timed = [launch.timing for launch in graph.launches if launch.target == kernel_name and launch.timing]
+    return timed[0].spread if len(timed) == 1 else ""

@@ -330,6 +330,10 @@ def test_real_h200_capture_is_attributed_in_full(unpacked) -> None:
     # extern_kernels.bias_addmm is a Python helper: the profiler shows the aten::addmm it calls
     assert by_position[2].target == "extern_kernels.bias_addmm" and by_position[2].aten_op == "aten.addmm"
     assert by_position[2].timing.median_us == pytest.approx(90.672)
+    # each launch's time states its spread over the 20 profiled steps
+    spread = by_position[2].timing
+    assert spread.steps == 20 and spread.p10_us <= spread.median_us <= spread.p90_us
+    assert spread.spread.startswith("p10-p90 ") and spread.spread.endswith(" µs over 20 profiled steps")
     assert by_position[3].timing.median_us == pytest.approx(41.6325)  # attention, a kernel nested in SDPA
     assert by_position[8].timing.calls == 2.0  # this mm runs as two cuBLAS kernels
     # shares are medians over steps, so they add up to 1 only within the steps' spread
