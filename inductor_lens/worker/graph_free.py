@@ -36,7 +36,15 @@ def graphs_replayed(trace_path: str) -> bool:
 
 
 def graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
-    """Profile, time and isolate the compiled graphs' own code, without CUDA graphs."""
+    """Profile, time and isolate the compiled graphs' own code, without CUDA graphs. Never raises: what fails
+    is reported in ``errors``, and the measurements of the real steps stand on their own."""
+    try:
+        return _graph_free(torch, device, trace_path)
+    except Exception as exc:
+        return CudaGraphData(trace=trace_path, errors=[f"{type(exc).__name__}: {exc}"[:300]])
+
+
+def _graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
     data = CudaGraphData(trace=trace_path)
     data.graphs_recorded, data.rerecords = _tree_counts(torch, device)
     data.skips = _skips()
