@@ -73,7 +73,7 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
     trace = capture_dir / PROFILE_TRACE_FILE
     free_trace = capture_dir / GRAPH_FREE_TRACE_FILE
     graph_free = (
-        attribute(free_trace, run.graphs, "cuda") if data.cudagraph and free_trace.is_file() else None
+        _graph_free_attribution(free_trace, run) if data.cudagraph and free_trace.is_file() else None
     )
     known = graph_free.kernel_names if graph_free is not None else None
     attribution = attribute(trace, run.graphs, data.device, known) if trace.is_file() else None
@@ -89,6 +89,14 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
     return replace(
         run, graphs=graphs, bench=BenchResult(data.device, ceilings, end_to_end, step, cudagraphs=cudagraphs, host=tuple(data.host))
     )
+
+
+def _graph_free_attribution(trace: Path, run: CompileRun) -> Attribution | None:
+    """The graph-free profile only sharpens the ties of the real one: unreadable, it is left out."""
+    try:
+        return attribute(trace, run.graphs, "cuda")
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def _graph_free_isolated(data: CudaGraphData | None) -> dict[str, list[IsolatedKernel]]:

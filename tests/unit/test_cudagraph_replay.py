@@ -77,3 +77,12 @@ def test_graph_free_profile_ties_replays_exactly(unpacked) -> None:
     assert use.without_graphs.median_ms > use.with_graphs.median_ms  # 0.527 against 0.402 ms
     assert use.graph_free_calls >= 1 and use.errors == ()
     assert use.tie.startswith("every replayed kernel matched")
+
+
+def test_a_damaged_graph_free_profile_falls_back_to_order(fixture_copy) -> None:
+    root = fixture_copy("h100-block-ro-graphfree")
+    (root / "profile_graph_free.json").write_text('{"traceEvents": [1, 2')
+    run = attach_measurements(parse_debug_folder(root, strict=True), root)
+    step = run.bench.step
+    assert step.attributed_us == pytest.approx(379.4635) and step.method.endswith("(by order)")
+    assert run.bench.cudagraphs.tie.startswith("replayed kernels aligned to the launches by order")
