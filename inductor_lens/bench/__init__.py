@@ -41,7 +41,7 @@ from ..worker.files import (
     IsolatedKernel,
     read_bench_data,
 )
-from ..worker.measure import kernel_fingerprint
+from ..worker.measure import kernel_fingerprint, quantile
 from .attribution import Attribution, attribute
 from .roofline import extern_cost, flags, kernel_cost, place
 
@@ -224,15 +224,9 @@ def _step(attribution: Attribution, device: str) -> StepTiming:
         method=method,
         replayed_us=replayed if replayed else None,
         approximate_us=statistics.median(attribution.approximate_us) if replayed else None,
-        total_p10_us=_quantile(attribution.step_total_us, 0.1),
-        total_p90_us=_quantile(attribution.step_total_us, 0.9),
+        total_p10_us=quantile(attribution.step_total_us, 0.1),
+        total_p90_us=quantile(attribution.step_total_us, 0.9),
     )
-
-
-def _quantile(values: list[float], q: float) -> float:
-    """The value at quantile ``q`` (nearest rank), as ``worker.measure.stat`` takes it."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _time_graph(
@@ -257,8 +251,8 @@ def _time_graph(
             calls=statistics.median(times.per_step_calls) if times.per_step_calls else 0,
             share=median_us / step_total_us if step_total_us else 0.0,
             roofline=place(cost, median_us * 1e-6, "in context", ceilings),
-            p10_us=_quantile(times.per_step_us, 0.1) if times.per_step_us else None,
-            p90_us=_quantile(times.per_step_us, 0.9) if times.per_step_us else None,
+            p10_us=quantile(times.per_step_us, 0.1) if times.per_step_us else None,
+            p90_us=quantile(times.per_step_us, 0.9) if times.per_step_us else None,
             steps=len(times.per_step_us),
         )
         launches.append(replace(launch, timing=timing))

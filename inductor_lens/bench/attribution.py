@@ -125,13 +125,14 @@ def attribute(
     cpu_time: dict[tuple[str, int, int], float] = {}  # (graph, position, step) -> CPU range time
     region_time = [0.0] * len(steps)
     region_graphs: list[tuple[_Range, GraphRecord]] = []
+    by_code = _by_output_code(graphs) if any(len(_region_key(r.name)) == 32 for r in ranges) else {}
     for region in (r for r in ranges if r.name.startswith(REGION_MARK)):
         step = step_of_range(region)
         if step is None:
             continue
         region_time[step] += region.end - region.start
         children = _top_level(by_thread[region.tid], region)
-        graph = _graph_of_region(graphs, region.name, [range_label(c.name) for c, _ in children])
+        graph = _graph_of_region(graphs, by_code, region.name, [range_label(c.name) for c, _ in children])
         if graph is None:
             continue
         region_graphs.append((region, graph))
@@ -276,14 +277,26 @@ def _top_level(thread: list[_Range], region: _Range) -> list[tuple[_Range, list[
     return children
 
 
-def _graph_of_region(graphs: list[GraphRecord], region: str, names: list[str]) -> GraphRecord | None:
+def _region_key(name: str) -> str:
+    return name.removeprefix(REGION_MARK).strip(" #") if name.startswith(REGION_MARK) else ""
+
+
+def _by_output_code(graphs: list[GraphRecord]) -> dict[str, list[GraphRecord]]:
+    """md5 of output_code.py -> its graphs: graph_free.py's ranges name a graph by it."""
+    found: dict[str, list[GraphRecord]] = {}
+    for graph in graphs:
+        found.setdefault(hashlib.md5(graph.output_code.encode()).hexdigest(), []).append(graph)
+    return found
+
+
+def _graph_of_region(
+    graphs: list[GraphRecord], by_code: dict[str, list[GraphRecord]], region: str, names: list[str]
+) -> GraphRecord | None:
     """The graph a ``## Call CompiledFxGraph <key> ##`` region ran: by its FX graph cache key where the
     trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of its output code
     (graph-free calls), else by its launches."""
-    key = region.removeprefix(REGION_MARK).strip(" #")
-    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key]
-    if not by_key and len(key) == 32:  # graph_free.py's ranges name the md5 of the graph's output_code.py
-        by_key = [g for g in graphs if hashlib.md5(g.output_code.encode()).hexdigest() == key]
+    key = _region_key(region)
+    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key] or by_code.get(key, [])
     return by_key[0] if len(by_key) == 1 else _match_graph(graphs, names)
 
 

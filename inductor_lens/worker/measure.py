@@ -70,17 +70,18 @@ def kernel_fingerprint(source: str) -> str:
     return hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
 
 
+def quantile(values: list[float], q: float) -> float:
+    """The value at quantile ``q`` (nearest rank): every p10 and p90 of the project is taken this way."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
 def stat(samples_ms: list[float], method: str) -> Timing:
-    ordered = sorted(samples_ms)
-
-    def quantile(q: float) -> float:
-        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
     return Timing(
-        median_ms=statistics.median(ordered),
-        p10_ms=quantile(0.1),
-        p90_ms=quantile(0.9),
-        samples=len(ordered),
+        median_ms=statistics.median(samples_ms),
+        p10_ms=quantile(samples_ms, 0.1),
+        p90_ms=quantile(samples_ms, 0.9),
+        samples=len(samples_ms),
         method=method,
     )
 
