@@ -1,4 +1,5 @@
-"""Numbers as people read them: sizes and ages, shared by the report's pages and the command line."""
+"""Numbers as people read them: sizes, ages, percentages and step times, shared by the report's pages, the
+comparison's verdict and the command line."""
 
 from __future__ import annotations
 
@@ -25,3 +26,18 @@ def format_age(mtime: float | None) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+def format_percent(fraction: float | None) -> str:
+    """A share, noise or gap's size: ``6.3%``."""
+    return "—" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def format_signed_percent(fraction: float | None) -> str:
+    """A signed gap (+ = slower): ``+1.6%``."""
+    return "—" if fraction is None else f"{100 * fraction:+.1f}%"
+
+
+def format_ms(value: float | None) -> str:
+    """A step time: ``0.640 ms``."""
+    return "—" if value is None else f"{value:,.3f} ms"

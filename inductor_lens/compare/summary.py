@@ -29,10 +29,10 @@ from ..records import (
     RoundMeasure,
     Timing,
 )
+from ..units import format_percent, format_signed_percent
 from .comparability import run_facts
 from .kernels import launch_kind
 from .noise import NOISE_FLOOR, measured_how, own_noise, step_of, versus
-from .verdict import percent, signed
 
 # Autotune picks this close to the runner-up are coin flips (the autotuner's own timing noise).
 CLOSE_PICK = 0.03
@@ -271,9 +271,9 @@ def _findings(
 def gap_words(fraction: float, noise: float, what: str) -> str:
     """``+36.6%, beyond the noise of 5.0%: the kernels take longer``: one wording for every gap, by the rule of noise.py."""
     if abs(fraction) <= noise:
-        return f"{signed(fraction)}, within the noise of {percent(noise)}: {what} take about the same time"
+        return f"{format_signed_percent(fraction)}, within the noise of {format_percent(noise)}: {what} take about the same time"
     more = "longer" if fraction > 0 else "less time"
-    return f"{signed(fraction)}, beyond the noise of {percent(noise)}: {what} take {more}"
+    return f"{format_signed_percent(fraction)}, beyond the noise of {format_percent(noise)}: {what} take {more}"
 
 
 def _device_us(diff: ConfigDiff, side: str) -> float | None:

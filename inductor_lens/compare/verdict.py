@@ -14,22 +14,8 @@ import re
 from collections.abc import Sequence
 
 from ..records import CompileRun, ConfigDiff, ConfigResult, Verdict
+from ..units import format_ms, format_percent, format_signed_percent
 from .noise import RULE, round_medians
-
-
-def ms(value: float | None) -> str:
-    """A step time as the table shows it."""
-    return "—" if value is None else f"{value:,.3f} ms"
-
-
-def percent(fraction: float | None) -> str:
-    """A noise or a gap's size as the table shows it."""
-    return "—" if fraction is None else f"{100 * fraction:.1f}%"
-
-
-def signed(fraction: float | None) -> str:
-    """A signed gap (+ = slower) as the table shows it."""
-    return "—" if fraction is None else f"{100 * fraction:+.1f}%"
 
 
 def same_program(diff: ConfigDiff, base: CompileRun, other: CompileRun,
@@ -82,25 +68,25 @@ def verdict(
         return Verdict(winner, text, winner is not None, gap, noise, noise_how, runner.name,
                        same[0] if same else None, RULE, compares)  # fmt: skip
 
-    numbers = f"{ms(runner.step_ms)} against {ms(fastest.step_ms)}"
+    numbers = f"{format_ms(runner.step_ms)} against {format_ms(fastest.step_ms)}"
     if same is not None and same[0]:
         who = f"({fastest.name} against {runner.name}: {same[1]})"
         if gap <= noise:
-            return said(f"no winner: same code; the gap {percent(gap)} is within the noise {percent(noise)} {who}")
+            return said(f"no winner: same code; the gap {format_percent(gap)} is within the noise {format_percent(noise)} {who}")
         rounds = min(len(round_medians(fastest.rounds)), len(round_medians(runner.rounds)))
-        return said(f"no winner: same code; the gap {percent(gap)} is beyond the measured noise {percent(noise)}"
+        return said(f"no winner: same code; the gap {format_percent(gap)} is beyond the measured noise {format_percent(noise)}"
                     + (f" of {rounds} rounds" if rounds else "") + f" {who}, which the same code cannot explain: "
                     "the noise was underestimated (more --rounds measure it better)")  # fmt: skip
     if pair.judgement == "slower":
         agree = ", and every round agrees" if pair.rounds_agree else ""
-        return said(f"{fastest.name} is the fastest: {runner.name} is {signed(gap)} against it ({numbers}), "
-                    f"beyond the noise of {percent(noise)} between them{agree}", fastest.name)  # fmt: skip
+        return said(f"{fastest.name} is the fastest: {runner.name} is {format_signed_percent(gap)} against it ({numbers}), "
+                    f"beyond the noise of {format_percent(noise)} between them{agree}", fastest.name)  # fmt: skip
     why = ("the rounds disagree on which is faster" if abs(gap) > noise and pair.rounds_agree is False
-           else f"within the noise of {percent(noise)} between them")  # fmt: skip
-    text = f"no winner: {runner.name} is {signed(gap)} against {fastest.name} ({numbers}), {why}"
+           else f"within the noise of {format_percent(noise)} between them")  # fmt: skip
+    text = f"no winner: {runner.name} is {format_signed_percent(gap)} against {fastest.name} ({numbers}), {why}"
     also = [(c.name, c.against_fastest) for c in timed[2:] if c.against_fastest and c.against_fastest.judgement == "within noise"]
     if also:
         text += f"; also within the noise of {fastest.name}: " + ", ".join(
-            f"{name} ({signed(v.fraction)}, noise {percent(v.noise)})" for name, v in also if v
+            f"{name} ({format_signed_percent(v.fraction)}, noise {format_percent(v.noise)})" for name, v in also if v
         )
     return said(text)

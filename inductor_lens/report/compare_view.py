@@ -19,7 +19,6 @@ import difflib
 from dataclasses import dataclass
 
 from ..compare.comparability import headline
-from ..compare.verdict import ms, percent, signed
 from ..records import (
     AgainstBaseline,
     Comparison,
@@ -30,6 +29,7 @@ from ..records import (
     Judgement,
     KernelChange,
 )
+from ..units import format_ms, format_percent, format_signed_percent
 from .views import launch_page
 
 KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
@@ -133,11 +133,11 @@ def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
     warm = (config.warm_compile_s / config.cold_compile_s
             if config.warm_compile_s is not None and config.cold_compile_s else None)  # fmt: skip
     rounds = tuple(
-        "failed" if r.error and not r.compiled.median_ms else f"{ms(r.compiled.median_ms)} ({_nth(r.position)})"
+        "failed" if r.error and not r.compiled.median_ms else f"{format_ms(r.compiled.median_ms)} ({_nth(r.position)})"
         for r in sorted(config.rounds, key=lambda r: r.round)
     )
     return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm,
-                     ms(config.step_ms), percent(config.noise), _gap(versus), _gap(config.against_fastest),
+                     format_ms(config.step_ms), format_percent(config.noise), _gap(versus), _gap(config.against_fastest),
                      rounds)  # fmt: skip
 
 
@@ -145,7 +145,7 @@ def _gap(versus: AgainstBaseline | None) -> Gap | None:
     if versus is None:
         return None
     ratios = ", ".join(f"{r:.3f}" for r in versus.ratios)
-    return Gap(signed(versus.fraction), percent(versus.noise), versus.judgement, TONES[versus.judgement], ratios)
+    return Gap(format_signed_percent(versus.fraction), format_percent(versus.noise), versus.judgement, TONES[versus.judgement], ratios)
 
 
 def _nth(position: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..units import format_bytes
+from ..units import format_bytes, format_percent
 from .resources import templates_dir
 
 
@@ -78,10 +78,6 @@ def format_micros(value: float | None) -> str:
     if value is None:
         return "—"
     return f"{value / 1e3:,.2f} ms" if value >= 1e4 else f"{value:,.1f} µs"
-
-
-def format_percent(fraction: float | None) -> str:
-    return "—" if fraction is None else f"{100 * fraction:.1f}%"
 
 
 def format_number0(value: float | None) -> str:

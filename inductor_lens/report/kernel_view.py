@@ -98,7 +98,7 @@ def kernel_pages(
                 source_lines=tuple(
                     (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
                 ),
-                timing=_timing_facts(run, kernel),
+                timing=_timing_facts(run, graph, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
                 compact_source=highlight(kernel.source, language, "ind") if row and row.steps else None,
             )
@@ -144,15 +144,14 @@ def _computed_elsewhere(
     return tuple(found)
 
 
-def _timing_facts(run: CompileRun, kernel: KernelRecord) -> tuple[SummaryItem, ...]:
+def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> tuple[SummaryItem, ...]:
     timing = kernel.timing
     if timing is None:
         return ()
     step = run.bench.step if run.bench else None
     facts = []
     if timing.launches:
-        graph = next((g for g in run.graphs if any(k is kernel for k in g.kernels)), None)
-        spread = one_launch_spread(graph, kernel.name) if graph is not None else ""
+        spread = one_launch_spread(graph, kernel.name)
         share = (
             f", {100 * timing.in_context_us / step.total_us:.1f}% of the step"
             if step and step.total_us
