@@ -38,9 +38,14 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
         return env.get_template(template).render(root=root, **common, **values)
 
     urls = line_urls(run)
+    diagnosis = diagnosis_view(run)
     files: dict[str, str] = {
         "index.html": page(
-            "index.html.j2", "", page=index_page(run), timing=timing_view(run), diagnosis=diagnosis_view(run)
+            "index.html.j2",
+            "",
+            page=index_page(run),
+            timing=timing_view(run, diagnosis.stability),
+            diagnosis=diagnosis,
         )
     }
     for graph in run.graphs:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..bench.stability import judge
+from ..bench.stability import Stability
 from ..records import BenchResult, CompileRun, CudaGraphUse
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
@@ -27,7 +27,8 @@ class TimingView:
     isolated_method: str = ""
 
 
-def timing_view(run: CompileRun) -> TimingView | None:
+def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
+    """``stability``: the report's judgement of its measurements (``bench.stability.judge``), made once per page."""
     bench = run.bench
     if bench is None:
         return None
@@ -79,7 +80,7 @@ def timing_view(run: CompileRun) -> TimingView | None:
     return TimingView(
         bench=bench,
         device_label=label,
-        cards=_cards(run, bench, gpu),
+        cards=_cards(run, bench, gpu, stability),
         bar=bar,
         roofline=roofline_chart(points, ceilings) if ceilings else None,
         bandwidth=bandwidth_chart(points, ceilings) if ceilings else None,
@@ -98,10 +99,9 @@ def timing_view(run: CompileRun) -> TimingView | None:
     )
 
 
-def _cards(run: CompileRun, bench: BenchResult, gpu: bool) -> tuple[SummaryItem, ...]:
+def _cards(run: CompileRun, bench: BenchResult, gpu: bool, stability: Stability) -> tuple[SummaryItem, ...]:
     cards: list[SummaryItem] = []
     e2e = bench.end_to_end
-    stability = judge(run)
     if e2e is not None:
         # a verdict only as strong as its evidence: no colour where the numbers are unstable or within the spread
         verdict = {
