@@ -212,13 +212,9 @@ def _settings_from_options(config: dict[str, Any], read: bool) -> CompileSetting
     mode = infer_mode(options) if read else None
     if mode is None:
         return CompileSettings(mode="unknown", options=options)
-    mode_options = {k: v for k, v in options.items() if k in _mode_keys(mode)}
+    mode_options = {k: v for k, v in options.items() if k in MODE_OPTIONS.get(mode, {})}
     rest = {k: v for k, v in options.items() if k not in mode_options}
     return CompileSettings(mode=mode, options=rest, mode_options=mode_options, mode_inferred=True)
-
-
-def _mode_keys(mode: str) -> set[str]:
-    return set(MODE_OPTIONS.get(mode, {}))
 
 
 def _compile_choices(config: dict[str, Any]) -> dict[str, Any]:
