@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 
+from ..parse.fx_graph import FX_DTYPES
 from ..records import CompileRun, FactDifference, GraphRecord
 
 # The likeliest cause of a gap first.
@@ -32,7 +33,6 @@ EFFECTS = {
     "triton": "another Triton version compiles kernels differently",
     "model": "another model file: kernels are matched by FX node names, which differ where the models differ",
 }
-_SHORT_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "f64": "float64", "fp8": "float8"}
 _TYPED = re.compile(r"^(?:\w+=)?([a-z]+\d*)(\[.*?\])")
 
 
@@ -44,7 +44,7 @@ def run_facts(run: CompileRun) -> dict[str, str]:
         facts["device"] = env.device_type
     dtype = (settings.dtype if settings and ran else None) or _graph_dtype(run.graphs)
     if dtype:
-        facts["dtype"] = _SHORT_DTYPES.get(dtype, dtype)
+        facts["dtype"] = FX_DTYPES.get(dtype, dtype)
     backward = any(g.kind == "backward" for g in run.graphs)
     facts["train"] = "training" if backward or (settings is not None and ran and settings.train) else "inference"
     facts["dynamic"] = "dynamic" if any(g.symbols for g in run.graphs) else "static"
@@ -100,8 +100,8 @@ def _graph_dtype(graphs: Sequence[GraphRecord]) -> str | None:
         counted: Counter[str] = Counter()
         for name in _placeholders(graph, ("input", "parameter", "buffer", None)):
             match = _TYPED.match(graph.buffers.get(name, ""))
-            if match and match.group(1) in _SHORT_DTYPES:
-                counted[_SHORT_DTYPES[match.group(1)]] += 1
+            if match and match.group(1) in FX_DTYPES:
+                counted[FX_DTYPES[match.group(1)]] += 1
         if counted:
             return counted.most_common(1)[0][0]
     return None

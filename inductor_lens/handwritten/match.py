@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..bench.roofline import argument_type, hinted, tensor_type
 from ..parse.compat import SDPA_CAUSAL_POSITION
+from ..parse.fx_graph import FX_DTYPES
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, Launch
 from .catalog import EQUIVALENTS, Equivalent, get
 
@@ -49,7 +50,8 @@ DECOMPOSED = {
     "tanh": ("gelu_tanh", {"mul", "add", "pow"}),
     "var_mean": ("layernorm", {"sub", "rsqrt", "mul", "add"}),
 }
-_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+# the FX dtypes the hand-written kernels take
+_DTYPES = {short: name for short, name in FX_DTYPES.items() if name in ("float32", "float16", "bfloat16")}
 
 
 def op_name(aten_op: str) -> str:

@@ -28,6 +28,9 @@ from ..records import FxGraph, FxNode, SourceLine
 from .diagnostics import Diagnostics
 from .source_lines import from_fx_comment
 
+# The dtypes as FX graphs print them in tensor annotations (``f32[8, 512]``), by their torch names.
+FX_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "f64": "float64", "fp8": "float8"}
+
 _CLASS = re.compile(r"^class \S+\(.*\):\s*$")
 _FORWARD = re.compile(r"^def forward\(self,?\s*(?P<params>.*)\):\s*$")
 _PARAM = re.compile(r'(?P<name>\w+)\s*(?::\s*"(?P<type>[^"]*)")?')
