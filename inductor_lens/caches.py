@@ -94,6 +94,20 @@ def triton_dir() -> tuple[Path, str]:
     return (base / ".triton" / "cache").absolute(), "TRITON_HOME" if home else "default"
 
 
+def lens_cache_dir() -> tuple[Path, str]:
+    """inductor-lens's own cache: $INDUCTOR_LENS_CACHE_DIR, else $XDG_CACHE_HOME/inductor-lens, else ~/.cache/inductor-lens."""
+    if value := os.environ.get("INDUCTOR_LENS_CACHE_DIR"):
+        return Path(value).absolute(), "INDUCTOR_LENS_CACHE_DIR"
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return (Path(xdg) / "inductor-lens").absolute(), "XDG_CACHE_HOME"
+    return (Path.home() / ".cache" / "inductor-lens").absolute(), "default"
+
+
+def layout_cache_dir() -> Path:
+    """Where the report's Graphviz layouts are kept, by the hash of their DOT source."""
+    return lens_cache_dir()[0] / "layouts"
+
+
 def usage(path: Path) -> Usage:
     """Bytes and files under ``path``, symlinks counted as themselves and never followed."""
     total = files = 0

@@ -9,6 +9,7 @@ marker, so ``-m "unit or golden"`` is the fast loop (``make test-fast``).
 from __future__ import annotations
 
 import os
+import tempfile
 
 # The hand-written kernel tests run on CPU tensors under Triton's interpreter, which must be on before
 # Triton is first imported in this process. Child processes (captures, the kernel checks of a compile,
@@ -69,12 +70,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
 
 
+# The report's own caches (Graphviz layouts, hand-written autotuning) go to a folder of this test session,
+# never the user's: tests stay independent of what earlier runs left, and leave nothing behind.
+os.environ["INDUCTOR_LENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-lens-test-cache-")
+
+
 def require_graphviz() -> None:
     """Skip where Graphviz's ``dot`` is missing, unless INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 (``make test`` and CI):
     there a missing ``dot`` is a failure, not a silent skip."""
-    from inductor_lens.report import drawing
+    from inductor_lens.report import dot_layout
 
-    if drawing.dot_binary() is None:
+    if dot_layout.dot_binary() is None:
         if os.environ.get("INDUCTOR_LENS_REQUIRE_GRAPHVIZ") == "1":
             pytest.fail("Graphviz dot is not installed (INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1)")
         pytest.skip("Graphviz dot is not installed")

@@ -18,12 +18,11 @@ reader would misread); its numbers continue the run document's, which it shared 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .codec import JsonValue, from_jsonable, lens_document, to_jsonable
+from .codec import JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphKind
 from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
@@ -240,7 +239,7 @@ class Comparison:
 
     def to_json(self) -> str:
         document = {"schema_version": COMPARISON_SCHEMA_VERSION, "comparison": to_jsonable(self)}
-        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+        return dumps(document)
 
     @classmethod
     def from_json(cls, text: str) -> Comparison:

@@ -36,12 +36,11 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .codec import JsonScalar, JsonValue, from_jsonable, lens_document, to_jsonable
+from .codec import JsonScalar, JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
@@ -389,7 +388,7 @@ class CompileRun:
 
     def to_json(self) -> str:
         document = {"schema_version": RUN_SCHEMA_VERSION, "run": to_jsonable(self)}
-        return json.dumps(document, indent=1, sort_keys=False, allow_nan=False) + "\n"
+        return dumps(document)
 
     @classmethod
     def from_json(cls, text: str) -> CompileRun:

@@ -19,11 +19,12 @@ from .compile_view import compile_page
 from .diagnosis_view import diagnosis_view
 from .env import environment
 from .folders import LENS_JSON
-from .graph_view import graph_page
+from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page
 from .highlight import stylesheet
 from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
+from .text_view import text_pages
 from .timing_view import timing_view
 from .views import graph_url, index_page, kernel_url, log_lines
 
@@ -48,8 +49,14 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             diagnosis=diagnosis,
         )
     }
+    drawings = draw_graphs(run) if draw else {}
     for graph in run.graphs:
-        files[graph_url(graph)] = page("graph.html.j2", "../", page=graph_page(run, graph, draw=draw))
+        the_graph_page = graph_page(run, graph, drawings.get(graph.id))
+        files[graph_url(graph)] = page("graph.html.j2", "../", page=the_graph_page)
+        for url, part_page in drawing_part_pages(the_graph_page).items():
+            files[url] = page("drawing.html.j2", "../../", page=part_page)
+        for url, text_page in text_pages(graph).items():
+            files[url] = page("text.html.j2", "../../", page=text_page)
         for kernel_page in kernel_pages(run, graph, urls):
             files[kernel_url(graph, kernel_page.kernel.name)] = page(
                 "kernel.html.j2", "../../", page=kernel_page

@@ -1,24 +1,24 @@
 """Report stage: Graphviz drawings of a graph, inline as SVG.
 
 Two views of one compiled graph:
-- ``draw_fx_graph``: the post-grad FX graph, one box per ATen op, clustered by the kernel each op
-  ended up in (click a cluster to open the kernel); inputs, parameters and outputs drawn apart.
-- ``draw_kernel_graph``: one node per launch, in launch order, with the buffers passing between
-  them: the data flow at the level that runs on the device. It stays readable when the FX graph
-  has thousands of nodes.
+- the kernel drawing: one node per launch, in launch order, with the buffers passing between them:
+  the data flow at the level that runs on the device;
+- the FX drawing: the post-grad FX graph, one box per ATen op, clustered by the kernel each op ended
+  up in (click a cluster to open the kernel); inputs, parameters and outputs drawn apart.
 
-The DOT text is built with the ``graphviz`` package (which quotes every label) and laid out by the
-``dot`` binary under a time limit. Where ``dot`` or the package is missing, the graph is too large,
-or the layout takes too long, the page shows a notice instead of hanging.
+Every graph is drawn, in time about linear in its size: ``dot``'s layout grows much faster than
+linearly (long edges become chains of virtual nodes: a 339-launch backward graph took 16 s at once),
+so a large graph is cut into parts of about ``KERNEL_PART_LAUNCHES`` launches (``FX_PART_NODES`` ops),
+at the points where the fewest buffers cross (between layers, in a layered model), each part drawn on
+its own with a stub for every value it reads from an earlier part, and an overview of the parts that
+links down to them. Building the DOT text is separate from laying it out (``plan_*`` here, then
+``dot_layout.lay_out`` for every drawing of the report at once, in parallel and cached).
 """
 
 from __future__ import annotations
 
 import functools
-import re
-import shutil
-import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +27,20 @@ from markupsafe import Markup
 from ..parse.symbolic import Hints, annotate
 from ..records import FxGraph, GraphRecord, Launch
 from .dataflow import output_producers, reads_by_launch
+from .dot_layout import Layout, lay_out
 
-MAX_DRAWN_NODES = 600
-MAX_DRAWN_LAUNCHES = 1500
+# Part sizes: dot lays out a part of this size in well under a second at the effort below (measured on
+# a 48-layer --train graph: 60 launches 0.05 s; 120 FX ops about 0.1 s, where 250 took 0.7 s). A graph
+# of several parts gets a page per part, so no page grows with the graph.
+KERNEL_PART_LAUNCHES = 60
+FX_PART_NODES = 120
+# Edge labels make dot's layout much slower; larger parts get them as tooltips only.
 LABELLED_LAUNCHES = 80
-DOT_TIMEOUT_S = 30.0
+# Above this many graph outputs in a drawing, the launches that write one say so in their box.
+MAX_OUTPUT_EDGES = 12
+# Above this many nodes a drawing's network-simplex and crossing-minimisation passes are capped.
+LARGE_GRAPH_NODES = 150
+_LARGE_GRAPH_ATTRS = {"mclimit": "0.1", "nslimit": "0.2", "nslimit1": "1"}
 
 # Fill colours by kernel category (extern kernels and nodes outside any kernel are grey/white).
 CATEGORY_COLOURS = {
@@ -74,6 +83,7 @@ _EDGE_ATTRS = {
 }
 
 
+
 @dataclass(frozen=True)
 class KernelGroup:
     """The kernel (or extern call) a set of FX nodes ended up in."""
@@ -85,21 +95,27 @@ class KernelGroup:
 
 
 @dataclass(frozen=True)
+class DrawingPlan:
+    """A drawing before its layout: its DOT text (None: nothing to lay out, only the notice)."""
+
+    title: str
+    anchor: str
+    dot_source: str | None
+    notice: str | None = None
+    summary: str = ""  # what the drawing holds, one line
+    page: str | None = None  # a part's own page (relative to the report's root); None: on the graph page
+
+
+@dataclass(frozen=True)
 class Drawing:
+    title: str
+    anchor: str
     svg: Markup | None
     notice: str | None
     dot_source: str
-
-
-@functools.lru_cache(maxsize=1)
-def dot_binary() -> str | None:
-    return shutil.which("dot")
-
-
-# For large graphs, dot's network-simplex passes dominate; capping them keeps the layout to about a
-# second for hundreds of nodes (measured: 193 launches, 632 edges: over 30 s uncapped, 0.8 s capped).
-_LARGE_GRAPH_ATTRS = {"mclimit": "0.1", "nslimit": "1", "nslimit1": "1"}
-LARGE_GRAPH_NODES = 150
+    summary: str = ""
+    layout_note: str = ""  # "laid out in 0.8 s" / "layout from the cache"
+    page: str | None = None
 
 
 def _digraph(name: str, nodes: int) -> Any:
@@ -109,169 +125,302 @@ def _digraph(name: str, nodes: int) -> Any:
     return graphviz.Digraph(name, graph_attr=attrs, node_attr=_NODE_ATTRS, edge_attr=_EDGE_ATTRS)
 
 
-def _graphviz_missing() -> Drawing | None:
+def _graphviz_missing(title: str, anchor: str) -> DrawingPlan | None:
     try:
         import graphviz  # noqa: F401
     except ImportError:
-        return Drawing(None, "The Python package 'graphviz' is not installed, so the graph is not drawn.", "")
+        return DrawingPlan(title, anchor, None, "The Python package 'graphviz' is not installed, so the graph is not drawn.")
     return None
 
 
-def draw_fx_graph(fx_graph: FxGraph, groups: dict[str, KernelGroup], hints: Hints | None = None) -> Drawing:
-    """``groups`` maps FX node names to the kernel group they were fused into; symbolic sizes in the
-    types are shown with their ``hints`` (``f32[s53=24, 32]``)."""
-    if missing := _graphviz_missing():
-        return missing
-    if len(fx_graph.nodes) > MAX_DRAWN_NODES:
-        return Drawing(
-            None,
-            f"This graph has {len(fx_graph.nodes)} FX nodes; op-level drawings stop at {MAX_DRAWN_NODES} so the "
-            "page stays usable. The kernel-level drawing above shows the same graph one node per kernel.",
-            "",
+def split_in_parts(producers: Sequence[Iterable[int]], target: int) -> list[tuple[int, int]]:
+    """Cut items ``0..n-1`` (``producers[i]``: the earlier items item ``i`` reads) into consecutive parts of
+    ``target`` items give or take a third, each cut where the fewest reads cross it; ``[(start, stop), ...]``."""
+    count = len(producers)
+    if count <= target * 3 // 2:
+        return [(0, count)]
+    # crossing[i]: reads that cross a cut just before item i (a read of p by c crosses cuts p+1..c)
+    delta = [0] * (count + 2)
+    for consumer, sources in enumerate(producers):
+        for producer in set(sources):
+            if producer < consumer:
+                delta[producer + 1] += 1
+                delta[consumer + 1] -= 1
+    crossing, running = [], 0
+    for value in delta:
+        running += value
+        crossing.append(running)
+    parts, start = [], 0
+    while count - start > target * 3 // 2:
+        ideal = start + target
+        window = range(start + target * 2 // 3, min(start + target * 4 // 3, count - target // 2) + 1)
+        cut = min(window, key=lambda i: (crossing[i], abs(i - ideal)))
+        parts.append((start, cut))
+        start = cut
+    parts.append((start, count))
+    return parts
+
+
+def part_page(graph: GraphRecord, view: str, number: int) -> str:
+    """The page of part ``number`` (from 1) of a graph's ``kernels`` or ``fx`` drawing, from the report's root."""
+    return f"graphs/{graph.id}/drawing-{view}-{number}.html"
+
+
+def plan_kernel_drawings(
+    graph: GraphRecord, url_for: Callable[[Launch], str], category_for: Callable[[Launch], str]
+) -> list[DrawingPlan]:
+    """The kernel drawing of ``graph``: one plan, or an overview and one plan per part of a large graph.
+    ``url_for`` gives a launch's page from the report's root."""
+    title = "Kernels and the data between them"
+    if missing := _graphviz_missing(title, "kernels"):
+        return [missing]
+    if not graph.launches:
+        return [DrawingPlan(title, "kernels", None, "No launches, so there is nothing to draw.")]
+    reads = reads_by_launch(graph)
+    index_of = {launch.position: i for i, launch in enumerate(graph.launches)}
+    producers = [
+        [index_of[r.producer] for r in reads[launch.position] if r.producer is not None and r.producer in index_of]
+        for launch in graph.launches
+    ]
+    parts = split_in_parts(producers, KERNEL_PART_LAUNCHES)
+    part_of = [number for number, (start, stop) in enumerate(parts) for _ in range(start, stop)]
+    anchors = [f"kernels-part-{n + 1}" if len(parts) > 1 else "kernels" for n in range(len(parts))]
+    pages: list[str | None] = [part_page(graph, "kernels", n + 1) for n in range(len(parts))] if len(parts) > 1 else [None]
+    root = "../../" if len(parts) > 1 else "../"
+    roles = {n.name: (n.role, n.origin) for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
+    outputs = [r for r in output_producers(graph) if r.producer is not None and r.producer in index_of]
+    plans = []
+    for number, (start, stop) in enumerate(parts):
+        launches = graph.launches[start:stop]
+        dot = _digraph("kernels", len(launches))
+        edge = functools.partial(_data_edge, dot, graph.hints, len(launches) <= LABELLED_LAUNCHES)
+        drawn: set[str] = set()
+        # A forward graph returns most of what it computes (saved for backward): an arrow from each
+        # to one "outputs" box costs dot seconds and draws a fan, so the boxes say it instead.
+        part_outputs = [r for r in outputs if part_of[index_of[r.producer or 0]] == number]
+        many_outputs = len(part_outputs) > MAX_OUTPUT_EDGES
+        output_writers = {r.producer for r in part_outputs}
+        for launch in launches:
+            node = f"launch{launch.position}"
+            category = category_for(launch)
+            inputs = [r for r in reads[launch.position] if r.producer is None]
+            hidden = [r for r in inputs if roles.get(r.name, (None, None))[0] in ("parameter", "buffer")]
+            text = f"#{launch.position} {launch.label}\n{category}"
+            if many_outputs and launch.position in output_writers:
+                text += "\nwrites a graph output"
+            if hidden:
+                text += f"\n+ {len(hidden)} parameter{'s' if len(hidden) != 1 else ''}"
+            dot.node(node, label=text, href=root + url_for(launch), target="_top", tooltip=launch.code[:300],
+                     fillcolor=CATEGORY_COLOURS.get(category, "#e2e8f0"))  # fmt: skip
+            for read in reads[launch.position]:
+                if read.producer is not None and read.producer in index_of:
+                    if read.producer == launch.position:
+                        continue
+                    producer_part = part_of[index_of[read.producer]]
+                    source = f"launch{read.producer}"
+                    if producer_part != number and source not in drawn:
+                        drawn.add(source)
+                        producer = graph.launches[index_of[read.producer]]
+                        dot.node(source, label=f"#{producer.position} {producer.label}\n(part {producer_part + 1})",
+                                 href=_part_link(pages[producer_part]), target="_top", style="rounded,dashed",
+                                 color="#94a3b8", fillcolor="white",
+                                 tooltip=f"computed in part {producer_part + 1}: {producer.code[:200]}")  # fmt: skip
+                    edge(source, node, read.name, read.kind)
+                elif read not in hidden:
+                    role, origin = roles.get(read.name, ("input", None))
+                    input_node = f"in_{read.name}"
+                    if input_node not in drawn:
+                        drawn.add(input_node)
+                        style = ROLE_STYLES.get(role or "input", ROLE_STYLES["input"])
+                        dot.node(input_node, label=f"{origin or read.name}\n{ROLE_LABELS.get(role or 'input', role)}",
+                                 **style)  # fmt: skip
+                    edge(input_node, node, read.name, read.kind)
+        if part_outputs and not many_outputs:
+            dot.node("outputs", label="outputs", shape="doubleoctagon", fillcolor="#f1f5f9", style="filled")
+            for read in part_outputs:
+                edge(f"launch{read.producer}", "outputs", read.name, read.kind)
+        first, last = launches[0].position, launches[-1].position
+        plans.append(
+            DrawingPlan(
+                f"Part {number + 1}: launches #{first}–#{last}" if len(parts) > 1 else title,
+                anchors[number],
+                dot.source,
+                summary=_launch_summary(launches),
+                page=pages[number],
+            )
         )
-    dot = _digraph("fx", len(fx_graph.nodes))
-    members: dict[str, list[str]] = {}
-    for node in fx_graph.nodes:
-        if node.name in groups:
-            members.setdefault(groups[node.name].key, []).append(node.name)
+    if len(parts) > 1:
+        plans.insert(0, _overview(graph, parts, part_of, producers, pages))
+    return plans
+
+
+def _data_edge(dot: Any, hints: Hints, labelled: bool, source: str, target: str, name: str, kind: str | None) -> None:
+    """An arrow carrying buffer ``name`` (with its type): labelled in small drawings, a tooltip in large ones."""
+    text = f"{name}\n{annotate(kind, hints)}" if kind else name
+    if labelled:
+        dot.edge(source, target, label=text, tooltip=text)
+    else:
+        dot.edge(source, target, tooltip=text)
+
+
+def _launch_summary(launches: Sequence[Launch]) -> str:
+    externs = sum(1 for launch in launches if launch.kind == "extern")
+    return f"{len(launches)} launches: {len(launches) - externs} kernels, {externs} extern calls"
+
+
+def _overview(
+    graph: GraphRecord,
+    parts: list[tuple[int, int]],
+    part_of: list[int],
+    producers: list[list[int]],
+    pages: list[str | None],
+) -> DrawingPlan:
+    """One box per part, an arrow where a part reads what an earlier one wrote (with the count)."""
+    dot = _digraph("parts", len(parts))
+    timed = any(launch.timing is not None for launch in graph.launches)
+    for number, (start, stop) in enumerate(parts):
+        launches = graph.launches[start:stop]
+        label = f"Part {number + 1}: launches #{launches[0].position}–#{launches[-1].position}\n{_launch_summary(launches)}"
+        if timed:
+            share = sum(launch.timing.share or 0 for launch in launches if launch.timing is not None)
+            label += f"\n{100 * share:.1f}% of the graph's device time"
+        dot.node(f"part{number}", label=label, href="../" + (pages[number] or ""), target="_top",
+                 tooltip=f"open part {number + 1}", fillcolor="#f8fafc")  # fmt: skip
+    flows: dict[tuple[int, int], int] = {}
+    for consumer, sources in enumerate(producers):
+        for producer in set(sources):
+            pair = (part_of[producer], part_of[consumer])
+            if pair[0] != pair[1]:
+                flows[pair] = flows.get(pair, 0) + 1
+    for (source, target), count in sorted(flows.items()):
+        text = f"{count} read{'s' if count != 1 else ''}"
+        dot.edge(f"part{source}", f"part{target}", label=text, tooltip=text)
+    return DrawingPlan(
+        "Overview: the graph in parts",
+        "kernels-overview",
+        dot.source,
+        summary=f"{len(graph.launches)} launches in {len(parts)} parts, cut where the fewest buffers pass between them",
+    )
+
+
+def plan_fx_drawings(
+    graph: GraphRecord, fx_graph: FxGraph, groups: Mapping[str, KernelGroup], hints: Hints | None = None
+) -> list[DrawingPlan]:
+    """The op-level drawing: ``groups`` maps FX node names to the kernel group they were fused into (its
+    url from the report's root);
+    symbolic sizes in the types are shown with their ``hints`` (``f32[s53=24, 32]``). A large graph is
+    drawn in parts of about ``FX_PART_NODES`` ops."""
+    title = "The FX graph, clustered by kernel"
+    if missing := _graphviz_missing(title, "fx"):
+        return [missing]
+    hints = hints or {}
+    ops = [node for node in fx_graph.nodes if node.op not in ("placeholder", "output")]
+    placeholders = {node.name: node for node in fx_graph.nodes if node.op == "placeholder"}
+    index_of = {node.name: i for i, node in enumerate(ops)}
+    parts = split_in_parts([[index_of[n] for n in node.inputs if n in index_of] for node in ops], FX_PART_NODES)
+    part_of = [number for number, (start, stop) in enumerate(parts) for _ in range(start, stop)]
+    anchors = [f"fx-part-{n + 1}" if len(parts) > 1 else "fx" for n in range(len(parts))]
+    pages: list[str | None] = [part_page(graph, "fx", n + 1) for n in range(len(parts))] if len(parts) > 1 else [None]
+    root = "../../" if len(parts) > 1 else "../"
+    output_inputs = {n for node in fx_graph.nodes if node.op == "output" for n in node.inputs}
     by_key = {g.key: g for g in groups.values()}
-    for index, (key, names) in enumerate(members.items()):
-        group = by_key[key]
-        with dot.subgraph(name=f"cluster_{index}") as cluster:
-            cluster.attr(label=group.label, href=group.url, target="_top", tooltip=f"{group.label} ({group.category})",
-                         style="rounded,filled", color="#94a3b8",
-                         fillcolor=_lighter(CATEGORY_COLOURS.get(group.category, "#e2e8f0")), fontsize="10")  # fmt: skip
-            for name in names:
-                cluster.node(name)
-    for node in fx_graph.nodes:
-        node_group = groups.get(node.name)
-        tooltip = node.target
-        if node.source is not None:
-            tooltip = f"{node.source.label}: {node.source.code or ''}"
-        attrs: dict[str, str] = {"tooltip": tooltip}
-        if node.op == "placeholder":
-            role = node.role or "input"
-            title = node.origin or node.name
-            attrs.update(ROLE_STYLES.get(role, ROLE_STYLES["input"]))
-            attrs["label"] = f"{title}\n{ROLE_LABELS.get(role, role)}" + (
-                f"\n{annotate(node.type, hints or {})}" if node.type else ""
-            )
-            attrs["tooltip"] = f"{node.name}: {ROLE_LABELS.get(role, role)}"
-        elif node.op == "output":
-            attrs.update(shape="doubleoctagon", fillcolor="#f1f5f9", style="filled", label="output")
-        else:
-            attrs["label"] = f"{node.name}\n{node.target}" + (
-                f"\n{annotate(node.type, hints or {})}" if node.type else ""
-            )
+    plans = []
+    for number, (start, stop) in enumerate(parts):
+        members = ops[start:stop]
+        dot = _digraph("fx", len(members))
+        clusters: dict[str, list[str]] = {}
+        for node in members:
+            if node.name in groups:
+                clusters.setdefault(groups[node.name].key, []).append(node.name)
+        for index, (key, names) in enumerate(clusters.items()):
+            group = by_key[key]
+            with dot.subgraph(name=f"cluster_{index}") as cluster:
+                cluster.attr(label=group.label, href=root + group.url, target="_top", tooltip=f"{group.label} ({group.category})",
+                             style="rounded,filled", color="#94a3b8",
+                             fillcolor=_lighter(CATEGORY_COLOURS.get(group.category, "#e2e8f0")), fontsize="10")  # fmt: skip
+                for name in names:
+                    cluster.node(name)
+        drawn: set[str] = set()
+        for node in members:
+            node_group = groups.get(node.name)
+            attrs: dict[str, str] = {
+                "tooltip": f"{node.source.label}: {node.source.code or ''}" if node.source is not None else node.target,
+                "label": f"{node.name}\n{node.target}" + (f"\n{annotate(node.type, hints)}" if node.type else ""),
+            }
             if node_group is not None:
-                attrs.update(
-                    fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"),
-                    href=node_group.url,
-                    target="_top",
-                )
+                attrs.update(fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"), href=root + node_group.url,
+                             target="_top")  # fmt: skip
             else:
                 attrs.update(style="rounded,dashed", color="#94a3b8")
-        dot.node(node.name, **attrs)
-        for source in node.inputs:
-            dot.edge(source, node.name)
-    return render_dot(dot.source)
-
-
-def draw_kernel_graph(
-    graph: GraphRecord, url_for: Callable[[Launch], str], category_for: Callable[[Launch], str]
-) -> Drawing:
-    """One node per launch; an edge where a launch reads what an earlier launch wrote (same storage)."""
-    if missing := _graphviz_missing():
-        return missing
-    if not graph.launches:
-        return Drawing(None, "No launches, so there is nothing to draw.", "")
-    if len(graph.launches) > MAX_DRAWN_LAUNCHES:
-        return Drawing(
-            None,
-            f"This graph launches {len(graph.launches)} kernels; drawings stop at {MAX_DRAWN_LAUNCHES}.",
-            "",
+            dot.node(node.name, **attrs)
+            for source in node.inputs:
+                if source in drawn:
+                    pass
+                elif source in placeholders:
+                    drawn.add(source)
+                    dot.node(source, **_placeholder_attrs(placeholders[source], hints))
+                elif source in index_of and part_of[index_of[source]] != number:
+                    drawn.add(source)
+                    other = part_of[index_of[source]]
+                    dot.node(source, label=f"{source}\n(part {other + 1})", href=_part_link(pages[other]), target="_top",
+                             style="rounded,dashed", color="#94a3b8", fillcolor="white",
+                             tooltip=f"computed in part {other + 1}")  # fmt: skip
+                dot.edge(source, node.name)
+        outputs = [node.name for node in members if node.name in output_inputs]
+        if outputs:
+            dot.node("output", shape="doubleoctagon", fillcolor="#f1f5f9", style="filled", label="output")
+            for name in outputs:
+                dot.edge(name, "output")
+        plans.append(
+            DrawingPlan(
+                f"Part {number + 1}: ops {members[0].name} to {members[-1].name}" if len(parts) > 1 else title,
+                anchors[number],
+                dot.source,
+                summary=f"{len(members)} ops",
+                page=pages[number],
+            )
         )
-    roles = {n.name: (n.role, n.origin) for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
-    dot = _digraph("kernels", len(graph.launches))
-
-    # Edge labels make dot's layout much slower; large graphs get them as tooltips only.
-    labelled = len(graph.launches) <= LABELLED_LAUNCHES
-
-    hints = graph.hints
-
-    def edge(source: str, target: str, name: str, kind: str | None) -> None:
-        text = f"{name}\n{annotate(kind, hints)}" if kind else name
-        if labelled:
-            dot.edge(source, target, label=text, tooltip=text)
-        else:
-            dot.edge(source, target, tooltip=text)
-
-    drawn_inputs: set[str] = set()
-    reads = reads_by_launch(graph)
-    for launch in graph.launches:
-        node = f"launch{launch.position}"
-        category = category_for(launch)
-        label = launch.label
-        inputs = [r for r in reads[launch.position] if r.producer is None]
-        hidden = [r for r in inputs if roles.get(r.name, (None, None))[0] in ("parameter", "buffer")]
-        text = f"#{launch.position} {label}\n{category}"
-        if hidden:
-            text += f"\n+ {len(hidden)} parameter{'s' if len(hidden) != 1 else ''}"
-        dot.node(node, label=text, href=url_for(launch), target="_top", tooltip=launch.code[:300],
-                 fillcolor=CATEGORY_COLOURS.get(category, "#e2e8f0"))  # fmt: skip
-        for read in reads[launch.position]:
-            if read.producer is not None:
-                if read.producer != launch.position:
-                    edge(f"launch{read.producer}", node, read.name, read.kind)
-            elif read not in hidden:
-                role, origin = roles.get(read.name, ("input", None))
-                input_node = f"in_{read.name}"
-                if input_node not in drawn_inputs:
-                    drawn_inputs.add(input_node)
-                    style = ROLE_STYLES.get(role or "input", ROLE_STYLES["input"])
-                    dot.node(
-                        input_node,
-                        label=f"{origin or read.name}\n{ROLE_LABELS.get(role or 'input', role)}",
-                        **style,
-                    )
-                edge(input_node, node, read.name, read.kind)
-    if graph.outputs:
-        dot.node("outputs", label="outputs", shape="doubleoctagon", fillcolor="#f1f5f9", style="filled")
-        for read in output_producers(graph):
-            if read.producer is not None:
-                edge(f"launch{read.producer}", "outputs", read.name, read.kind)
-    return render_dot(dot.source)
+    if not ops:
+        return [DrawingPlan(title, "fx", None, "This FX graph has no ops, so there is nothing to draw.")]
+    return plans
 
 
-def render_dot(source: str) -> Drawing:
-    binary = dot_binary()
-    if binary is None:
-        return Drawing(
-            None,
-            "Graphviz's 'dot' program is not installed here, so the graph is not drawn "
-            "(install it with e.g. 'apt-get install graphviz' and re-render with 'inductor-lens report').",
-            source,
+def _part_link(page: str | None) -> str:
+    """A link from one part's page to another's (they sit in the same folder)."""
+    return (page or "").rsplit("/", 1)[-1]
+
+
+def _placeholder_attrs(node: Any, hints: Hints) -> dict[str, str]:
+    role = node.role or "input"
+    title = node.origin or node.name
+    return {
+        **ROLE_STYLES.get(role, ROLE_STYLES["input"]),
+        "label": f"{title}\n{ROLE_LABELS.get(role, role)}" + (f"\n{annotate(node.type, hints)}" if node.type else ""),
+        "tooltip": f"{node.name}: {ROLE_LABELS.get(role, role)}",
+    }
+
+
+def draw(plans: Sequence[DrawingPlan]) -> list[Drawing]:
+    """Lay out every plan (in parallel, from the layout cache where it can) and return the drawings."""
+    sources = [plan.dot_source for plan in plans if plan.dot_source is not None]
+    layouts = iter(lay_out(sources))
+    drawings = []
+    for plan in plans:
+        layout = next(layouts) if plan.dot_source is not None else Layout(None, plan.notice)
+        note = "Layout from the cache." if layout.cached else f"Laid out in {layout.seconds:.1f} s." if layout.svg else ""
+        drawings.append(
+            Drawing(
+                plan.title,
+                plan.anchor,
+                Markup(layout.svg) if layout.svg is not None else None,
+                layout.notice if layout.svg is None else None,
+                plan.dot_source or "",
+                plan.summary,
+                note,
+                plan.page,
+            )
         )
-    try:
-        completed = subprocess.run(
-            [binary, "-Tsvg"], input=source.encode(), capture_output=True, timeout=DOT_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return Drawing(
-            None, f"Graphviz took over {DOT_TIMEOUT_S:.0f} s to lay out this graph; drawing skipped.", source
-        )
-    if completed.returncode != 0:
-        reason = completed.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        return Drawing(None, f"Graphviz could not draw this graph: {reason[0]}", source)
-    return Drawing(_inline_svg(completed.stdout.decode("utf-8", errors="replace")), None, source)
-
-
-def _inline_svg(svg: str) -> Markup:
-    """Drop the XML prolog, DOCTYPE and comments so the SVG can sit inside an HTML page."""
-    start = svg.find("<svg")
-    body = svg[start:] if start >= 0 else svg
-    body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
-    return Markup(body)
+    return drawings
 
 
 def _lighter(colour: str) -> str:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from markupsafe import Markup
-
 from ..records import CompileRun, DynamoFrame, GraphRecord, ShapeSymbol
-from .drawing import CATEGORY_COLOURS, ROLE_LABELS, Drawing, KernelGroup, draw_fx_graph, draw_kernel_graph
-from .highlight import highlight
-from .views import frame_anchor, frame_of, kernel_url, launch_category, launch_url
+from .drawing import (
+    CATEGORY_COLOURS,
+    ROLE_LABELS,
+    Drawing,
+    DrawingPlan,
+    KernelGroup,
+    draw,
+    plan_fx_drawings,
+    plan_kernel_drawings,
+)
+from .text_view import GraphText, graph_texts
+from .views import code_line_url, frame_anchor, frame_of, kernel_url, launch_category, launch_url, text_url
 
 # Where a symbol's hint was read (ShapeSymbol.hint_from), as the graph page says it.
 HINT_FROM_LABELS = {
@@ -33,16 +41,13 @@ class GraphPage:
     run: CompileRun
     graph: GraphRecord
     launches: tuple[dict[str, Any], ...]
-    kernel_drawing: Drawing | None
-    fx_drawing: Drawing | None
+    kernel_drawings: tuple[Drawing, ...]
+    fx_drawings: tuple[Drawing, ...]
     legend: tuple[tuple[str, str], ...]
     roles: tuple[tuple[str, str], ...]
-    fx_code: Markup | None
-    fx_readable_code: Markup | None
-    ir_pre_text: Markup | None
-    ir_text: Markup | None
+    # (text, its page's url from this page): FX graphs, scheduler IR, generated code
+    texts: tuple[tuple[GraphText, str], ...]
     fusion_summary: str
-    output_code: Markup
     provenance_rows: tuple[dict[str, Any], ...]
     frame: DynamoFrame | None
     frame_url: str | None
@@ -50,11 +55,34 @@ class GraphPage:
     symbols: tuple[SymbolRow, ...] = ()
 
     @property
+    def kernel_parts(self) -> tuple[Drawing, ...]:
+        """The parts of a large graph's kernel drawing, each on a page of its own."""
+        return tuple(d for d in self.kernel_drawings if d.page is not None)
+
+    @property
+    def fx_parts(self) -> tuple[Drawing, ...]:
+        return tuple(d for d in self.fx_drawings if d.page is not None)
+
+    @property
+    def inline_kernel_drawings(self) -> tuple[Drawing, ...]:
+        """What the graph page itself shows: the whole drawing, or the overview of its parts."""
+        return tuple(d for d in self.kernel_drawings if d.page is None)
+
+    @property
+    def inline_fx_drawings(self) -> tuple[Drawing, ...]:
+        return tuple(d for d in self.fx_drawings if d.page is None)
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the launches carry CUDA-graph partition numbers (a column of their own)."""
+        return any(launch.partition is not None for launch in self.graph.launches)
+
+    @property
     def timed(self) -> bool:
         return any(launch.timing is not None for launch in self.graph.launches)
 
 
-def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, KernelGroup]:
+def node_groups(graph: GraphRecord, url_prefix: str = "") -> dict[str, KernelGroup]:
     """Post-grad FX node name -> the kernel (or extern call) it was computed in."""
     groups: dict[str, KernelGroup] = {}
     kernels = {k.name: k for k in graph.kernels}
@@ -81,12 +109,73 @@ def node_groups(graph: GraphRecord, url_prefix: str = "../") -> dict[str, Kernel
     return groups
 
 
-def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphPage:
+@dataclass(frozen=True)
+class DrawingPartPage:
+    """One part of a large graph's drawing, on its own page, with its neighbours."""
+
+    graph: GraphRecord
+    drawing: Drawing
+    view: str  # "kernels" or "fx"
+    previous: Drawing | None
+    next: Drawing | None
+    legend: tuple[tuple[str, str], ...]
+    roles: tuple[tuple[str, str], ...]
+
+    def link(self, other: Drawing) -> str:
+        return (other.page or "").rsplit("/", 1)[-1]
+
+
+def drawing_part_pages(page: GraphPage) -> dict[str, DrawingPartPage]:
+    """``{url: page}`` for every part of the graph's drawings that has a page of its own."""
+    pages = {}
+    for view, parts, roles in (("kernels", page.kernel_parts, ()), ("fx", page.fx_parts, page.roles)):
+        for index, part in enumerate(parts):
+            pages[part.page or ""] = DrawingPartPage(
+                page.graph,
+                part,
+                view,
+                parts[index - 1] if index > 0 else None,
+                parts[index + 1] if index + 1 < len(parts) else None,
+                page.legend,
+                roles,
+            )
+    return pages
+
+
+@dataclass(frozen=True)
+class GraphDrawings:
+    kernels: tuple[Drawing, ...]
+    fx: tuple[Drawing, ...]
+
+
+def draw_graphs(run: CompileRun) -> dict[str, GraphDrawings]:
+    """Every drawing of every graph, laid out in one go (in parallel, from the layout cache where it can)."""
+    planned: list[tuple[str, list[DrawingPlan], list[DrawingPlan]]] = []
+    for graph in run.graphs:
+        kernel_plans = plan_kernel_drawings(
+            graph,
+            functools.partial(launch_url, graph),
+            functools.partial(launch_category, graph),
+        )
+        fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
+        fx_plans = plan_fx_drawings(graph, fx, node_groups(graph), graph.hints) if fx is not None else []
+        planned.append((graph.id, kernel_plans, fx_plans))
+    drawings = iter(draw([plan for _, kernels, fx in planned for plan in (*kernels, *fx)]))
+    return {
+        graph_id: GraphDrawings(
+            tuple(next(drawings) for _ in kernels), tuple(next(drawings) for _ in fx)
+        )
+        for graph_id, kernels, fx in planned
+    }
+
+
+def graph_page(run: CompileRun, graph: GraphRecord, drawings: GraphDrawings | None = None) -> GraphPage:
     autotuned = {t.chosen_launch: t for t in run.autotune if t.graph_id == graph.id and t.chosen_launch}
     launches = tuple(
         {
             "launch": launch,
             "url": "../" + launch_url(graph, launch),
+            "code_url": "../" + code_line_url(graph, launch.line),
             "label": launch.label,
             "category": launch_category(graph, launch),
             "autotune": autotuned.get(launch.position),
@@ -94,22 +183,14 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         for launch in graph.launches
     )
     fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
-    kernel_drawing = fx_drawing = None
     legend: tuple[tuple[str, str], ...] = ()
     roles: tuple[tuple[str, str], ...] = ()
-    if draw:
-        kernel_drawing = draw_kernel_graph(
-            graph,
-            lambda launch: "../" + launch_url(graph, launch),
-            lambda launch: launch_category(graph, launch),
-        )
+    if drawings is not None:
         categories = dict.fromkeys(launch_category(graph, launch) for launch in graph.launches)
         legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
         if fx is not None:
-            fx_drawing = draw_fx_graph(fx, node_groups(graph), graph.hints)
             used = dict.fromkeys(n.role or "input" for n in fx.nodes if n.op == "placeholder")
             roles = tuple((role, ROLE_LABELS.get(role, role)) for role in used)
-    readable = graph.fx_graph("readable")
     pre_fusion, post_fusion = graph.ir_dump("pre_fusion"), graph.ir_dump("post_fusion")
     fusion_summary = ""
     if pre_fusion is not None and post_fusion is not None:
@@ -129,18 +210,12 @@ def graph_page(run: CompileRun, graph: GraphRecord, draw: bool = True) -> GraphP
         run=run,
         graph=graph,
         launches=launches,
-        kernel_drawing=kernel_drawing,
-        fx_drawing=fx_drawing,
+        kernel_drawings=drawings.kernels if drawings is not None else (),
+        fx_drawings=drawings.fx if drawings is not None else (),
         legend=legend,
         roles=roles,
-        fx_code=highlight(fx.code, "python", "fx") if fx is not None else None,
-        fx_readable_code=highlight(readable.code, "python", "fxr")
-        if readable is not None and fx is not readable
-        else None,
-        ir_pre_text=highlight(pre_fusion.text, "text", "irpre") if pre_fusion is not None else None,
-        ir_text=highlight(post_fusion.text, "text", "ir") if post_fusion is not None else None,
+        texts=tuple((text, "../" + text_url(graph, text.name)) for text in graph_texts(graph)),
         fusion_summary=fusion_summary,
-        output_code=highlight(graph.output_code, "python", "code"),
         provenance_rows=tuple(provenance_rows),
         frame=frame,
         frame_url=f"../compile.html#{frame_anchor(graph.compile_id)}" if graph.compile_id else None,

@@ -22,6 +22,21 @@ def graph_url(graph: GraphRecord) -> str:
     return f"graphs/{graph.id}.html"
 
 
+# A text longer than this is shown on several pages (the IR of a 48-layer --train graph is ~45,000 lines).
+TEXT_PAGE_LINES = 20_000
+
+
+def text_url(graph: GraphRecord, name: str, line: int = 1) -> str:
+    """The page of one of a graph's texts (``output_code``, ``fx_graph_transformed``, ...) that holds ``line``."""
+    number = (max(line, 1) - 1) // TEXT_PAGE_LINES + 1
+    return f"graphs/{graph.id}/{name}{'' if number == 1 else f'-{number}'}.html"
+
+
+def code_line_url(graph: GraphRecord, line: int) -> str:
+    """A line of a graph's ``output_code.py`` (where ``call()`` launches a kernel)."""
+    return f"{text_url(graph, 'output_code', line)}#code-{line}"
+
+
 def kernel_url(graph: GraphRecord, kernel_name: str) -> str:
     return f"kernels/{graph.id}/{kernel_name}.html"
 

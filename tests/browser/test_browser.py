@@ -109,8 +109,10 @@ def test_launch_link_opens_the_code_at_its_line(browser, block_report: Path) -> 
     graph_page = block_report / "graphs" / "model__1_inference_3.1.html"
     page, problems = _open(browser, graph_page.as_uri())
     page.click("#launch-5 td:first-child a")
-    assert page.locator("#output-code").evaluate("element => element.open") is True
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/graphs/model__1_inference_3.1/output_code.html#code-" + page.url.rsplit("-", 1)[-1])
     assert page.locator(".line-target").count() == 1
+    assert "triton_per_fused_add_native_layer_norm_view_1" in page.locator(".line-target").inner_text()
     assert problems == []
     page.close()
 

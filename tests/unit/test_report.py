@@ -15,7 +15,7 @@ import pytest
 from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun
-from inductor_lens.report import drawing, render_report, write_report
+from inductor_lens.report import dot_layout, drawing, render_report, write_report
 
 from ..conftest import CPU_CASE, FIXED_TIME, GPU_CASES, require_graphviz
 
@@ -135,7 +135,7 @@ def test_fx_drawing_has_one_group_per_fused_kernel(unpacked) -> None:
 
 
 def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(drawing, "dot_binary", lambda: None)
+    monkeypatch.setattr(dot_layout, "dot_binary", lambda: None)
     run = _run(unpacked, "mlp_default")
     page = render_report(run)["graphs/model__0_forward_1.0.html"]
     assert "'dot' program is not installed" in page.replace("&#39;", "'")
@@ -143,11 +143,41 @@ def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPat
     assert "digraph fx" in page  # the DOT source is still offered
 
 
-def test_oversized_graphs_are_not_drawn(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(drawing, "MAX_DRAWN_NODES", 5)
-    monkeypatch.setattr(drawing, "MAX_DRAWN_LAUNCHES", 3)
-    page = render_report(_run(unpacked, "block_default"))["graphs/model__0_forward_1.0.html"]
-    assert "op-level drawings stop at 5" in page and "drawings stop at 3" in page and "<svg" not in page
+def test_large_graphs_are_drawn_in_parts_with_a_page_each(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_graphviz()
+    monkeypatch.setattr(drawing, "KERNEL_PART_LAUNCHES", 3)
+    monkeypatch.setattr(drawing, "FX_PART_NODES", 6)
+    run = _run(unpacked, "block_default")
+    graph = run.graphs[1]  # 9 launches: 3 parts of 3
+    files = render_report(run)
+    page = files[f"graphs/{graph.id}.html"]
+    kernel_parts = sorted(p for p in files if p.startswith(f"graphs/{graph.id}/drawing-kernels-"))
+    fx_parts = sorted(p for p in files if p.startswith(f"graphs/{graph.id}/drawing-fx-"))
+    assert len(kernel_parts) == 3 and len(fx_parts) >= 2
+    # the graph page: the overview drawing (a box per part, linking to its page) and a list of the parts
+    overview = _drawings(page)[0]
+    for number in (1, 2, 3):
+        assert f'xlink:href="../graphs/{graph.id}/drawing-kernels-{number}.html"' in overview
+        assert f'href="{graph.id}/drawing-kernels-{number}.html"' in page
+    # every launch is drawn in exactly one part, whose links reach the kernel pages from its folder
+    drawn = [files[p] for p in kernel_parts]
+    for launch in graph.launches:
+        assert sum(f"<title>launch{launch.position}</title>" in part for part in drawn) >= 1
+    assert '"../../kernels/' in "".join(drawn) or "../../kernels/" in "".join(drawn)
+    # a part reading what an earlier part wrote shows that launch as a stub linking to its part's page
+    assert 'xlink:href="drawing-kernels-1.html"' in files[kernel_parts[1]]
+    for part in kernel_parts + fx_parts:
+        assert "<svg" in files[part] and "took over" not in files[part]
+
+
+def test_split_in_parts_cuts_where_fewest_reads_cross() -> None:
+    # three "layers" of 10 items: inside a layer each item reads the two before it (3 reads cross any cut
+    # there); a layer's first item reads only the last item of the layer before (1 read crosses)
+    producers = [[i - 1] if i % 10 == 0 else [i - 1, i - 2] if i % 10 > 1 else [i - 1] for i in range(1, 30)]
+    producers.insert(0, [])
+    assert drawing.split_in_parts(producers, 24) == [(0, 30)]  # within 1.5x of the target: one part
+    # the target says 8, but the cuts go between the layers, within a third of it
+    assert drawing.split_in_parts(producers, 8) == [(0, 10), (10, 20), (20, 30)]
 
 
 def test_write_report_writes_every_file(unpacked, tmp_path: Path) -> None:
