@@ -1,6 +1,6 @@
 """Report stage: syntax highlighting with Pygments (CSS classes only, no inline styles).
 
-Every highlighted block gets line numbers and an anchor per line (``#<prefix>-<n>``), so pages can
+Every highlighted block gets an anchor per line (``#<prefix>-<n>``, numbered by a CSS counter), so pages can
 link to the line of a launch or a kernel definition. Texts over ``HIGHLIGHT_LIMIT`` are shown plain
 (with the same anchors): Pygments lexes about 0.3 MB/s and its markup is 5-6x the text (measured on a
 48-layer graph's 540 KB FX code: 2.1 s, 3.5 MB highlighted; 0.02 s, 0.9 MB plain).
@@ -9,6 +9,7 @@ link to the line of a launch or a kernel definition. Texts over ``HIGHLIGHT_LIMI
 from __future__ import annotations
 
 import functools
+import re
 
 from markupsafe import Markup, escape
 from pygments import highlight as _highlight
@@ -27,9 +28,15 @@ def is_highlighted(code: str, language: str) -> bool:
 def highlight(code: str, language: str, anchor_prefix: str) -> Markup:
     if not is_highlighted(code, language):
         return plain(code, anchor_prefix)
-    formatter = HtmlFormatter(linenos="inline", lineanchors=anchor_prefix, anchorlinenos=True, wrapcode=True)
     lexer = _LEXERS.get(language, TextLexer)(stripnl=False, ensurenl=True)
-    return Markup(_highlight(code, lexer, formatter))
+    html = _highlight(code, lexer, HtmlFormatter(linespans=anchor_prefix))
+    # one <span id=…> per line, numbered by the same CSS counter as plain(); whitespace needs no span
+    html = html.replace("<pre><span></span>", _NUMBERED_PRE.format(first=0), 1)
+    return Markup(_WHITESPACE_TOKEN.sub(r"\1", html))
+
+
+_NUMBERED_PRE = '<pre class="lines" style="counter-reset: line {first}">'
+_WHITESPACE_TOKEN = re.compile(r'<span class="w">(\s*)</span>')
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,4 +51,4 @@ def plain(code: str, anchor_prefix: str, first_line: int = 1) -> Markup:
     body = "".join(
         f"<span id={anchor_prefix}-{n}>{escape(line)}</span>\n" for n, line in enumerate(lines, start=first_line)
     )
-    return Markup(f'<div class="highlight"><pre class="lines" style="counter-reset: line {first_line - 1}">{body}</pre></div>')
+    return Markup(f'<div class="highlight">{_NUMBERED_PRE.format(first=first_line - 1)}{body}</pre></div>')
