@@ -1,4 +1,5 @@
-"""Tooling beside the pipeline: the caches torch.compile and Triton keep on this machine, shown and cleared safely.
+"""Tooling beside the pipeline: the caches torch.compile and Triton keep on this machine, and inductor-lens's
+own autotune cache of its hand-written kernels, shown and cleared safely.
 
 Paths are resolved the way torch and Triton resolve them (environment variables first, then their
 defaults; see ``CACHE_DEFAULTS`` for the versions). Clearing removes a cache's *content*, only from a
@@ -25,8 +26,12 @@ from .errors import LensError
 CACHE_DEFAULTS = {
     "inductor": "$TORCHINDUCTOR_CACHE_DIR, else <tmp>/torchinductor_<user>",
     "triton": "$TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache (TRITON_HOME defaults to ~)",
+    "handwritten": "$INDUCTOR_LENS_CACHE_DIR/handwritten-autotune, else ~/.cache/inductor-lens/handwritten-autotune",
     "reports": "./inductor-lens-reports (written by inductor-lens; shown, never cleared)",
 }
+# The caches ``clear`` empties (the reports are only shown).
+CLEARABLE = ("inductor", "triton", "handwritten")
+HANDWRITTEN_FOLDER = "handwritten-autotune"
 # The parts of an Inductor cache folder, by entry name (seen in torch 2.11 and 2.13).
 INDUCTOR_PARTS = {
     "fxgraph": "FX graph cache (compiled graphs)",
@@ -38,6 +43,8 @@ INDUCTOR_PARTS = {
 }
 KERNEL_DIR = re.compile(r"^[a-z0-9_]{2}$")  # generated kernel code, by the first two characters of its hash
 TRITON_ENTRY = re.compile(r"^[A-Za-z0-9_-]{32,}$")  # one folder per kernel hash
+# One file per tuned (kernel, shape class, dtypes, device, Triton version): <kernel>-<hash>.json.
+HANDWRITTEN_ENTRY = re.compile(r"^(?P<kernel>[A-Za-z_][A-Za-z0-9_]*)-[0-9a-f]{32}\.json$")
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "package.json", "Makefile")
 
 
@@ -65,7 +72,9 @@ class CacheInfo:
     parts: dict[str, Usage] = field(default_factory=dict)
 
     def describe(self, part: str) -> str:
-        """What one part of the cache (a subfolder of Inductor's, grouped) holds."""
+        """What one part of the cache (a subfolder of Inductor's, grouped; a kernel's tuned configurations) holds."""
+        if self.name == "handwritten":
+            return f"tuned configurations of the hand-written {part}" if part != "other" else "not recognised"
         return INDUCTOR_PARTS.get(part, "generated kernel code" if part == "kernels" else "not recognised")
 
     def to_json(self) -> dict:
@@ -94,6 +103,13 @@ def triton_dir() -> tuple[Path, str]:
     return (base / ".triton" / "cache").absolute(), "TRITON_HOME" if home else "default"
 
 
+def handwritten_dir() -> tuple[Path, str]:
+    """The autotune cache of the hand-written kernels (``handwritten/tuning.py``)."""
+    if value := os.environ.get("INDUCTOR_LENS_CACHE_DIR"):
+        return Path(value).absolute() / HANDWRITTEN_FOLDER, "INDUCTOR_LENS_CACHE_DIR"
+    return (Path.home() / ".cache" / "inductor-lens" / HANDWRITTEN_FOLDER).absolute(), "default"
+
+
 def usage(path: Path) -> Usage:
     """Bytes and files under ``path``, symlinks counted as themselves and never followed."""
     total = files = 0
@@ -114,23 +130,30 @@ def usage(path: Path) -> Usage:
 def cache_info() -> list[CacheInfo]:
     found = []
     for name, (path, source) in (("inductor", inductor_dir()), ("triton", triton_dir()),
+                                 ("handwritten", handwritten_dir()),
                                  ("reports", (Path("inductor-lens-reports").absolute(), "default"))):  # fmt: skip
         exists = path.is_dir()
         parts: dict[str, Usage] = {}
-        if exists and name == "inductor":
+        if exists and name in ("inductor", "handwritten"):
             for entry in sorted(path.iterdir()):
-                part = (
-                    entry.name
-                    if entry.name in INDUCTOR_PARTS
-                    else "kernels"
-                    if KERNEL_DIR.match(entry.name)
-                    else "other"
-                )
+                part = _part(name, entry.name)
+                if part is None:
+                    continue
                 partial = usage(entry) if entry.is_dir() and not entry.is_symlink() else _single(entry)
                 previous = parts.get(part, Usage())
                 parts[part] = _add(previous, partial)
         found.append(CacheInfo(name, path, source, exists, usage(path) if exists else Usage(), parts))
     return found
+
+
+def _part(name: str, entry: str) -> str | None:
+    """Which part of the cache an entry is in (None: a file in flight, not worth a line)."""
+    if name == "handwritten":
+        if entry.startswith("."):
+            return None
+        found = HANDWRITTEN_ENTRY.match(entry)
+        return found.group("kernel") if found else "other"
+    return entry if entry in INDUCTOR_PARTS else "kernels" if KERNEL_DIR.match(entry) else "other"
 
 
 def _single(entry: Path) -> Usage:
@@ -173,6 +196,8 @@ def _belongs(name: str, entry: str) -> bool:
         return True
     if name == "inductor":
         return entry in INDUCTOR_PARTS or bool(KERNEL_DIR.match(entry))
+    if name == "handwritten":
+        return bool(HANDWRITTEN_ENTRY.match(entry))
     return bool(TRITON_ENTRY.match(entry))
 
 
@@ -245,8 +270,8 @@ def _rmdir(path: Path, result: ClearResult) -> None:
 
 
 def cache_dir(name: str) -> Path:
-    """Where the ``inductor`` or ``triton`` cache is, resolved as torch and Triton resolve it."""
-    return inductor_dir()[0] if name == "inductor" else triton_dir()[0]
+    """Where the ``inductor``, ``triton`` or ``handwritten`` cache is, resolved as torch and Triton resolve theirs."""
+    return {"inductor": inductor_dir, "triton": triton_dir, "handwritten": handwritten_dir}[name]()[0]
 
 
 def check_cache(name: str) -> None:
