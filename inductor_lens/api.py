@@ -19,7 +19,7 @@ Hand-written kernels
     check_handwritten(name, ...)      run one against its torch reference (CPU: Triton's interpreter)
     bench_handwritten(name, ...)      time it on the GPU next to torch eager and torch.compile
 Caches
-    cache_info(), check_cache(name), clear_cache(name)   Inductor's and Triton's caches
+    cache_info(), check_cache(name), clear_cache(name)   Inductor's, Triton's and the hand-written kernels' caches
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .caches import CLEARABLE as CLEARABLE_CACHES
 from .caches import CacheInfo, ClearResult, cache_info, check_cache
 from .caches import clear as clear_cache
 from .compare.configs import ConfigRequest, requested_configs
@@ -55,6 +56,7 @@ from .report.folders import find_index, is_comparison, named_out_dir
 from .units import format_age, format_bytes
 
 __all__ = [
+    "CLEARABLE_CACHES",
     "CacheInfo",
     "CheckResult",
     "ClearResult",

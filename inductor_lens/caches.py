@@ -1,4 +1,5 @@
-"""Tooling beside the pipeline: the caches torch.compile and Triton keep on this machine, shown and cleared safely.
+"""Tooling beside the pipeline: the caches torch.compile and Triton keep on this machine, and inductor-lens's
+own autotune cache of its hand-written kernels, shown and cleared safely.
 
 Paths are resolved the way torch and Triton resolve them (environment variables first, then their
 defaults; see ``CACHE_DEFAULTS`` for the versions). Clearing removes a cache's *content*, only from a
@@ -25,8 +26,15 @@ from .errors import LensError
 CACHE_DEFAULTS = {
     "inductor": "$TORCHINDUCTOR_CACHE_DIR, else <tmp>/torchinductor_<user>",
     "triton": "$TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache (TRITON_HOME defaults to ~)",
+    "handwritten": "<lens cache>/handwritten-autotune; <lens cache> is $INDUCTOR_LENS_CACHE_DIR, else $XDG_CACHE_HOME/inductor-lens, else ~/.cache/inductor-lens",
+    "layouts": "<lens cache>/layouts (the report's Graphviz drawings)",
     "reports": "./inductor-lens-reports (written by inductor-lens; shown, never cleared)",
 }
+# The caches ``clear`` empties (the reports are only shown).
+CLEARABLE = ("inductor", "triton", "handwritten", "layouts")
+HANDWRITTEN_FOLDER = "handwritten-autotune"
+LAYOUTS_FOLDER = "layouts"
+LAYOUT_ENTRY = re.compile(r"^[0-9a-f]{64}\.svg$")
 # The parts of an Inductor cache folder, by entry name (seen in torch 2.11 and 2.13).
 INDUCTOR_PARTS = {
     "fxgraph": "FX graph cache (compiled graphs)",
@@ -38,6 +46,8 @@ INDUCTOR_PARTS = {
 }
 KERNEL_DIR = re.compile(r"^[a-z0-9_]{2}$")  # generated kernel code, by the first two characters of its hash
 TRITON_ENTRY = re.compile(r"^[A-Za-z0-9_-]{32,}$")  # one folder per kernel hash
+# One file per tuned (kernel, shape class, dtypes, device, Triton version): <kernel>-<hash>.json.
+HANDWRITTEN_ENTRY = re.compile(r"^(?P<kernel>[A-Za-z_][A-Za-z0-9_]*)-[0-9a-f]{32}\.json$")
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "package.json", "Makefile")
 
 
@@ -65,7 +75,9 @@ class CacheInfo:
     parts: dict[str, Usage] = field(default_factory=dict)
 
     def describe(self, part: str) -> str:
-        """What one part of the cache (a subfolder of Inductor's, grouped) holds."""
+        """What one part of the cache (a subfolder of Inductor's, grouped; a kernel's tuned configurations) holds."""
+        if self.name == "handwritten":
+            return f"tuned configurations of the hand-written {part}" if part != "other" else "not recognised"
         return INDUCTOR_PARTS.get(part, "generated kernel code" if part == "kernels" else "not recognised")
 
     def to_json(self) -> dict:
@@ -95,7 +107,7 @@ def triton_dir() -> tuple[Path, str]:
 
 
 def lens_cache_dir() -> tuple[Path, str]:
-    """inductor-lens's own cache: $INDUCTOR_LENS_CACHE_DIR, else $XDG_CACHE_HOME/inductor-lens, else ~/.cache/inductor-lens."""
+    """inductor-lens's own caches: $INDUCTOR_LENS_CACHE_DIR, else $XDG_CACHE_HOME/inductor-lens, else ~/.cache/inductor-lens."""
     if value := os.environ.get("INDUCTOR_LENS_CACHE_DIR"):
         return Path(value).absolute(), "INDUCTOR_LENS_CACHE_DIR"
     if xdg := os.environ.get("XDG_CACHE_HOME"):
@@ -103,9 +115,20 @@ def lens_cache_dir() -> tuple[Path, str]:
     return (Path.home() / ".cache" / "inductor-lens").absolute(), "default"
 
 
+def handwritten_dir() -> tuple[Path, str]:
+    """The autotune cache of the hand-written kernels (``handwritten/tuning.py``)."""
+    base, source = lens_cache_dir()
+    return base / HANDWRITTEN_FOLDER, source
+
+
+def layouts_dir() -> tuple[Path, str]:
+    """The report's Graphviz layouts, one SVG per hash of a DOT source (``report/dot_layout.py``)."""
+    base, source = lens_cache_dir()
+    return base / LAYOUTS_FOLDER, source
+
+
 def layout_cache_dir() -> Path:
-    """Where the report's Graphviz layouts are kept, by the hash of their DOT source."""
-    return lens_cache_dir()[0] / "layouts"
+    return layouts_dir()[0]
 
 
 def usage(path: Path) -> Usage:
@@ -128,23 +151,30 @@ def usage(path: Path) -> Usage:
 def cache_info() -> list[CacheInfo]:
     found = []
     for name, (path, source) in (("inductor", inductor_dir()), ("triton", triton_dir()),
+                                 ("handwritten", handwritten_dir()), ("layouts", layouts_dir()),
                                  ("reports", (Path("inductor-lens-reports").absolute(), "default"))):  # fmt: skip
         exists = path.is_dir()
         parts: dict[str, Usage] = {}
-        if exists and name == "inductor":
+        if exists and name in ("inductor", "handwritten"):
             for entry in sorted(path.iterdir()):
-                part = (
-                    entry.name
-                    if entry.name in INDUCTOR_PARTS
-                    else "kernels"
-                    if KERNEL_DIR.match(entry.name)
-                    else "other"
-                )
+                part = _part(name, entry.name)
+                if part is None:
+                    continue
                 partial = usage(entry) if entry.is_dir() and not entry.is_symlink() else _single(entry)
                 previous = parts.get(part, Usage())
                 parts[part] = _add(previous, partial)
         found.append(CacheInfo(name, path, source, exists, usage(path) if exists else Usage(), parts))
     return found
+
+
+def _part(name: str, entry: str) -> str | None:
+    """Which part of the cache an entry is in (None: a file in flight, not worth a line)."""
+    if name == "handwritten":
+        if entry.startswith("."):
+            return None
+        found = HANDWRITTEN_ENTRY.match(entry)
+        return found.group("kernel") if found else "other"
+    return entry if entry in INDUCTOR_PARTS else "kernels" if KERNEL_DIR.match(entry) else "other"
 
 
 def _single(entry: Path) -> Usage:
@@ -187,6 +217,10 @@ def _belongs(name: str, entry: str) -> bool:
         return True
     if name == "inductor":
         return entry in INDUCTOR_PARTS or bool(KERNEL_DIR.match(entry))
+    if name == "handwritten":
+        return bool(HANDWRITTEN_ENTRY.match(entry))
+    if name == "layouts":
+        return bool(LAYOUT_ENTRY.match(entry))
     return bool(TRITON_ENTRY.match(entry))
 
 
@@ -259,8 +293,8 @@ def _rmdir(path: Path, result: ClearResult) -> None:
 
 
 def cache_dir(name: str) -> Path:
-    """Where the ``inductor`` or ``triton`` cache is, resolved as torch and Triton resolve it."""
-    return inductor_dir()[0] if name == "inductor" else triton_dir()[0]
+    """Where the ``inductor``, ``triton`` or ``handwritten`` cache is, resolved as torch and Triton resolve theirs."""
+    return {"inductor": inductor_dir, "triton": triton_dir, "handwritten": handwritten_dir, "layouts": layouts_dir}[name]()[0]
 
 
 def check_cache(name: str) -> None:

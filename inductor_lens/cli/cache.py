@@ -1,4 +1,5 @@
-"""``inductor-lens cache info|clear``: the caches torch.compile and Triton keep on this machine."""
+"""``inductor-lens cache info|clear``: the caches torch.compile and Triton keep on this machine, and the
+autotune cache of inductor-lens's hand-written kernels."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from .common import lens_command
 
 @click.group("cache")
 def cache_group() -> None:
-    """The caches torch.compile and Triton keep on this machine: show them, clear them safely."""
+    """The caches torch.compile, Triton and the hand-written kernels keep on this machine: show them, clear them safely."""
 
 
 @cache_group.command("info")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @lens_command
 def cache_info_command(as_json: bool, verbose: bool) -> None:
-    """Every cache, resolved as torch and Triton resolve it, with size, files and age."""
+    """Every cache, resolved as torch and Triton resolve it, with size, files (entries) and age."""
     found = api.cache_info()
     if as_json:
         click.echo(json.dumps([c.to_json() for c in found], indent=1))
@@ -29,11 +30,11 @@ def cache_info_command(as_json: bool, verbose: bool) -> None:
     for cache in found:
         where = f"{cache.path}  ({cache.source})"
         if not cache.exists:
-            click.echo(f"{cache.name:<9} {where}: not there")
+            click.echo(f"{cache.name:<11} {where}: not there")
             continue
         u = cache.usage
         click.echo(
-            f"{cache.name:<9} {where}: {api.format_bytes(u.bytes)} in {u.files:,} files, "
+            f"{cache.name:<11} {where}: {api.format_bytes(u.bytes)} in {u.files:,} files, "
             f"newest {api.format_age(u.newest)} old"
         )
         for part, pu in cache.parts.items():
@@ -45,19 +46,29 @@ def cache_info_command(as_json: bool, verbose: bool) -> None:
     "--inductor", is_flag=True, help="Inductor's cache (FX graphs, AOT autograd, kernels, headers)."
 )
 @click.option("--triton", is_flag=True, help="Triton's own kernel cache.")
-@click.option("--all", "clear_all", is_flag=True, help="Both.")
+@click.option(
+    "--handwritten", is_flag=True, help="The tuned launch configurations of inductor-lens's hand-written kernels."
+)
+@click.option("--layouts", is_flag=True, help="The report's cached Graphviz layouts (drawings are laid out again).")
+@click.option("--all", "clear_all", is_flag=True, help="All four.")
 @click.option("--dry-run", is_flag=True, help="Delete nothing; list what would go.")
 @click.option("--yes", is_flag=True, help="Do not ask before deleting.")
 @lens_command
 def cache_clear_command(
-    inductor: bool, triton: bool, clear_all: bool, dry_run: bool, yes: bool, verbose: bool
+    inductor: bool,
+    triton: bool,
+    handwritten: bool,
+    layouts: bool,
+    clear_all: bool,
+    dry_run: bool,
+    yes: bool,
+    verbose: bool,
 ) -> None:
     """Delete the content of the chosen caches (never anything that does not look like one)."""
-    names = [
-        n for n, chosen in (("inductor", inductor or clear_all), ("triton", triton or clear_all)) if chosen
-    ]
+    chosen = {"inductor": inductor, "triton": triton, "handwritten": handwritten, "layouts": layouts}
+    names = [n for n in api.CLEARABLE_CACHES if chosen[n] or clear_all]
     if not names:
-        raise UsageError("choose what to clear: --inductor, --triton or --all")
+        raise UsageError("choose what to clear: --inductor, --triton, --handwritten, --layouts or --all")
     for name in names:
         api.check_cache(name)
     if not dry_run and not yes:

@@ -87,5 +87,5 @@ def _run_record(
         checked_shape=entry.checked_shape, interpreter=entry.interpreter, ok=entry.ok,
         max_rel_error=entry.max_rel_error, tolerance=entry.tolerance,
         timing=entry.timing, eager=entry.eager, gpu_alone=entry.gpu_alone, roofline=roofline,
-        error=entry.error or None,
+        error=entry.error or None, configs=tuple(entry.configs),
     )  # fmt: skip

@@ -8,8 +8,9 @@ documents, each with its own schema version:
                     frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
-    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's, and
-                    HandwrittenKernel: each hand-written kernel as the report shows it
+    handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's (with the
+                    launch configurations they ran with, KernelConfig), and HandwrittenKernel: each
+                    hand-written kernel as the report shows it
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
     codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
 """
@@ -61,9 +62,11 @@ from .graph import (
     SourceLine,
 )
 from .handwritten import (
+    ConfigOrigin,
     HandwrittenKernel,
     HandwrittenMatch,
     HandwrittenRun,
+    KernelConfig,
     MatchKind,
     shape_text,
 )
@@ -124,6 +127,7 @@ __all__ = [
     "CompileRun",
     "CompileSettings",
     "ConfigDiff",
+    "ConfigOrigin",
     "ConfigResult",
     "CudaGraphUse",
     "DeviceCeilings",
@@ -155,6 +159,7 @@ __all__ = [
     "KernelArg",
     "KernelBackend",
     "KernelChange",
+    "KernelConfig",
     "KernelRecord",
     "KernelTiming",
     "Launch",

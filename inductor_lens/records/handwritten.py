@@ -9,6 +9,9 @@ from typing import Literal
 from .timing import Roofline, Timing
 
 MatchKind = Literal["exact", "composed", "partial", "none"]
+# Where a launch configuration came from: autotuned for this shape in the run; autotuned earlier in the run
+# for a shape of the same class; read from the hand-written autotune cache (nothing benchmarked).
+ConfigOrigin = Literal["tuned", "reused", "cache"]
 
 
 def shape_text(shape: Mapping[str, int], dims: Sequence[str]) -> str:
@@ -32,6 +35,16 @@ class HandwrittenKernel:
 
 
 @dataclass(frozen=True)
+class KernelConfig:
+    """The launch configuration one of a hand-written kernel's ``@triton.jit`` functions ran with on a GPU."""
+
+    kernel: str  # the @triton.jit function
+    config: str  # "BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3"
+    origin: ConfigOrigin
+    tuned_ms: float | None = None  # the autotuner's median for it, when it was tuned (now or for the cache)
+
+
+@dataclass(frozen=True)
 class HandwrittenRun:
     """One hand-written kernel checked against its torch reference (and, on a GPU, timed) on given shapes."""
 
@@ -51,6 +64,8 @@ class HandwrittenRun:
     gpu_alone: Timing | None = None
     roofline: Roofline | None = None
     error: str | None = None
+    # The configurations its autotuned kernels launched with (GPU only: the interpreter's are fixed, not recorded).
+    configs: tuple[KernelConfig, ...] = ()
 
 
 @dataclass(frozen=True)

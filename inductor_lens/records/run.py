@@ -32,6 +32,9 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      CudaGraphUse); per compile: its own graph breaks, CUDA-graph recordings (DynamoFrame.cudagraph_recordings,
      .cudagraph_record_s), failed autotune choices (AutotuneTable.failed), the mode inferred from
      options (CompileSettings.mode_inferred). A version 8 run reads with none of them.
+  10: the launch configuration each autotuned hand-written kernel ran with on a GPU, and whether it was
+     tuned in the run or read from the hand-written autotune cache (HandwrittenRun.configs, KernelConfig).
+     A version 9 run reads with none.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 9
+RUN_SCHEMA_VERSION = 10
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]

@@ -135,7 +135,7 @@ def _write_cached(cache: Path | None, key: str, svg: str) -> None:
         return
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cache / f"{key}.{os.getpid()}.tmp"
+        tmp = cache / f".{key}.{os.getpid()}.tmp"
         tmp.write_text(svg, encoding="utf-8")
         os.replace(tmp, cache / f"{key}.svg")
     except OSError:

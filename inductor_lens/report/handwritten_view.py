@@ -5,12 +5,20 @@ The hand-written kernels (their source, formula, summary and dimensions) are rea
 records, as they were when the report was built; only the highlighting is done here. A report saved
 before they were recorded (run schema 5) says their source was not recorded rather than showing
 today's kernels.
+
+A deep model repeats itself: one extern matmul of one shape is launched once per layer, and several
+catalog kernels launch the same Triton source. So the page has one row per distinct job (matches
+equal but for their launch position, with every launch they stand for) and shows each distinct
+source once, in a section of its own that the rows link to.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
@@ -23,6 +31,7 @@ from ..records import (
     Launch,
     Timing,
     shape_text,
+    to_jsonable,
 )
 from .highlight import highlight
 from .views import SummaryItem, graph_url, launch_url
@@ -44,6 +53,7 @@ class HandwrittenStep:
     run: HandwrittenRun
     kernel: HandwrittenKernel | None  # None in a report saved before the kernels were recorded
     source: Markup
+    source_anchor: str  # the id of its source's block on the hand-written page ("" when not recorded)
     shape_text: str
     checked_text: str  # "" when the full shape was checked
 
@@ -54,9 +64,10 @@ class HandwrittenStep:
 
 @dataclass(frozen=True)
 class HandwrittenRow:
-    match: HandwrittenMatch
+    match: HandwrittenMatch  # the first of the equal matches the row stands for
     graph: GraphRecord
-    launch: Launch | None
+    launch: Launch | None  # the first launch
+    launches: tuple[Launch, ...]  # every launch the row stands for, in order
     url: str
     steps: tuple[HandwrittenStep, ...]
     inductor_us: float | None  # per launch
@@ -73,32 +84,97 @@ class HandwrittenRow:
     def label(self) -> str:
         return MATCH_LABELS[self.match.kind]
 
+    @property
+    def anchor(self) -> str:
+        """The id of the row's section: its first match's key, unique on the page."""
+        return self.match.key
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self.launches))
+
+    @property
+    def launch_links(self) -> tuple[tuple[int, str], ...]:
+        """(position, where it is shown) of each launch the row stands for."""
+        return tuple((x.position, launch_url(self.graph, x)) for x in self.launches)
+
+
+@dataclass(frozen=True)
+class HandwrittenSource:
+    """One distinct hand-written source, shown once, with the catalog kernels that launch it."""
+
+    anchor: str
+    kernels: tuple[HandwrittenKernel, ...]
+    code: Markup
+
 
 @dataclass(frozen=True)
 class HandwrittenPage:
     run: CompileRun
     rows: tuple[HandwrittenRow, ...]
     summary: tuple[SummaryItem, ...]
+    sources: tuple[HandwrittenSource, ...]
+    # Some step's kernel has no recorded source (a report saved before they were recorded).
+    unrecorded: bool
 
 
 def handwritten_rows(run: CompileRun) -> tuple[HandwrittenRow, ...]:
-    rows = []
+    """One row per distinct job: matches equal but for their launch position make one row."""
+    groups: dict[tuple[str, str], list[HandwrittenMatch]] = {}
     for match in run.handwritten:
-        graph = run.graph(match.graph_id)
+        groups.setdefault((match.graph_id, _identity(match)), []).append(match)
+    anchors = _source_anchors(run)
+    rows = []
+    for (graph_id, _), matches in groups.items():
+        graph = run.graph(graph_id)
         if graph is not None:
-            rows.append(_row(run, match, graph, _launch(graph, match)))
+            rows.append(_row(run, matches, graph, anchors))
     return tuple(rows)
 
 
 def handwritten_row(run: CompileRun, graph: GraphRecord, target: str) -> HandwrittenRow | None:
+    """The row of a generated kernel (one match, covering every launch of the kernel)."""
     match = run.handwritten_for(graph.id, target)
     if match is None:
         return None
-    return _row(run, match, graph, _launch(graph, match))
+    return _row(run, [match], graph, _source_anchors(run))
 
 
-def _launch(graph: GraphRecord, match: HandwrittenMatch) -> Launch | None:
-    return next((x for x in graph.launches if x.position == match.launch), None)
+def _identity(match: HandwrittenMatch) -> str:
+    """Everything about a match but its launch position, as text."""
+    return json.dumps(to_jsonable(replace(match, launch=None)), sort_keys=True)
+
+
+def _launches(graph: GraphRecord, matches: Sequence[HandwrittenMatch]) -> tuple[Launch, ...]:
+    """The launches the matches stand for: an extern call's own, or every launch of a generated kernel
+    (it is matched once, at its first launch)."""
+    positions = {m.launch for m in matches}
+    target = matches[0].target
+    return tuple(
+        x for x in graph.launches if x.position in positions or (x.kind != "extern" and x.target == target)
+    )
+
+
+def _source_anchors(run: CompileRun) -> dict[str, str]:
+    """Each recorded kernel's name -> the id of its source's block (kernels sharing a source share one)."""
+    first_with: dict[str, str] = {}
+    anchors = {}
+    for kernel in run.handwritten_kernels:
+        if kernel.source:
+            anchors[kernel.name] = "source-" + first_with.setdefault(kernel.source, kernel.name)
+    return anchors
+
+
+def handwritten_sources(run: CompileRun) -> tuple[HandwrittenSource, ...]:
+    """Every distinct recorded source once, highlighted, in the order the kernels were recorded."""
+    by_source: dict[str, list[HandwrittenKernel]] = {}
+    for kernel in run.handwritten_kernels:
+        if kernel.source:
+            by_source.setdefault(kernel.source, []).append(kernel)
+    return tuple(
+        HandwrittenSource(f"source-{kernels[0].name}", tuple(kernels), _highlighted(kernels[0].name, source))
+        for source, kernels in by_source.items()
+    )
 
 
 def handwritten_page(run: CompileRun) -> HandwrittenPage:
@@ -110,8 +186,13 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
     slower = sum(1 for inductor, handwritten in timed if handwritten > inductor * (1 + TIE))
     bad = sum(1 for r in matched if r.correctness in ("mismatch", "error"))
     checked = [r for r in matched if r.correctness != "not run"]
+    launches = sum(r.count for r in rows)
     summary = [
-        SummaryItem("Matched", f"{len(matched)} of {len(rows)}", "kernels and extern matmul/attention calls"),
+        SummaryItem(
+            "Matched",
+            f"{len(matched)} of {len(rows)}",
+            f"distinct kernels and extern matmul/attention calls ({launches:,} launches)",
+        ),
         SummaryItem(
             "Exact / composed / partial",
             " / ".join(
@@ -135,14 +216,34 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
                 "Hand-written faster", f"{faster} of {len(timed)}", f"slower on {slower}, the rest within 5%"
             )
         )
-    return HandwrittenPage(run, rows, tuple(summary))
+    # each check's configurations once (rows of equal shapes share a check)
+    configs = {
+        (step.name, tuple(sorted(step.run.shape.items())), step.run.dtype, c.kernel, c.origin)
+        for r in rows
+        for step in r.steps
+        for c in step.run.configs
+    }
+    if configs:
+        cached = sum(1 for *_, origin in configs if origin == "cache")
+        summary.append(
+            SummaryItem(
+                "Launch configs from the autotune cache",
+                f"{cached} of {len(configs)}",
+                "the rest autotuned in this run" if cached < len(configs) else "nothing was autotuned",
+            )
+        )
+    unrecorded = any(not s.source_anchor for r in rows for s in r.steps)
+    return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded)
 
 
 def _row(
-    run: CompileRun, match: HandwrittenMatch, graph: GraphRecord, launch: Launch | None
+    run: CompileRun, matches: Sequence[HandwrittenMatch], graph: GraphRecord, anchors: dict[str, str]
 ) -> HandwrittenRow:
-    steps = tuple(_step(r, run.handwritten_kernel(r.name)) for r in match.runs)
-    inductor_us, method = _inductor_time(graph, match, launch)
+    match = matches[0]
+    launches = _launches(graph, matches)
+    launch = next((x for x in launches if x.position == match.launch), None)
+    steps = tuple(_step(r, run.handwritten_kernel(r.name), anchors.get(r.name, "")) for r in match.runs)
+    inductor_us, method = _inductor_time(graph, match, launches)
     handwritten_us = _total_us([r.timing for r in match.runs])
     eager_us = _total_us([r.eager for r in match.runs])
     verdict, tone = _verdict(match, inductor_us, handwritten_us)
@@ -151,11 +252,11 @@ def _row(
     if handwritten_us and alone_us and handwritten_us > LAUNCH_BOUND * alone_us:
         launch_bound = (f"Launch-bound at this size: the hand-written GPU time alone (replayed from a CUDA graph) is "
                         f"{alone_us:,.1f} µs; the rest is host time, launching from Python through Triton's launcher")  # fmt: skip
-        in_context = _in_context_us(graph, match, launch)
+        in_context = _in_context_us(graph, match, launches)[0]
         if in_context is not None:
             launch_bound += f". GPU time against GPU time: {alone_us:,.1f} µs by hand, {in_context:,.1f} µs for Inductor's in the profiled step"
     url = launch_url(graph, launch) if launch else graph_url(graph)
-    return HandwrittenRow(match, graph, launch, url, steps, inductor_us, method, handwritten_us, eager_us,
+    return HandwrittenRow(match, graph, launch, launches, url, steps, inductor_us, method, handwritten_us, eager_us,
                           verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
 
 
@@ -165,7 +266,7 @@ def _total_us(timings: list[Timing | None]) -> float | None:
     return sum(known) * 1e3 if known and len(known) == len(timings) else None
 
 
-def _step(run: HandwrittenRun, kernel: HandwrittenKernel | None) -> HandwrittenStep:
+def _step(run: HandwrittenRun, kernel: HandwrittenKernel | None, source_anchor: str) -> HandwrittenStep:
     # Without the kernel's record (an older report), its shapes' own order: they were written in the
     # order of its dimensions.
     dims = kernel.dims if kernel else tuple(run.shape)
@@ -174,27 +275,31 @@ def _step(run: HandwrittenRun, kernel: HandwrittenKernel | None) -> HandwrittenS
         checked = shape_text(run.checked_shape, dims)
     shape = shape_text(run.shape, dims) if run.shape else "—"
     source = _highlighted(kernel.name, kernel.source) if kernel and kernel.source else Markup("")
-    return HandwrittenStep(run, kernel, source, shape, checked)
+    return HandwrittenStep(run, kernel, source, source_anchor, shape, checked)
 
 
 def _inductor_time(
-    graph: GraphRecord, match: HandwrittenMatch, launch: Launch | None
+    graph: GraphRecord, match: HandwrittenMatch, launches: Sequence[Launch]
 ) -> tuple[float | None, str]:
     kernel = graph.kernel(match.target)
     if kernel is not None and kernel.timing is not None and kernel.timing.isolated is not None:
         return kernel.timing.isolated.median_ms * 1e3, "isolated (do_bench on a copy of its real arguments)"
-    in_context = _in_context_us(graph, match, launch)
-    return (in_context, "in context (profiled steps)") if in_context is not None else (None, "")
+    in_context, timed = _in_context_us(graph, match, launches)
+    if in_context is None:
+        return None, ""
+    return in_context, "in context (profiled steps)" + (f", the median of {timed} launches" if timed > 1 else "")
 
 
-def _in_context_us(graph: GraphRecord, match: HandwrittenMatch, launch: Launch | None) -> float | None:
-    """Inductor's kernel's GPU time per launch in the profiled steps (no launch overhead in it)."""
+def _in_context_us(
+    graph: GraphRecord, match: HandwrittenMatch, launches: Sequence[Launch]
+) -> tuple[float | None, int]:
+    """Inductor's GPU time per launch in the profiled steps (no launch overhead in it): the kernel's
+    own, else the median of the launches' (equal extern calls, one per layer), with how many were timed."""
     kernel = graph.kernel(match.target)
     if kernel is not None and kernel.timing is not None and kernel.timing.launches:
-        return kernel.timing.in_context_us / kernel.timing.launches
-    if launch is not None and launch.timing is not None:
-        return launch.timing.median_us
-    return None
+        return kernel.timing.in_context_us / kernel.timing.launches, 1
+    times = [x.timing.median_us for x in launches if x.timing is not None]
+    return (statistics.median(times), len(times)) if times else (None, 0)
 
 
 def _verdict(

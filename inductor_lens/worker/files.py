@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
+from ..records.handwritten import KernelConfig
 from ..records.run import Accuracy, CompileCall, Environment
 from ..records.timing import HostLoad, Timing
 
@@ -207,6 +208,8 @@ class HandwrittenTaskResult:
     gpu_alone: Timing | None = None  # the kernel replayed from a CUDA graph
     error: str | None = None
     seconds: float | None = None
+    # The configurations its autotuned kernels launched with, and where each came from (GPU only).
+    configs: list[KernelConfig] = field(default_factory=list)
 
 
 @dataclass

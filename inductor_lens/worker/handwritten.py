@@ -3,8 +3,9 @@
 ``python -m inductor_lens.worker handwritten PLAN RESULTS``, started by ``handwritten/runner.py``:
 for each task of the plan (a ``files.HandwrittenPlan``), checks the hand-written kernel against its
 torch reference (under Triton's interpreter, on a reduced shape, when the device is a CPU) and, on a
-GPU, times it and torch's own op with ``do_bench``. The results file (``files.HandwrittenResults``)
-is rewritten after every task, so a crash keeps what was done.
+GPU, times it and torch's own op with ``do_bench``, noting the launch configurations its autotuned
+kernels ran with (``handwritten/tuning.py``: tuned, or read from the autotune cache). The results file
+(``files.HandwrittenResults``) is rewritten after every task, so a crash keeps what was done.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .files import (
 
 def run_task(task: HandwrittenTask, device: str) -> HandwrittenTaskResult:
     from ..handwritten import check as checks
+    from ..handwritten import tuning
     from ..handwritten.catalog import get, interpreter_shape
 
     equivalent = get(task.name)
@@ -32,26 +34,28 @@ def run_task(task: HandwrittenTask, device: str) -> HandwrittenTaskResult:
     if interpreter and task.dtype not in equivalent.interpreter_dtypes:
         return HandwrittenTaskResult(interpreter=True, error=f"not checked here: {equivalent.interpreter_note}")
     checked_shape = interpreter_shape(equivalent, shape) if interpreter else shape
-    result = checks.check(equivalent.name, checked_shape, task.dtype, device)
-    entry = HandwrittenTaskResult(
-        checked_shape=checked_shape,
-        interpreter=result.interpreter,
-        ok=result.ok,
-        max_rel_error=max((e.max_rel for e in result.errors), default=0.0),
-        tolerance=result.tolerance,
-    )
-    if device == "cuda":
-        import torch
+    with tuning.recording() as configs:
+        result = checks.check(equivalent.name, checked_shape, task.dtype, device)
+        entry = HandwrittenTaskResult(
+            checked_shape=checked_shape,
+            interpreter=result.interpreter,
+            ok=result.ok,
+            max_rel_error=max((e.max_rel for e in result.errors), default=0.0),
+            tolerance=result.tolerance,
+        )
+        if device == "cuda":
+            import torch
 
-        from .measure import gpu_graph_time, gpu_time
+            from .measure import gpu_graph_time, gpu_time
 
-        impl = checks.implementation(equivalent, device)
-        inputs = checks.make_inputs(equivalent, shape, task.dtype, device)
-        entry.timing = gpu_time(torch, lambda: impl.run(*inputs))
-        entry.eager = gpu_time(torch, lambda: impl.reference(*inputs))
-        entry.gpu_alone = gpu_graph_time(torch, lambda: impl.run(*inputs))
-        del inputs
-        torch.cuda.empty_cache()
+            impl = checks.implementation(equivalent, device)
+            inputs = checks.make_inputs(equivalent, shape, task.dtype, device)
+            entry.timing = gpu_time(torch, lambda: impl.run(*inputs))
+            entry.eager = gpu_time(torch, lambda: impl.reference(*inputs))
+            entry.gpu_alone = gpu_graph_time(torch, lambda: impl.run(*inputs))
+            del inputs
+            torch.cuda.empty_cache()
+    entry.configs = list(configs)
     return entry
 
 

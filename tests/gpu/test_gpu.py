@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ..conftest import SAMPLES, run_cli_process
+from ..conftest import ROOT, SAMPLES, run_cli_process
 
 
 @pytest.mark.parametrize(("sample", "category"), [("mlp", "pointwise"), ("softmax_ln", "reduction")])
@@ -36,6 +39,10 @@ def test_sample_compiles_to_triton_on_cuda(tmp_path: Path, sample: str, category
         r["ok"] is True and not r["interpreter"] and r["checked_shape"] == r["shape"] for r in runs
     )
     assert all(r["timing"]["median_ms"] > 0 and r["eager"]["median_ms"] > 0 for r in runs)
+    # the autotuned kernels say which launch configuration ran (softmax's are fixed: none recorded)
+    assert any(r["configs"] for r in runs) and all(
+        c["origin"] in ("tuned", "reused", "cache") for r in runs for c in r["configs"]
+    )
     if sample == "softmax_ln":  # (an nn.Sequential like mlp.py has no forward() of the user's own)
         assert any(
             s["filename"].endswith("softmax_ln.py")
@@ -70,6 +77,36 @@ def test_handwritten_check_and_bench_on_cuda() -> None:
     assert lines[0].startswith("softmax 4096x4096 bfloat16: 67.1 MB moved")
     assert [line.split()[0] for line in lines[1:4]] == ["hand-written", "torch", "torch.compile"]
     assert "% of the measured ceiling" in lines[1] and lines[-1].startswith("  ceilings: copy")
+
+
+# One task of the check process, in a fresh process: prints the origins of its launch configurations.
+_ONE_TASK = (
+    "import json; from inductor_lens.worker.files import HandwrittenTask; "
+    "from inductor_lens.worker.handwritten import run_task; "
+    "e = run_task(HandwrittenTask('matmul_bias', {'M': 1000, 'N': 768, 'K': 256}, 'bfloat16'), 'cuda'); "
+    "print(json.dumps({'ok': e.ok, 'origins': [c.origin for c in e.configs], 'configs': [c.config for c in e.configs]}))"
+)
+
+
+def test_handwritten_autotune_cache_on_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuned in the first process and stored; the second reads the winner and benchmarks nothing."""
+    monkeypatch.setenv("INDUCTOR_LENS_CACHE_DIR", str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", _ONE_TASK], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=600, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [r["ok"] for r in runs] == [True, True]
+    assert runs[0]["origins"] == ["tuned"] and runs[1]["origins"] == ["cache"]
+    assert runs[0]["configs"] == runs[1]["configs"]
+    (entry,) = (tmp_path / "handwritten-autotune").iterdir()
+    stored = json.loads(entry.read_text())
+    assert stored["kernel"] == "matmul_kernel" and stored["shape_class"]["M"] == 1024 and stored["time_ms"] > 0
+    info = run_cli_process("cache", "info", "--json")
+    (cache,) = [c for c in json.loads(info.stdout) if c["name"] == "handwritten"]
+    assert cache["files"] == 1 and list(cache["parts"]) == ["matmul_kernel"]
 
 
 def test_compare_on_cuda(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from ..tuning import TunedKernel
 from . import Implementation, interpreting
 
 # Masked scores get this instead of -inf, so that a row whose block is fully masked computes
@@ -255,11 +256,12 @@ def _prune_configs(
     ]
 
 
-flash_attention_autotuned = triton.autotune(
-    configs=AUTOTUNE_CONFIGS,
+flash_attention_tuned = TunedKernel(
+    flash_attention_kernel,
+    AUTOTUNE_CONFIGS,
     key=["seq", "HEAD_DIM", "CAUSAL", "DOT_PRECISION"],
-    prune_configs_by={"early_config_prune": _prune_configs},
-)(flash_attention_kernel)
+    prune=_prune_configs,
+)
 
 # One small config under the interpreter, where every program costs CPU time.
 INTERPRETER_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16}
@@ -296,7 +298,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         def grid(meta: Mapping[str, Any]) -> tuple[int, int]:
             return (triton.cdiv(seq, meta["BLOCK_M"]), batch * heads)
 
-        flash_attention_autotuned[grid](*launch_args, **constants)
+        flash_attention_tuned[grid](*launch_args, **constants)
     return o
 
 

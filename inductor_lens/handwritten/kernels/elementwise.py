@@ -30,6 +30,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from ..tuning import TunedKernel
 from . import Implementation, interpreting
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh")
@@ -103,9 +104,9 @@ def _bias_act_kernel(
 CONFIGS = [
     triton.Config({"BLOCK": block}, num_warps=warps) for block in (1024, 2048, 4096, 8192) for warps in (4, 8)
 ]
-_bias_act_autotuned = triton.autotune(
-    CONFIGS, key=["numel_in_units", "cols", "HAS_SCALE", "HAS_BIAS", "HAS_RESIDUAL", "ACTIVATION"]
-)(_bias_act_kernel)
+_bias_act_tuned = TunedKernel(
+    _bias_act_kernel, CONFIGS, key=["numel_in_units", "cols", "HAS_SCALE", "HAS_BIAS", "HAS_RESIDUAL", "ACTIVATION"]
+)
 
 
 def bias_act(
@@ -159,7 +160,7 @@ def bias_act(
             *launch_args, BLOCK=block, **switches, num_warps=NUM_WARPS
         )
     else:
-        _bias_act_autotuned[lambda meta: (triton.cdiv(numel, meta["BLOCK"]),)](*launch_args, **switches)
+        _bias_act_tuned[lambda meta: (triton.cdiv(numel, meta["BLOCK"]),)](*launch_args, **switches)
     return out
 
 

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from ..tuning import TunedKernel
 from . import Implementation, interpreting
 
 ACTIVATIONS = ("none", "relu", "gelu")
@@ -123,13 +124,15 @@ AUTOTUNE_CONFIGS = [
     )
 ]
 
-# EVEN_K depends on the config's BLOCK_K, so it is decided per config, inside the autotuner.
-_with_even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
 # Layout and epilogue are in the key: a transposed weight and a row-major b favour different tiles, and
-# the GELU epilogue (exposed after each tile's K loop) shifts the best tile shape.
-matmul_kernel_autotuned = triton.autotune(
-    configs=AUTOTUNE_CONFIGS, key=["M", "N", "K", "stride_ak", "stride_bk", "HAS_BIAS", "ACTIVATION"]
-)(_with_even_k(matmul_kernel))
+# the GELU epilogue (exposed after each tile's K loop) shifts the best tile shape. EVEN_K depends on the
+# config's BLOCK_K, so it is decided per config.
+matmul_tuned = TunedKernel(
+    matmul_kernel,
+    AUTOTUNE_CONFIGS,
+    key=["M", "N", "K", "stride_ak", "stride_bk", "HAS_BIAS", "ACTIVATION"],
+    heuristics={"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0},
+)
 
 # Under the interpreter: one small config, so checks stay fast.
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
@@ -172,7 +175,7 @@ def matmul(
         def grid(meta: Mapping[str, Any]) -> tuple[int]:
             return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
-        matmul_kernel_autotuned[grid](*args, **switches)
+        matmul_tuned[grid](*args, **switches)
     return c
 
 

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from ..tuning import TunedKernel
 from . import Implementation, interpreting
 
 LAYER_NORM_EPS = 1e-5
@@ -338,25 +339,23 @@ def _prune_backward(
 
 # Whole rows in registers win for half-precision rows; for fp32 rows the looped kernel (its second read
 # served from L2) often wins, by running more rows per SM: so the autotuner picks, per row length.
-_forward_tuned = triton.autotune(
-    configs=_forward_configs(),
-    key=["cols", "IS_RMS"],
-    prune_configs_by={"early_config_prune": _prune_forward},
-)(_norm_forward_kernel)
+_forward_tuned = TunedKernel(_norm_forward_kernel, _forward_configs(), key=["cols", "IS_RMS"], prune=_prune_forward)
 
-_backward_fused_tuned = triton.autotune(
-    configs=[triton.Config({"ROWS_PER_TILE": r}, num_warps=w) for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)],
+_backward_fused_tuned = TunedKernel(
+    _layer_norm_backward_kernel,
+    [triton.Config({"ROWS_PER_TILE": r}, num_warps=w) for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)],
     key=["cols"],
-    prune_configs_by={"early_config_prune": _prune_backward},
-)(_layer_norm_backward_kernel)
+    prune=_prune_backward,
+)
 
-_backward_looped_tuned = triton.autotune(
-    configs=[
+_backward_looped_tuned = TunedKernel(
+    _layer_norm_backward_kernel,
+    [
         triton.Config({"BLOCK_COLS": block}, num_warps=warps)
         for block, warps in ((128, 4), (256, 4), (256, 8), (512, 8), (512, 16))
     ],
     key=["cols"],
-)(_layer_norm_backward_kernel)
+)
 
 
 # --- launchers -------------------------------------------------------------------------------------
