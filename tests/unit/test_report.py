@@ -203,3 +203,23 @@ def test_handwritten_source_is_read_without_torch_or_triton() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_model_code_in_a_library_is_read_where_it_exists(fixture_copy, tmp_path: Path) -> None:
+    """An HF model's code lives under site-packages; the report reads it there, not "not on this machine"."""
+    root = fixture_copy("llama_small_bf16")
+    venv = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in {".py", ".log", ".txt", ".json"}:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            old = "/opt/torch/.venv/lib/python3.12/site-packages"
+            if old in text:
+                path.write_text(text.replace(old, str(venv)), encoding="utf-8", errors="surrogateescape")
+    model = venv / "transformers" / "models" / "llama" / "modeling_llama.py"
+    model.parent.mkdir(parents=True)
+    model.write_text("".join(f"# line {n} of the Llama model\n" for n in range(1, 201)))
+    run = parse_debug_folder(root, strict=True)
+    assert [s.path for s in run.sources] == [str(model)]  # the other library files referenced are not here
+    page = render_report(run, draw=False)["source.html"]
+    section = page.split(f">{model}</h2>", 1)[1].split("<h2", 1)[0]
+    assert "not on this machine" not in section and "# line 200 of the Llama model" in section
