@@ -1,8 +1,10 @@
-"""Parse stage: the text of the user's source files that graphs, kernels and graph breaks point to.
+"""Parse stage: the text of the source files that graphs, kernels and graph breaks point to.
 
-Only files that exist where the report is built and are not library code (torch, site-packages)
-are read, up to a size limit. A report built from a folder copied off another machine usually
-finds none; it then shows the code lines that torch copied into its comments instead.
+Every such file that exists where the report is built is read, up to a size limit, wherever it lives:
+a model from a library (transformers, torchvision) has its code under site-packages, and the ``# File:``
+notes of its FX graphs point there. Only inductor-lens's own model process is left out. A report built
+from a folder copied off another machine usually finds none; it then shows the code lines that torch
+copied into its comments instead.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from ..records import DynamoFrame, GraphBreak, GraphRecord, SourceFile
 from .diagnostics import Diagnostics
-from .source_lines import is_user_file
+from .source_lines import is_tool_file
 
 SOURCE_SIZE_LIMIT = 1024 * 1024
 
@@ -30,7 +32,7 @@ def referenced_files(
             names[frame.filename] = None
     for graph_break in breaks:
         names.update((s.filename, None) for s in graph_break.user_stack)
-    return [name for name in names if is_user_file(name)]
+    return [name for name in names if not is_tool_file(name)]
 
 
 def read_sources(

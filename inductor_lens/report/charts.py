@@ -30,7 +30,16 @@ TIME_COLOURS = {
     "other": "#94a3b8",
     "extern": "#475569",
 }
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
+RIGHT, TOP, BOTTOM = 16, 16, 44
+# The left margin holds the y axis's title (rotated, centred at x=14) and its tick labels, drawn in the
+# 10 px monospace font of ``svg.chart .tick`` (lens.css): 0.6 em a character, a little more for safety.
+Y_TITLE_WIDTH, TICK_CHAR_WIDTH, TICK_GAP = 24, 6.4, 4
+
+
+def _left_margin(tick_labels: list[str]) -> int:
+    """Room for the y axis's title and its widest tick label."""
+    widest = max((len(label) for label in tick_labels), default=0)
+    return Y_TITLE_WIDTH + math.ceil(widest * TICK_CHAR_WIDTH) + TICK_GAP
 
 
 @dataclass(frozen=True)
@@ -90,12 +99,27 @@ def _decade_columns(
     return parts
 
 
-def _frame(title_x: str, title_y: str) -> list[str]:
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+def _tick_rows(
+    sy: Callable[[float], float], ticks: list[tuple[float, str]], left: int, plot_w: int
+) -> list[str]:
+    """A horizontal grid line and a tick label at each value of the y axis."""
+    parts = []
+    for value, label in ticks:
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(value):.1f}" y2="{sy(value):.1f}" class="grid"/>'
+        )
+        parts.append(
+            f'<text x="{left - TICK_GAP}" y="{sy(value) + 3:.1f}" text-anchor="end" class="tick">{escape(label)}</text>'
+        )
+    return parts
+
+
+def _frame(title_x: str, title_y: str, left: int) -> list[str]:
+    plot_w, plot_h = WIDTH - left - RIGHT, HEIGHT - TOP - BOTTOM
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="chart" role="img">',
-        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#cbd5e1"/>',
-        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle" class="axis-title">{escape(title_x)}</text>',
+        f'<rect x="{left}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#cbd5e1"/>',
+        f'<text x="{left + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle" class="axis-title">{escape(title_x)}</text>',
         f'<text x="14" y="{TOP + plot_h / 2}" text-anchor="middle" class="axis-title" '
         f'transform="rotate(-90 14 {TOP + plot_h / 2})">{escape(title_y)}</text>',
     ]
@@ -117,19 +141,16 @@ def roofline_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Markup
     x_high = max([intensity for _, intensity, _ in placed] + [ridge]) * 4
     y_high = peak_flops * 2
     y_low = min([flop_s for _, _, flop_s in placed] + [peak_bw * x_low]) / 2
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    sx = _scale(x_low, x_high, plot_w, LEFT)
+    y_ticks = [
+        (value, _label(value, "FLOP/s")) for value in _decades(y_low, y_high) if y_low <= value <= y_high
+    ]
+    left = _left_margin([label for _, label in y_ticks])
+    plot_w, plot_h = WIDTH - left - RIGHT, HEIGHT - TOP - BOTTOM
+    sx = _scale(x_low, x_high, plot_w, left)
     sy = _scale(y_low, y_high, -plot_h, TOP + plot_h)
-    parts = _frame("arithmetic intensity (FLOP / byte)", "achieved FLOP/s")
+    parts = _frame("arithmetic intensity (FLOP / byte)", "achieved FLOP/s", left)
     parts += _decade_columns(sx, x_low, x_high, lambda value: f"{value:g}")
-    for value in _decades(y_low, y_high):
-        if y_low <= value <= y_high:
-            parts.append(
-                f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(value):.1f}" y2="{sy(value):.1f}" class="grid"/>'
-            )
-            parts.append(
-                f'<text x="{LEFT - 4}" y="{sy(value) + 3:.1f}" text-anchor="end" class="tick">{_label(value, "FLOP/s")}</text>'
-            )
+    parts += _tick_rows(sy, y_ticks, left, plot_w)
     roof = [(x_low, peak_bw * x_low), (ridge, peak_flops), (x_high, peak_flops)]
     path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in roof)
     parts.append(f'<polyline points="{path}" class="roof"/>')
@@ -160,27 +181,21 @@ def bandwidth_chart(points: list[ChartPoint], ceilings: DeviceCeilings) -> Marku
     x_low = min(moved for _, moved, _ in placed) / 3
     x_high = max(moved for _, moved, _ in placed) * 3
     y_high = max([peak] + [rate for _, _, rate in placed]) * 1.1
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    sx = _scale(x_low, x_high, plot_w, LEFT)
-    sy = _scale(0, y_high, -plot_h, TOP + plot_h, log=False)
-    parts = _frame("bytes moved by one launch", "achieved GB/s")
-    parts += _decade_columns(sx, x_low, x_high, lambda value: _label(value, "B"))
     step = 10 ** math.floor(math.log10(y_high / 2))
     step = step * 2 if y_high / step > 10 else step
-    value = 0.0
-    while value <= y_high:
-        parts.append(
-            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{sy(value):.1f}" y2="{sy(value):.1f}" class="grid"/>'
-        )
-        parts.append(
-            f'<text x="{LEFT - 4}" y="{sy(value) + 3:.1f}" text-anchor="end" class="tick">{value:,.0f}</text>'
-        )
-        value += step
+    y_ticks = [(n * step, f"{n * step:,.0f}") for n in range(int(y_high // step) + 1)]
+    left = _left_margin([label for _, label in y_ticks])
+    plot_w, plot_h = WIDTH - left - RIGHT, HEIGHT - TOP - BOTTOM
+    sx = _scale(x_low, x_high, plot_w, left)
+    sy = _scale(0, y_high, -plot_h, TOP + plot_h, log=False)
+    parts = _frame("bytes moved by one launch", "achieved GB/s", left)
+    parts += _decade_columns(sx, x_low, x_high, lambda value: _label(value, "B"))
+    parts += _tick_rows(sy, y_ticks, left, plot_w)
     for fraction, css in ((1.0, "roof"), (0.8, "roof dashed")):
         y = sy(peak * fraction)
-        parts.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="{css}"/>')
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="{css}"/>')
     parts.append(
-        f'<text x="{LEFT + plot_w - 4}" y="{sy(peak) - 5:.1f}" text-anchor="end" class="roof-label">'
+        f'<text x="{left + plot_w - 4}" y="{sy(peak) - 5:.1f}" text-anchor="end" class="roof-label">'
         f"measured copy: {peak:,.0f} GB/s (dashed: 80%)</text>"
     )
     for point, moved, rate in sorted(placed, key=lambda item: -item[0].share):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..units import format_bytes, format_percent
 from .resources import templates_dir
@@ -40,6 +40,7 @@ def environment() -> jinja2.Environment:
         percent=format_percent,
         number0=format_number0,
         kind_label=format_kind,
+        short_name=short_name,
     )
     return env
 
@@ -90,3 +91,33 @@ _KIND_WORDS = {"cpp": "C++", "triton": "Triton", "persistent_reduction": "persis
 def format_kind(kind: str) -> str:
     """``triton persistent_reduction`` -> ``Triton persistent reduction`` (a launch kind of a comparison)."""
     return " ".join(_KIND_WORDS.get(word, word) for word in kind.split())
+
+
+# Inductor names a fused kernel after every op in it (names of 100 characters and more are common on real
+# models): tables show its kind prefix, its last ops and its index, and the whole name on hover.
+SHORT_NAME_LIMIT = 36
+_HEAD_LIMIT = 18
+_TAIL_LIMIT = 18
+_MIN_HIDDEN = 6  # eliding fewer characters would save no room worth the ellipsis
+
+
+def short_name(name: str, titled: bool = True) -> Markup:
+    """``triton_per_fused__to_copy_add_embedding_…_pow_rsqrt_0`` -> ``triton_per_fused__to_copy_…pow_rsqrt_0``.
+
+    Cuts fall after a ``_`` or ``.`` where one is near. The elided middle stays in the page, hidden, so that
+    a table's filter (which reads a row's text) still finds it; CSS draws the ellipsis before the tail.
+    ``titled``: the whole name on hover, as a title attribute.
+    """
+    if len(name) <= SHORT_NAME_LIMIT:
+        return escape(name)
+    breaks = [i + 1 for i, char in enumerate(name) if char in "_."]
+    head = max((i for i in breaks if _HEAD_LIMIT // 2 <= i <= _HEAD_LIMIT), default=_HEAD_LIMIT)
+    tail = min(
+        (i for i in breaks if len(name) - _TAIL_LIMIT <= i <= len(name) - 4), default=len(name) - _TAIL_LIMIT
+    )
+    if tail - head < _MIN_HIDDEN:
+        return escape(name)
+    title = Markup(' title="{}"').format(name) if titled else ""
+    return Markup(
+        '<span class="short-name"{}>{}<span class="elided">{}</span><span class="tail">{}</span></span>'
+    ).format(title, name[:head], name[head:tail], name[tail:])

@@ -47,6 +47,8 @@ class KernelPage:
     autotune: tuple[AutotuneTable, ...]
     # The user lines its ops came from, each with its anchor on the source page (None if not shown there).
     source_lines: tuple[tuple[SourceLine, str | None], ...]
+    # Whether the graph's FX files name a source line (``# File:``) for any op at all.
+    graph_has_file_notes: bool
     timing: tuple[SummaryItem, ...] = ()
     handwritten: HandwrittenRow | None = None
     # The kernel's source again, for the side-by-side with its hand-written equivalent.
@@ -61,6 +63,7 @@ def kernel_pages(
     reads = reads_by_launch(graph)
     roles = {n.name: n.role for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
     by_position = {launch.position: launch for launch in graph.launches}
+    has_file_notes = any(node.source is not None for fx in graph.fx_graphs for node in fx.nodes)
     for index, kernel in enumerate(ordered):
         previous = ordered[index - 1] if index > 0 else None
         following = ordered[index + 1] if index + 1 < len(ordered) else None
@@ -98,6 +101,7 @@ def kernel_pages(
                 source_lines=tuple(
                     (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
                 ),
+                graph_has_file_notes=has_file_notes,
                 timing=_timing_facts(run, graph, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
                 compact_source=highlight(kernel.source, language, "ind") if row and row.steps else None,

@@ -82,10 +82,16 @@ class KernelRow:
     roofline: Roofline | None = None
     flags: tuple[str, ...] = ()
     spread: str = ""  # of the in-context time over the profiled steps (one launch's)
+    kind_is_unique: bool = True  # no other graph of the run has this graph's kind
 
     @property
     def graph_url(self) -> str:
         return graph_url(self.graph)
+
+    @property
+    def graph_label(self) -> str:
+        """The graph's kind (``backward``), or its id where the run compiled two graphs of that kind."""
+        return self.graph.kind if self.kind_is_unique else self.graph.id
 
     @property
     def from_hints(self) -> bool:
@@ -114,6 +120,11 @@ class IndexPage:
     graph_rows: tuple[dict[str, Any], ...]
     compile_summary: str
 
+    @property
+    def isolated(self) -> bool:
+        """Whether any kernel was timed alone (never on CPU); without one the column is left out."""
+        return any(row.isolated_us is not None for row in self.kernel_rows)
+
 
 # --- index ---------------------------------------------------------------------------------------
 
@@ -122,7 +133,9 @@ def index_page(run: CompileRun) -> IndexPage:
     rows: list[KernelRow] = []
     counts: Counter[str] = Counter()
     step_us = run.bench.step.total_us if run.bench and run.bench.step else None
+    kinds = Counter(graph.kind for graph in run.graphs)
     for graph in run.graphs:
+        unique_kind = kinds[graph.kind] == 1
         for launch in graph.launches:
             if launch.kind == "extern":
                 counts["extern"] += 1
@@ -142,6 +155,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         share=launch_timing.share if launch_timing else None,
                         roofline=launch_timing.roofline if launch_timing else None,
                         spread=launch_timing.spread if launch_timing else "",
+                        kind_is_unique=unique_kind,
                     )
                 )
         for kernel in graph.kernels:
@@ -167,6 +181,7 @@ def index_page(run: CompileRun) -> IndexPage:
                     roofline=timing.roofline if timing else None,
                     flags=timing.flags if timing else (),
                     spread=one_launch_spread(graph, kernel.name),
+                    kind_is_unique=unique_kind,
                 )
             )
     if step_us:

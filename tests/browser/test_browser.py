@@ -30,6 +30,7 @@ LAUNCH_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+WINDOW = 1400  # px: the width every page must fit without scrolling sideways
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def block_report(unpacked, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = browser.new_page(viewport={"width": WINDOW, "height": 900})
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
@@ -85,7 +86,7 @@ def test_kernel_table_sorts_and_filters(browser, block_report: Path) -> None:
     assert rows.count() == 18
     page.click("#kernel-table th:has-text('Bytes')")
     page.click("#kernel-table th:has-text('Bytes')")  # second click: descending
-    first = rows.nth(0).locator("td").nth(2).inner_text()
+    first = rows.nth(0).locator("td").nth(1).inner_text()
     assert first.startswith("triton_poi_fused") and "gelu" in first  # the 33.6 MB kernels lead
     page.fill("input[data-filter-table='kernel-table']", "layer_norm_0")
     assert page.locator("#kernel-table tbody tr:visible").count() == 2
@@ -195,5 +196,71 @@ def test_comparison_pages_and_links(browser, block_report: Path, unpacked, tmp_p
     changed.locator("h3 a").last.click()  # the kernel in the second report
     page.wait_for_load_state("load")
     assert "/timed/" in page.url and page.locator("h1").count() == 1
+    assert problems == []
+    page.close()
+
+
+# A kernel of the Llama capture, named after the 20 ops fused into it (178 characters), launched twice.
+LONG_NAME = (
+    "triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_clone_cos_"
+    "expand_le_mul_neg_scalar_tensor_sin_slice_transpose_unsqueeze_view_where_4"
+)
+
+
+@pytest.fixture(scope="module")
+def llama_report(unpacked, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real model's report: HF Llama on an H100, timed, with kernel names of up to 178 characters."""
+    out = tmp_path_factory.mktemp("browser") / "llama"
+    report_folder(unpacked("llama_small_bf16"), out, strict=True)
+    return out
+
+
+def _header_right_edges(page, table: str) -> dict[str, float]:
+    return page.evaluate(
+        "selector => Object.fromEntries(Array.from(document.querySelector(selector).tHead.rows[0].cells)"
+        ".map(cell => [cell.textContent.trim(), cell.getBoundingClientRect().right]))",
+        table,
+    )
+
+
+def _fits_the_window(page, table: str) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= WINDOW
+    scroller = page.locator(table).evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert scroller[0] <= scroller[1], f"{table} scrolls sideways in its container: {scroller}"
+
+
+def test_kernel_table_fits_the_window_with_long_names_shortened(browser, llama_report: Path) -> None:
+    page, problems = _open(browser, (llama_report / "index.html").as_uri())
+    _fits_the_window(page, "#kernel-table")
+    edges = _header_right_edges(page, "#kernel-table")
+    assert list(edges)[:4] == ["Launch", "Kernel", "In context", "Share"]  # the times right after the name
+    for header in ("In context", "Share", "Isolated", "GB/s", "% roofline", "Bytes", "ATen ops"):
+        assert edges[header] <= WINDOW, header
+    cell = page.locator(f'#kernel-table td[data-value="{LONG_NAME}"]')
+    shown = cell.locator(".short-name")
+    assert shown.get_attribute("title") == LONG_NAME
+    assert shown.inner_text().startswith("triton_poi_fused_") and shown.inner_text().endswith("view_where_4")
+    assert len(shown.inner_text()) < 45 and shown.bounding_box()["width"] < 400
+    page.fill("input[data-filter-table='kernel-table']", "cudnn_attention__to_copy")  # a part the cell elides
+    assert cell.is_visible()
+    assert problems == []
+    page.close()
+
+
+def test_launch_table_fits_the_window(browser, llama_report: Path) -> None:
+    page, problems = _open(browser, (llama_report / "graphs" / "model__0_inference_0.0.html").as_uri())
+    _fits_the_window(page, "#launch-table")
+    edges = _header_right_edges(page, "#launch-table")
+    assert list(edges)[:3] == ["#", "Kernel or call", "Time"] and edges["Time"] <= WINDOW
+    assert page.locator(f'#launch-table .short-name[title="{LONG_NAME}"]').count() == 2  # one row a launch
+    assert problems == []
+    page.close()
+
+
+def test_kernel_page_shows_the_whole_name_within_the_window(browser, llama_report: Path) -> None:
+    kernel = llama_report / "kernels" / "model__0_inference_0.0" / f"{LONG_NAME}.html"
+    page, problems = _open(browser, kernel.as_uri())
+    assert page.locator("h1 code").inner_text() == LONG_NAME
+    assert page.evaluate("document.documentElement.scrollWidth") <= WINDOW
     assert problems == []
     page.close()

@@ -14,8 +14,9 @@ import pytest
 
 from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
-from inductor_lens.records import CompileRun
+from inductor_lens.records import CompileRun, SourceLine
 from inductor_lens.report import dot_layout, drawing, render_report, write_report
+from inductor_lens.report.env import short_name
 
 from ..conftest import CPU_CASE, FIXED_TIME, GPU_CASES, require_graphviz
 
@@ -88,8 +89,8 @@ def test_index_lists_every_kernel_and_extern_call(unpacked) -> None:
     table = index.split('id="kernel-table"', 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") == 1 + 2 * 9  # header + 9 launches in each of the two graphs
     for _graph, kernel in run.all_kernels():
-        assert f">{kernel.name}</code>" in table
-    assert table.count("aten._scaled_dot_product_efficient_attention.default</code></a>") == 2
+        assert f'<td data-value="{kernel.name}">' in table  # the whole name, whatever the cell shows
+    assert table.count('<td data-value="aten._scaled_dot_product_efficient_attention.default">') == 2
     assert "NVIDIA H200" in index and "torch 2.11.0+cu130" in index
 
 
@@ -233,3 +234,57 @@ def test_handwritten_source_is_read_without_torch_or_triton() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# --- tables that fit the window, and explanations that fit the graph --------------------------------
+
+
+def test_long_names_are_shortened_in_the_middle_with_the_whole_name_kept() -> None:
+    name = "cpp_fused__unsafe_view_add_clone_native_layer_norm_backward_permute_select_backward_sum_view_5"
+    shown = str(short_name(name))
+    elided = re.sub(r'<span class="elided">[^<]*</span>', "…", shown)  # CSS draws the …
+    visible = re.sub(r"<[^>]+>", "", elided)
+    assert visible == "cpp_fused__unsafe_…sum_view_5"  # the kind prefix and the index stay
+    assert f'title="{name}"' in shown and re.sub(r"<[^>]+>", "", shown) == name  # hidden, not dropped
+    assert str(short_name("triton_poi_fused_addmm_gelu_view_2")) == "triton_poi_fused_addmm_gelu_view_2"
+    assert "title" not in short_name(name, titled=False)
+    evil = "<img src=x onerror=alert(1)>_" * 3
+    assert "<img" not in short_name(evil)
+
+
+def test_missing_source_lines_are_explained_by_the_graph_they_are_missing_from(unpacked) -> None:
+    inference = render_report(_run(unpacked, "mlp_default"), draw=False)
+    page = inference["kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_0.html"]
+    assert "torch recorded no stack trace for any op of this inference graph" in page
+    assert "gradients" not in page
+    backward = render_report(_run(unpacked, "cpu-torch2.13-mlp-train-dynamic"), draw=False)
+    assert "such as the gradients of a" in backward["kernels/model__0_backward_2.1/cpp_fused_sum_1.html"]
+    run = _run(unpacked, "mlp_default")  # the graph names a line for one op, not for this kernel's
+    graph = run.graphs[1]
+    fx = graph.fx_graphs[0]
+    noted = replace(fx.nodes[0], source=SourceLine("/m/mlp.py", 3, "forward", "return self.net(x)"))
+    graph = replace(graph, fx_graphs=(replace(fx, nodes=(noted, *fx.nodes[1:])), *graph.fx_graphs[1:]))
+    page = render_report(replace(run, graphs=(run.graphs[0], graph)), draw=False)[
+        "kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_0.html"
+    ]
+    assert "no <code># File:</code> notes for these ops" in page and "gradients" not in page
+
+
+def test_model_code_in_a_library_is_read_where_it_exists(fixture_copy, tmp_path: Path) -> None:
+    """An HF model's code lives under site-packages; the report reads it there, not "not on this machine"."""
+    root = fixture_copy("llama_small_bf16")
+    venv = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in {".py", ".log", ".txt", ".json"}:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            old = "/opt/torch/.venv/lib/python3.12/site-packages"
+            if old in text:
+                path.write_text(text.replace(old, str(venv)), encoding="utf-8", errors="surrogateescape")
+    model = venv / "transformers" / "models" / "llama" / "modeling_llama.py"
+    model.parent.mkdir(parents=True)
+    model.write_text("".join(f"# line {n} of the Llama model\n" for n in range(1, 201)))
+    run = parse_debug_folder(root, strict=True)
+    assert [s.path for s in run.sources] == [str(model)]  # the other library files referenced are not here
+    page = render_report(run, draw=False)["source.html"]
+    section = page.split(f">{model}</h2>", 1)[1].split("<h2", 1)[0]
+    assert "not on this machine" not in section and "# line 200 of the Llama model" in section
