@@ -85,7 +85,7 @@ def kernel_pages(
                 run=run,
                 graph=graph,
                 kernel=kernel,
-                source=highlight(kernel.source, language, "src"),
+                source=(source := highlight(kernel.source, language, "src")),
                 fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
                 facts=_kernel_facts(kernel, graph),
                 launches=launches,
@@ -104,7 +104,10 @@ def kernel_pages(
                 graph_has_file_notes=has_file_notes,
                 timing=_timing_facts(run, graph, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
-                compact_source=highlight(kernel.source, language, "ind") if row and row.steps else None,
+                # the same markup with its own line ids, rather than lexing the source twice
+                compact_source=Markup(source.replace('<span id="src-', '<span id="ind-').replace("<span id=src-", "<span id=ind-"))
+                if row and row.steps
+                else None,
             )
         )
     return pages
