@@ -27,14 +27,14 @@ CACHE_DEFAULTS = {
     "inductor": "$TORCHINDUCTOR_CACHE_DIR, else <tmp>/torchinductor_<user>",
     "triton": "$TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache (TRITON_HOME defaults to ~)",
     "handwritten": "<lens cache>/handwritten-autotune; <lens cache> is $INDUCTOR_LENS_CACHE_DIR, else $XDG_CACHE_HOME/inductor-lens, else ~/.cache/inductor-lens",
-    "layouts": "<lens cache>/layouts (the report's Graphviz drawings)",
+    "render": "<lens cache>/render (the report's Graphviz layouts and highlighted code, by content hash)",
     "reports": "./inductor-lens-reports (written by inductor-lens; shown, never cleared)",
 }
 # The caches ``clear`` empties (the reports are only shown).
-CLEARABLE = ("inductor", "triton", "handwritten", "layouts")
+CLEARABLE = ("inductor", "triton", "handwritten", "render")
 HANDWRITTEN_FOLDER = "handwritten-autotune"
-LAYOUTS_FOLDER = "layouts"
-LAYOUT_ENTRY = re.compile(r"^[0-9a-f]{64}\.svg$")
+RENDER_FOLDER = "render"
+RENDER_ENTRY = re.compile(r"^[0-9a-f]{64}\.(svg|html)$")
 # The parts of an Inductor cache folder, by entry name (seen in torch 2.11 and 2.13).
 INDUCTOR_PARTS = {
     "fxgraph": "FX graph cache (compiled graphs)",
@@ -121,14 +121,11 @@ def handwritten_dir() -> tuple[Path, str]:
     return base / HANDWRITTEN_FOLDER, source
 
 
-def layouts_dir() -> tuple[Path, str]:
-    """The report's Graphviz layouts, one SVG per hash of a DOT source (``report/dot_layout.py``)."""
+def render_dir() -> tuple[Path, str]:
+    """What the report keeps between renders (``report/render_cache.py``): Graphviz layouts (``<hash>.svg``)
+    and highlighted code (``<hash>.html``), each by the hash of what produced it."""
     base, source = lens_cache_dir()
-    return base / LAYOUTS_FOLDER, source
-
-
-def layout_cache_dir() -> Path:
-    return layouts_dir()[0]
+    return base / RENDER_FOLDER, source
 
 
 def usage(path: Path) -> Usage:
@@ -151,7 +148,7 @@ def usage(path: Path) -> Usage:
 def cache_info() -> list[CacheInfo]:
     found = []
     for name, (path, source) in (("inductor", inductor_dir()), ("triton", triton_dir()),
-                                 ("handwritten", handwritten_dir()), ("layouts", layouts_dir()),
+                                 ("handwritten", handwritten_dir()), ("render", render_dir()),
                                  ("reports", (Path("inductor-lens-reports").absolute(), "default"))):  # fmt: skip
         exists = path.is_dir()
         parts: dict[str, Usage] = {}
@@ -219,8 +216,8 @@ def _belongs(name: str, entry: str) -> bool:
         return entry in INDUCTOR_PARTS or bool(KERNEL_DIR.match(entry))
     if name == "handwritten":
         return bool(HANDWRITTEN_ENTRY.match(entry))
-    if name == "layouts":
-        return bool(LAYOUT_ENTRY.match(entry))
+    if name == "render":
+        return bool(RENDER_ENTRY.match(entry))
     return bool(TRITON_ENTRY.match(entry))
 
 
@@ -294,7 +291,7 @@ def _rmdir(path: Path, result: ClearResult) -> None:
 
 def cache_dir(name: str) -> Path:
     """Where the ``inductor``, ``triton`` or ``handwritten`` cache is, resolved as torch and Triton resolve theirs."""
-    return {"inductor": inductor_dir, "triton": triton_dir, "handwritten": handwritten_dir, "layouts": layouts_dir}[name]()[0]
+    return {"inductor": inductor_dir, "triton": triton_dir, "handwritten": handwritten_dir, "render": render_dir}[name]()[0]
 
 
 def check_cache(name: str) -> None:

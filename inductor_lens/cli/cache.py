@@ -49,7 +49,9 @@ def cache_info_command(as_json: bool, verbose: bool) -> None:
 @click.option(
     "--handwritten", is_flag=True, help="The tuned launch configurations of inductor-lens's hand-written kernels."
 )
-@click.option("--layouts", is_flag=True, help="The report's cached Graphviz layouts (drawings are laid out again).")
+@click.option(
+    "--render", is_flag=True, help="The report's cached drawing layouts and highlighted code (made again when needed)."
+)
 @click.option("--all", "clear_all", is_flag=True, help="All four.")
 @click.option("--dry-run", is_flag=True, help="Delete nothing; list what would go.")
 @click.option("--yes", is_flag=True, help="Do not ask before deleting.")
@@ -58,17 +60,17 @@ def cache_clear_command(
     inductor: bool,
     triton: bool,
     handwritten: bool,
-    layouts: bool,
+    render: bool,
     clear_all: bool,
     dry_run: bool,
     yes: bool,
     verbose: bool,
 ) -> None:
     """Delete the content of the chosen caches (never anything that does not look like one)."""
-    chosen = {"inductor": inductor, "triton": triton, "handwritten": handwritten, "layouts": layouts}
+    chosen = {"inductor": inductor, "triton": triton, "handwritten": handwritten, "render": render}
     names = [n for n in api.CLEARABLE_CACHES if chosen[n] or clear_all]
     if not names:
-        raise UsageError("choose what to clear: --inductor, --triton, --handwritten, --layouts or --all")
+        raise UsageError("choose what to clear: --inductor, --triton, --handwritten, --render or --all")
     for name in names:
         api.check_cache(name)
     if not dry_run and not yes:

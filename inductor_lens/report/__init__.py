@@ -21,7 +21,7 @@ from .env import environment
 from .folders import LENS_JSON
 from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page
-from .highlight import stylesheet
+from .highlight import forget_prepared, prepare, stylesheet
 from .kernel_view import kernel_pages
 from .source_view import line_anchor, line_urls, source_page
 from .text_view import text_pages
@@ -50,6 +50,8 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
         )
     }
     drawings = draw_graphs(run) if draw else {}
+    # every kernel's source, highlighted in parallel before the kernel pages ask for them one by one
+    prepare((k.source, "cpp" if k.backend == "cpp" else "python", "src") for g in run.graphs for k in g.kernels)
     for graph in run.graphs:
         the_graph_page = graph_page(run, graph, drawings.get(graph.id))
         files[graph_url(graph)] = page("graph.html.j2", "../", page=the_graph_page)
@@ -66,6 +68,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
     files["source.html"] = page("source.html.j2", "", page=source_page(run), anchor=line_anchor)
     files["log.html"] = page("log.html.j2", "", lines=log_lines(run))
     files[LENS_JSON] = run.to_json()
+    forget_prepared()
     return files
 
 

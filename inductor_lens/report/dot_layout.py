@@ -1,18 +1,14 @@
-"""Report stage: Graphviz layouts, run in parallel and cached on disk by the hash of their DOT source.
+"""Report stage: Graphviz layouts, run in parallel and kept in the render cache by the hash of their DOT source.
 
 Every drawing of a report is laid out here, all at once: ``lay_out(sources)`` runs one ``dot``
 process per source on a thread pool (the work happens in the ``dot`` processes, so threads are
-enough to use every core), and keeps each SVG in the layout cache under the SHA-256 of its source
-and of the ``dot`` version. A re-render of an unchanged report lays nothing out again.
-
-The cache is a folder of ``<hash>.svg`` files (``inductor-lens cache`` shows and clears it). A file
-that cannot be read or written is a miss, never an error: the drawing is laid out again.
+enough to use every core), and keeps each SVG in the render cache (``render_cache.py``) under the
+SHA-256 of its source and of the ``dot`` version. A re-render of an unchanged report lays nothing out again.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import shutil
@@ -21,9 +17,8 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
-from ..caches import layout_cache_dir
+from . import render_cache
 
 # A safety net only: drawings are split so that each layout takes about a second (see drawing.py).
 DOT_TIMEOUT_S = 60.0
@@ -63,12 +58,11 @@ def lay_out(sources: Sequence[str], *, workers: int | None = None) -> list[Layou
             "(install it with e.g. 'apt-get install graphviz' and re-render with 'inductor-lens report')."
         )
         return [Layout(None, notice) for _ in sources]
-    cache = layout_cache_dir()
     keys = [_key(source) for source in sources]
     results: dict[int, Layout] = {}
     missing: list[int] = []
     for index, key in enumerate(keys):
-        svg = _read_cached(cache, key)
+        svg = render_cache.read(key, "svg")
         if svg is not None:
             results[index] = Layout(svg, None, cached=True)
         else:
@@ -80,7 +74,7 @@ def lay_out(sources: Sequence[str], *, workers: int | None = None) -> list[Layou
             for index, layout in zip(missing, pool.map(lambda i: _run_dot(binary, sources[i]), missing), strict=True):
                 results[index] = layout
                 if layout.svg is not None:
-                    _write_cached(cache, keys[index], layout.svg)
+                    render_cache.write(keys[index], "svg", layout.svg)
     return [results[i] for i in range(len(sources))]
 
 
@@ -118,25 +112,4 @@ _CACHE_FORMAT = 1
 
 
 def _key(source: str) -> str:
-    return hashlib.sha256(f"{_CACHE_FORMAT}\n{dot_version()}\n{source}".encode()).hexdigest()
-
-
-def _read_cached(cache: Path | None, key: str) -> str | None:
-    if cache is None:
-        return None
-    try:
-        return (cache / f"{key}.svg").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _write_cached(cache: Path | None, key: str, svg: str) -> None:
-    if cache is None:
-        return
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = cache / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(svg, encoding="utf-8")
-        os.replace(tmp, cache / f"{key}.svg")
-    except OSError:
-        pass  # an unwritable cache only costs the next render a layout
+    return render_cache.key("layout", str(_CACHE_FORMAT), dot_version(), source)

@@ -266,3 +266,56 @@ def test_kernel_page_shows_the_whole_name_within_the_window(browser, llama_repor
     assert page.evaluate("document.documentElement.scrollWidth") <= WINDOW
     assert problems == []
     page.close()
+
+
+@pytest.fixture(scope="module")
+def resnet50_report(unpacked, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """torchvision ResNet-50 --train on an H100: 2 graphs, 268 kernels, drawn in parts."""
+    require_graphviz()
+    out = tmp_path_factory.mktemp("browser") / "resnet50"
+    report_folder(unpacked("resnet50_train"), out, strict=True)
+    return out
+
+
+def _drawings_fit(page) -> list[dict[str, float]]:
+    """Every drawing of the page: the SVG's drawn width, its frame's inner width and its drawn height."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('[data-viewer] .drawing')).map(box => {
+            const svg = box.querySelector('svg').getBoundingClientRect();
+            return {width: svg.width, height: svg.height, room: box.clientWidth};
+        })"""
+    )
+
+
+def test_drawings_are_visible_and_fitted_on_load(browser, resnet50_report: Path) -> None:
+    backward = resnet50_report / "graphs" / "model__0_backward_3.1.html"
+    parts = sorted((resnet50_report / "graphs" / "model__0_backward_3.1").glob("drawing-*.html"))
+    assert any("drawing-kernels-" in p.name for p in parts) and any("drawing-fx-" in p.name for p in parts)
+    for html in [backward, parts[0], parts[-1]]:
+        page, problems = _open(browser, html.as_uri())
+        drawings = _drawings_fit(page)
+        assert drawings, html.name
+        for drawing in drawings:
+            # drawn (not an empty box) and no wider than its frame: fitted to the page width on load
+            assert drawing["width"] > 100 and drawing["height"] > 50, (html.name, drawing)
+            assert drawing["width"] <= drawing["room"] + 1, (html.name, drawing)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400, html.name
+        # zooming in makes the drawing wider than its frame; Fit brings it back
+        page.locator("[data-viewer] [data-zoom='in']").first.click()
+        page.locator("[data-viewer] [data-zoom='in']").first.click()
+        zoomed = _drawings_fit(page)[0]
+        page.locator("[data-viewer] [data-zoom='fit']").first.click()
+        fitted = _drawings_fit(page)[0]
+        assert zoomed["width"] > fitted["width"] and fitted["width"] <= fitted["room"] + 1, html.name
+        assert problems == [], f"{html.name}: {problems}"
+        page.close()
+
+
+def test_overview_links_down_to_the_parts(browser, resnet50_report: Path) -> None:
+    page, problems = _open(browser, (resnet50_report / "graphs" / "model__0_backward_3.1.html").as_uri())
+    page.locator(".drawing svg a[*|href$='drawing-kernels-2.html']").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/graphs/model__0_backward_3.1/drawing-kernels-2.html")
+    assert page.locator("h1").inner_text().startswith("Part 2: launches #")
+    assert problems == []
+    page.close()
