@@ -288,3 +288,23 @@ def test_model_code_in_a_library_is_read_where_it_exists(fixture_copy, tmp_path:
     page = render_report(run, draw=False)["source.html"]
     section = page.split(f">{model}</h2>", 1)[1].split("<h2", 1)[0]
     assert "not on this machine" not in section and "# line 200 of the Llama model" in section
+
+
+def test_a_re_render_lays_out_and_highlights_nothing(unpacked, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    require_graphviz()
+    from inductor_lens.report import highlight
+
+    monkeypatch.setenv("INDUCTOR_LENS_CACHE_DIR", str(tmp_path / "cache"))
+    run = _run(unpacked, "block_default")
+    first = render_report(run)
+    assert {p.suffix for p in (tmp_path / "cache" / "render").iterdir()} == {".svg", ".html"}
+    work: list[object] = []
+    monkeypatch.setattr(dot_layout, "_run_dot", lambda *args: work.append(args))
+    monkeypatch.setattr(highlight, "_pygments", lambda *args: work.append(args))
+    second = render_report(run)
+    assert work == []
+    assert second.keys() == first.keys()
+    page = "graphs/model__1_inference_3.1.html"
+    assert _drawings(second[page]) == _drawings(first[page]) and "Layout from the cache." in second[page]
+    kernel = "kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_view_2.html"
+    assert second[kernel] == first[kernel]
