@@ -74,7 +74,7 @@ PARALLEL_BLOCKS = 24
 # Blocks prepare() highlighted for this render, taken by highlight() (dropped if no page asks).
 _prepared: dict[str, str] = {}
 # Bumped when the markup _pygments writes changes, so older render-cache entries are not used.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def _cache_key(code: str, language: str, prefix: str) -> str:
@@ -90,16 +90,24 @@ def _pygments(code: str, language: str, anchor_prefix: str) -> str:
     html = _highlight(code, lexer, HtmlFormatter(linespans=anchor_prefix))
     # one <span id=…> per line, numbered by the same CSS counter as plain(); whitespace needs no span
     html = html.replace("<pre><span></span>", _NUMBERED_PRE.format(first=0), 1)
-    return _WHITESPACE_TOKEN.sub(r"\1", html)
+    # a token whose class the stylesheet does not colour (names, punctuation, whitespace) needs no span:
+    # a third of the markup of a Triton kernel's source
+    return _TOKEN.sub(lambda m: m[0] if m[1] in _styled_classes() else m[2], html)
 
 
 _NUMBERED_PRE = '<pre class="lines" style="counter-reset: line {first}">'
-_WHITESPACE_TOKEN = re.compile(r'<span class="w">(\s*)</span>')
+_TOKEN = re.compile(r'<span class="([A-Za-z0-9]+)">([^<]*)</span>')
 
 
 @functools.lru_cache(maxsize=1)
 def stylesheet() -> str:
     return HtmlFormatter(style="friendly").get_style_defs(".highlight")
+
+
+@functools.lru_cache(maxsize=1)
+def _styled_classes() -> frozenset[str]:
+    # whitespace ("w") is styled, but a colour on spaces shows nothing
+    return frozenset(re.findall(r"\.highlight \.([A-Za-z0-9]+) \{", stylesheet())) - {"w"}
 
 
 def plain(code: str, anchor_prefix: str, first_line: int = 1) -> Markup:
