@@ -40,7 +40,15 @@ from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
 from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
 from .report import render_report, write_report
-from .report.folders import LENS_JSON, REPORT_PAGES, named_out_dir, prepare_out_dir
+from .report.folders import (
+    LENS_JSON,
+    REPORT_PAGES,
+    input_fingerprint,
+    named_out_dir,
+    prepare_out_dir,
+    reusable_run_file,
+    write_input_stamp,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class ReportResult:
     error: LensError | None = None
     # Seconds spent parsing the debug output and writing the report (not compiling).
     report_s: float | None = None
+    # The input was unchanged since the report in the output folder was built: its lens.json was read back.
+    reused: bool = False
 
 
 def build_run(
@@ -195,14 +205,30 @@ def _report_capture(
 def report_folder(
     folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
 ) -> ReportResult:
-    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json."""
+    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json.
+
+    Where ``out_dir`` already holds the report of exactly this input (same files, sizes and times, same
+    inductor-lens), its lens.json is read back instead of parsing the capture again."""
     started = time.perf_counter()
-    previous = load_run(folder) if (folder / LENS_JSON).is_file() else None
+    is_report = (folder / LENS_JSON).is_file()
     if out_dir is None:
-        out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
+        out_dir = folder if is_report else named_out_dir(folder.resolve().name)
+    fingerprint = input_fingerprint(folder, skip=out_dir, strict=strict)
+    reusable = reusable_run_file(out_dir, fingerprint)
+    run = _read_reusable(reusable) if reusable is not None else None
+    reused = run is not None
+    if run is None:
+        run = _build_for_report(folder, load_run(folder) if is_report else None, strict)
+    prepare_out_dir(out_dir, replace=REPORT_PAGES)
+    index = render(run, out_dir, draw=draw)
+    write_input_stamp(out_dir, fingerprint)
+    return ReportResult(run=run, index=index, report_s=time.perf_counter() - started, reused=reused)
+
+
+def _build_for_report(folder: Path, previous: CompileRun | None, strict: bool) -> CompileRun:
     try:
         if previous is not None:
-            run = build_run(
+            return build_run(
                 folder,
                 folder / CAPTURE_DIR,
                 strict=strict,
@@ -211,17 +237,20 @@ def report_folder(
                 environment=previous.environment,
                 capture=previous.capture,
             )
-        else:
-            # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
-            # and the hand-written kernels' results (handwritten.json)
-            run = build_run(folder, find_capture_dir(folder), strict=strict)
+        # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
+        # and the hand-written kernels' results (handwritten.json)
+        return build_run(folder, find_capture_dir(folder), strict=strict)
     except InputFolderError:
         if previous is None:
             raise
-        run = previous  # a report copied without its capture/ folder: re-render what lens.json holds
-    prepare_out_dir(out_dir, replace=REPORT_PAGES)
-    index = render(run, out_dir, draw=draw)
-    return ReportResult(run=run, index=index, report_s=time.perf_counter() - started)
+        return previous  # a report copied without its capture/ folder: re-render what lens.json holds
+
+
+def _read_reusable(path: Path) -> CompileRun | None:
+    try:
+        return load_run(path)
+    except InputFolderError:
+        return None  # unreadable: parse again
 
 
 def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:

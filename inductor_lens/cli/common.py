@@ -159,6 +159,8 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
         summary += f", {warnings} parse warning(s) (listed in the report)"
     if result.report_s is not None:
         summary += f"; report written in {result.report_s:.1f} s"
+        if result.reused:
+            summary += " (input unchanged since the last report: its lens.json was read back, not parsed again)"
     click.echo(f"inductor-lens: {summary}", err=True)
     accuracy = run.capture.accuracy if run.capture else None
     if accuracy is not None and not accuracy.within_tolerance:

@@ -7,6 +7,9 @@ of this tool (its lens.json, or a capture's spec.json), and then replaces only w
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import os
 import re
 import shutil
@@ -17,9 +20,11 @@ from ..errors import InputFolderError, UsageError
 from ..worker.files import CAPTURE_DIR, SPEC_FILE
 
 LENS_JSON = "lens.json"
+# What the report's lens.json was built from (input_fingerprint): a re-render of unchanged input reads it back.
+INPUT_STAMP = ".inductor-lens-input"
 REPORTS_ROOT = Path("inductor-lens-reports")
 # What a report folder holds that this tool wrote and may replace.
-REPORT_PAGES = ("index.html", "log.html", LENS_JSON, "graphs", "kernels")
+REPORT_PAGES = ("index.html", "log.html", LENS_JSON, "graphs", "kernels", INPUT_STAMP)
 # The same for a comparison: its pages, and the reports of its configurations.
 CONFIGS_DIR = "configs"
 COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)
@@ -53,6 +58,56 @@ def prepare_out_dir(out_dir: Path, *, replace: Sequence[str]) -> None:
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():
             target.unlink()
+
+
+def input_fingerprint(folder: Path, *, skip: Path | None = None, strict: bool = False) -> str:
+    """What a report built from ``folder`` depends on: every input file's path, size and modification time,
+    and this inductor-lens's code (its version and the hash of its modules). Pages this tool wrote into
+    ``folder`` (a report re-rendered in place) and the folder ``skip`` (the report, when inside) do not count."""
+    digest = hashlib.sha256(f"{_code_fingerprint()}\0strict={strict}\n".encode())
+    ours = {*REPORT_PAGES, "compile.html", "handwritten.html", "source.html"}
+    skipped = skip.resolve() if skip is not None else None
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        if here == folder:
+            dirs[:] = [d for d in dirs if d not in ours]
+            names = [n for n in names if n not in ours]
+        dirs[:] = sorted(d for d in dirs if skipped is None or (here / d).resolve() != skipped)
+        for name in sorted(names):
+            try:
+                info = (here / name).stat()
+            except OSError:
+                continue
+            relative = (here / name).relative_to(folder).as_posix()
+            digest.update(f"{relative}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """This inductor-lens's version and a hash of its modules: a parser change must not reuse old records."""
+    from ..version import __version__
+
+    digest = hashlib.sha256(__version__.encode())
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def reusable_run_file(out_dir: Path, fingerprint: str) -> Path | None:
+    """``out_dir``'s lens.json when it was built from exactly this input (its stamp says so), else None."""
+    try:
+        stamp = (out_dir / INPUT_STAMP).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return out_dir / LENS_JSON if stamp == fingerprint and (out_dir / LENS_JSON).is_file() else None
+
+
+def write_input_stamp(out_dir: Path, fingerprint: str) -> None:
+    with contextlib.suppress(OSError):  # without the stamp, the next render only parses again
+        (out_dir / INPUT_STAMP).write_text(fingerprint + "\n", encoding="utf-8")
 
 
 def find_index(path: Path | None) -> Path:

@@ -308,3 +308,28 @@ def test_a_re_render_lays_out_and_highlights_nothing(unpacked, monkeypatch: pyte
     assert _drawings(second[page]) == _drawings(first[page]) and "Layout from the cache." in second[page]
     kernel = "kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_view_2.html"
     assert second[kernel] == first[kernel]
+
+
+def test_a_report_of_unchanged_input_reads_its_lens_json_back(unpacked, tmp_path: Path) -> None:
+    import shutil
+
+    from inductor_lens.pipeline import report_folder
+
+    capture = tmp_path / "capture"
+    shutil.copytree(unpacked("block_default"), capture)
+    out = tmp_path / "report"
+    first = report_folder(capture, out, draw=False)
+    again = report_folder(capture, out, draw=False)
+    assert (first.reused, again.reused) == (False, True)
+    assert again.run == first.run
+    # any input file changed (here: its time), --strict, or a report folder of other input: parsed again
+    log = next(capture.rglob("output_code.py"))
+    log.touch()
+    assert report_folder(capture, out, draw=False).reused is False
+    assert report_folder(capture, out, draw=False, strict=True).reused is False
+    other = tmp_path / "other"
+    shutil.copytree(unpacked("mlp_default"), other)
+    assert report_folder(other, out, draw=False).reused is False
+    # a report re-rendered in place: its own pages do not count as input
+    assert report_folder(out, draw=False).reused is False  # its input is now the report folder itself
+    assert report_folder(out, draw=False).reused is True
