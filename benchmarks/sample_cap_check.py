@@ -46,7 +46,7 @@ def cases():  # type: ignore[no-untyped-def]
     ):
         equivalent = get(name)
         impl = check.implementation(equivalent)
-        inputs = check.make_inputs(equivalent, equivalent.shape(shape), dtype, "cuda")
+        inputs = check.make_inputs(equivalent, shape, dtype, "cuda")
         impl.run(*inputs)
         found.append((f"hand-written {name} {shape} {dtype}", lambda impl=impl, inputs=inputs: impl.run(*inputs)))
     return found
