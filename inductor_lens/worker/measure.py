@@ -47,9 +47,10 @@ from .load import host_window
 
 WARMUP_MS = 25
 REP_MS = 100
-# do_bench's rep is a time budget: 100 ms is thousands of samples for a short kernel, where a median is
-# settled long before (benchmarks/sample_cap_check.py measures both side by side). So the budget is cut
-# to about this many samples; kernels longer than REP_MS / MAX_SAMPLES keep the full 100 ms.
+# do_bench's rep is a time budget: 100 ms is a thousand samples of a short kernel, where a median is settled
+# long before (benchmarks/sample_cap_check.py: medians within the full budget's own spread, on an H100). So
+# the budget is cut to the wall time of about this many calls (host overhead included, so the GPU-timed
+# samples come to 130-310); kernels longer than about REP_MS / MAX_SAMPLES keep the full 100 ms.
 MAX_SAMPLES = 100
 # A do_bench with a budget of 1 ms runs the call about this many times (1 first call, 5 to estimate, 1 warm-up, 1 timed).
 _PROBE_CALLS = 8
@@ -106,7 +107,7 @@ def gpu_time(torch: Any, fn: Callable[[], Any], *, max_samples: int | None = MAX
     budget = f"{rep:.0f} ms of repetitions" if rep < REP_MS else f"{REP_MS} ms of repetitions"
     return stat(
         [float(s) for s in samples],
-        f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {budget} (about {max_samples} samples at most), "
+        f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {budget} (the wall time of about {max_samples} calls), "
         "L2 cleared before each"
         if max_samples is not None
         else f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {REP_MS} ms of repetitions, L2 cleared before each",
