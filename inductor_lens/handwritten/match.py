@@ -50,6 +50,10 @@ DECOMPOSED = {
     "tanh": ("gelu_tanh", {"mul", "add", "pow"}),
     "var_mean": ("layernorm", {"sub", "rsqrt", "mul", "add"}),
 }
+# A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3)))) leaves its
+# own adds and muls among the kernel's source nodes and name; by the marker op in the source nodes, the adds
+# that belong to the formula rather than to a residual.
+FORMULA_ADDS = {"tanh": 2, "erf": 1}
 # the FX dtypes the hand-written kernels take
 _DTYPES = {short: name for short, name in FX_DTYPES.items() if name in ("float32", "float16", "bfloat16")}
 
@@ -123,11 +127,14 @@ def _tensor_args(
     return found, hinted("", hints, types).removeprefix("; ")
 
 
-def _rows_cols(tensors: list[tuple[str, str]], problem: _Problem) -> None:
+def _rows_cols(tensors: list[tuple[str, str]], problem: _Problem, *, by_written: bool = False) -> None:
+    """Rows x cols of the work: the largest tensor, or (``by_written``: a kernel that indexes a table, such as an
+    embedding) the largest tensor it writes, the activations rather than the table it looks rows up in."""
     shapes = [(n, *tensor_type(t)) for n, t in tensors]  # type: ignore[misc]
     if not shapes:
         return
-    _, dtype, dims = max(shapes, key=lambda s: math.prod(s[2]))
+    written = [s for s in shapes if s[0].startswith(("out_ptr", "in_out_ptr"))]
+    _, dtype, dims = max(written if by_written and written else shapes, key=lambda s: math.prod(s[2]))
     numel = math.prod(dims)
     vectors = [d[0] for _, _, d in shapes if len(d) == 1 and 1 < d[0] < numel and numel % d[0] == 0]
     cols = vectors[0] if vectors else dims[-1] if dims else 1
@@ -144,13 +151,15 @@ def _problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) ->
     if kernel is not None:
         template = kernel.category == "template"
         problem.concepts = concepts_of(kernel.aten_ops, template=template, source=kernel.source)
-        # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it
-        hidden = [op for op in kernel.name.split("_") if op in ("mul", "add") and op not in problem.concepts]
-        problem.concepts[:0] = hidden
+        # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it (unless the
+        # model wrote the decomposed op's formula out, whose own adds and muls the name lists)
+        if not _written_formulas(kernel):
+            hidden = [op for op in kernel.name.split("_") if op in ("mul", "add") and op not in problem.concepts]
+            problem.concepts[:0] = hidden
         if template:
             _matmul_shape(dict(tensors), problem, a="arg_A", b="arg_B")
         else:
-            _rows_cols(tensors, problem)
+            _rows_cols(tensors, problem, by_written=any(op_name(op) == "embedding" for op in kernel.aten_ops))
         return problem
     op = op_name(launch.aten_op or launch.target)
     if op in SDPA_CAUSAL_POSITION:
@@ -255,9 +264,16 @@ def match_launch(graph: GraphRecord, launch: Launch, default_dtype: str | None =
     )
 
 
+def _written_formulas(kernel: KernelRecord) -> list[str]:
+    """The decomposed ops (FORMULA_ADDS' markers) whose formula the model's own code wrote out."""
+    return [m for m in FORMULA_ADDS if any(re.fullmatch(rf"{m}(_\d+)?", node) for node in kernel.source_nodes)]
+
+
 def _more_adds(kernel: KernelRecord, chosen: list[Equivalent]) -> int:
-    """Adds in the model's code (``x + y`` nodes) that the chosen kernels do not do: residual adds."""
+    """Adds in the model's code (``x + y`` nodes) that the chosen kernels do not do: residual adds (not the
+    adds inside a formula the model wrote out)."""
     in_source = sum(1 for node in kernel.source_nodes if re.fullmatch(r"i?add(_\d+)?", node))
+    in_source -= sum(FORMULA_ADDS[m] for m in _written_formulas(kernel))
     done = sum(1 + (e.name == "bias_residual") for e in chosen if "add" in e.covers and e.name != "residual")
     return max(0, in_source - done)
 

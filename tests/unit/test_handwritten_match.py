@@ -159,3 +159,20 @@ def test_report_rows_keep_each_launch(unpacked) -> None:
     assert [r.steps[0].shape_text for r in mms] == ["2048x512x512", "2048x2048x512", "2048x512x2048"]
     assert len({r.match.key for r in page.rows}) == len(page.rows)  # the page's anchors are unique
     assert all(r.correctness == "not run" and r.verdict == "not timed (timing needs a GPU)" for r in mms)
+
+
+def test_gpt2_matches_follow_the_activations_and_the_smallest_composition(unpacked) -> None:
+    """HF GPT-2 (H100 capture): the embedding + LayerNorm kernel is sized by the activations it writes (4 x 256
+    tokens of 256), not by the position table it indexes (2048 x 256); the model's own tanh-GELU formula, fused
+    with the addmm's bias, is one bias_gelu_tanh, not a chain with residual adds made of the formula's adds."""
+    run = parse_debug_folder(unpacked("gpt2_small_ro"), strict=True)
+    by_target = {m.target: m for m in match_run(run)}
+    embedding = by_target["triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"]
+    assert (embedding.kind, embedding.equivalents) == ("partial", ("add", "layernorm"))
+    assert embedding.shape == {"rows": 1024, "cols": 256}
+    assert embedding.not_covered == ("embedding", "arange")
+    gelu = by_target["triton_poi_fused_add_addmm_mul_pow_tanh_view_5"]
+    assert (gelu.kind, gelu.equivalents, gelu.shape) == ("exact", ("bias_gelu_tanh",), {"rows": 1024, "cols": 1024})
+    # a real residual add next to a LayerNorm is still counted
+    residual = by_target["triton_per_fused_add_addmm_native_layer_norm_view_7"]
+    assert residual.equivalents == ("bias_residual", "layernorm")
