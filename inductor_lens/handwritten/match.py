@@ -49,11 +49,15 @@ DECOMPOSED = {
     "erf": ("gelu", {"mul", "add"}),
     "tanh": ("gelu_tanh", {"mul", "add", "pow"}),
     "var_mean": ("layernorm", {"sub", "rsqrt", "mul", "add"}),
+    # RMSNorm as models write it (HF Llama: w * x * rsqrt(mean(x**2) + eps)); after var_mean, which takes a
+    # LayerNorm's rsqrt first
+    "rsqrt": ("rmsnorm", {"pow", "mean", "mul", "add"}),
 }
-# A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3)))) leaves its
+# A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))); Llama's RMSNorm's
+# eps add) leaves its
 # own adds and muls among the kernel's source nodes and name; by the marker op in the source nodes, the adds
 # that belong to the formula rather than to a residual.
-FORMULA_ADDS = {"tanh": 2, "erf": 1}
+FORMULA_ADDS = {"tanh": 2, "erf": 1, "rsqrt": 1}
 # the FX dtypes the hand-written kernels take
 _DTYPES = {short: name for short, name in FX_DTYPES.items() if name in ("float32", "float16", "bfloat16")}
 
@@ -151,15 +155,18 @@ def _problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) ->
     if kernel is not None:
         template = kernel.category == "template"
         problem.concepts = concepts_of(kernel.aten_ops, template=template, source=kernel.source)
-        # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it (unless the
-        # model wrote the decomposed op's formula out, whose own adds and muls the name lists)
-        if not _written_formulas(kernel):
-            hidden = [op for op in kernel.name.split("_") if op in ("mul", "add") and op not in problem.concepts]
-            problem.concepts[:0] = hidden
         if template:
             _matmul_shape(dict(tensors), problem, a="arg_A", b="arg_B")
         else:
             _rows_cols(tensors, problem, by_written=any(op_name(op) == "embedding" for op in kernel.aten_ops))
+        # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it. Where the model
+        # wrote the decomposed op's formula out, the name lists the formula's own adds and muls: only an add
+        # of a second full-size input (a residual) is the kernel's own work then.
+        if not _written_formulas(kernel):
+            wanted: tuple[str, ...] = ("mul", "add")
+        else:
+            wanted = ("add",) if problem.full_inputs > 1 else ()
+        problem.concepts[:0] = [op for op in kernel.name.split("_") if op in wanted and op not in problem.concepts]
         return problem
     op = op_name(launch.aten_op or launch.target)
     if op in SDPA_CAUSAL_POSITION:

@@ -176,3 +176,17 @@ def test_gpt2_matches_follow_the_activations_and_the_smallest_composition(unpack
     # a real residual add next to a LayerNorm is still counted
     residual = by_target["triton_per_fused_add_addmm_native_layer_norm_view_7"]
     assert residual.equivalents == ("bias_residual", "layernorm")
+
+
+def test_llama_rmsnorm_written_out_is_recognised(unpacked) -> None:
+    """HF Llama (H100 capture, bf16) writes RMSNorm out (pow, mean, add eps, rsqrt, mul): it is an rmsnorm,
+    the final norm's residual add a residual, and the layers' kernels say what they leave uncovered."""
+    run = parse_debug_folder(unpacked("llama_small_bf16"), strict=True)
+    by_target = {m.target: m for m in match_run(run)}
+    final = by_target["triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_12"]
+    assert (final.kind, final.equivalents, final.shape) == ("composed", ("bias_residual", "rmsnorm"), {"rows": 4096, "cols": 512})
+    first = by_target["triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0"]
+    assert (first.kind, first.equivalents, first.not_covered) == ("partial", ("rmsnorm",), ("embedding",))
+    layer = by_target["triton_per_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_11"]
+    assert layer.equivalents == ("bias_residual", "rmsnorm")
+    assert layer.not_covered == ("embedding", "2 more full-size inputs")
