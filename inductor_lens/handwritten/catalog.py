@@ -166,6 +166,8 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                covers=frozenset({"add", "gelu_tanh"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
     Equivalent("scale_bias", summary="Scale by a constant, then add a bias row, one pass", formula="x * 0.125 + bias",
                covers=frozenset({"mul", "add"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+    Equivalent("silu_mul", summary="SiLU-gated product, SwiGLU's activation (two full tensors), one pass",
+               formula="F.silu(gate) * up", covers=frozenset({"silu", "mul"}), cost=_elementwise(2, 0), **_ELEMENTWISE),
     Equivalent("residual", summary="Add a residual (two full tensors), one pass", formula="x + residual",
                covers=frozenset({"add"}), cost=_elementwise(2, 0), **_ELEMENTWISE),
     Equivalent("bias_residual", summary="Bias add plus a residual, one pass", formula="x + bias + residual",

@@ -58,6 +58,8 @@ DECOMPOSED = {
 # own adds and muls among the kernel's source nodes and name; by the marker op in the source nodes, the adds
 # that belong to the formula rather than to a residual.
 FORMULA_ADDS = {"tanh": 2, "erf": 1, "rsqrt": 1}
+# Elementwise equivalents that read two full-size tensors (the others read one, and at most a bias row).
+TWO_FULL_INPUTS = frozenset({"residual", "bias_residual", "silu_mul"})
 # the FX dtypes the hand-written kernels take
 _DTYPES = {short: name for short, name in FX_DTYPES.items() if name in ("float32", "float16", "bfloat16")}
 
@@ -289,7 +291,7 @@ def _more_inputs(problem: _Problem, chosen: list[Equivalent]) -> list[str]:
     """Full-size tensors an elementwise Inductor kernel reads beyond what the hand-written one reads."""
     if chosen[0].family != "elementwise":
         return []
-    extra = problem.full_inputs - max(2 if e.name in ("bias_residual", "residual") else 1 for e in chosen)
+    extra = problem.full_inputs - max(2 if e.name in TWO_FULL_INPUTS else 1 for e in chosen)
     return [f"{extra} more full-size input{'s' if extra > 1 else ''}"] if extra > 0 else []
 
 

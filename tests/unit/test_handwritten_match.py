@@ -190,3 +190,11 @@ def test_llama_rmsnorm_written_out_is_recognised(unpacked) -> None:
     layer = by_target["triton_per_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_11"]
     assert layer.equivalents == ("bias_residual", "rmsnorm")
     assert layer.not_covered == ("embedding", "2 more full-size inputs")
+
+
+def test_llama_swiglu_activation_is_one_silu_mul(unpacked) -> None:
+    run = parse_debug_folder(unpacked("llama_small_bf16"), strict=True)
+    (swiglu,) = [m for m in match_run(run) if m.target == "triton_poi_fused__unsafe_view_mul_silu_9"]
+    assert (swiglu.kind, swiglu.equivalents, swiglu.shape, swiglu.dtype) == (
+        "exact", ("silu_mul",), {"rows": 4096, "cols": 1408}, "bfloat16"
+    )
