@@ -28,6 +28,7 @@ from ..parse.symbolic import Hints, annotate
 from ..records import FxGraph, GraphRecord, Launch
 from .dataflow import output_producers, reads_by_launch
 from .dot_layout import Layout, lay_out
+from .views import file_name
 
 # Part sizes: dot lays out a part of this size in well under a second at the effort below (measured on
 # a 48-layer --train graph: 60 launches 0.05 s; 120 FX ops about 0.1 s, where 250 took 0.7 s). A graph
@@ -81,7 +82,6 @@ _EDGE_ATTRS = {
     "fontsize": "8",
     "fontcolor": "#475569",
 }
-
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,39 @@ def part_page(graph: GraphRecord, view: str, number: int) -> str:
     return f"graphs/{graph.id}/drawing-{view}-{number}.html"
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """How one drawing of a graph is split: each part's item range, anchor and page, and each item's part."""
+
+    ranges: list[tuple[int, int]]
+    part_of: list[int]
+    anchors: list[str]
+    pages: list[str | None]  # None: the one drawing, on the graph page
+    root: str  # the report's root from where the parts are shown
+
+    @property
+    def split(self) -> bool:
+        return len(self.ranges) > 1
+
+    def stub(self, other: int, label: str, tooltip: str) -> dict[str, str]:
+        """A dashed box for a value computed in part ``other``, linking to that part's page."""
+        return {"label": f"{label}\n(part {other + 1})", "href": file_name(self.pages[other] or ""), "target": "_top",
+                "style": "rounded,dashed", "color": "#94a3b8", "fillcolor": "white",
+                "tooltip": f"computed in part {other + 1}{tooltip}"}  # fmt: skip
+
+
+def _parts(graph: GraphRecord, view: str, producers: Sequence[Iterable[int]], target: int) -> _Parts:
+    ranges = split_in_parts(producers, target)
+    split = len(ranges) > 1
+    return _Parts(
+        ranges=ranges,
+        part_of=[number for number, (start, stop) in enumerate(ranges) for _ in range(start, stop)],
+        anchors=[f"{view}-part-{n + 1}" if split else view for n in range(len(ranges))],
+        pages=[part_page(graph, view, n + 1) for n in range(len(ranges))] if split else [None],
+        root="../../" if split else "../",
+    )
+
+
 def plan_kernel_drawings(
     graph: GraphRecord, url_for: Callable[[Launch], str], category_for: Callable[[Launch], str]
 ) -> list[DrawingPlan]:
@@ -182,15 +215,12 @@ def plan_kernel_drawings(
         [index_of[r.producer] for r in reads[launch.position] if r.producer is not None and r.producer in index_of]
         for launch in graph.launches
     ]
-    parts = split_in_parts(producers, KERNEL_PART_LAUNCHES)
-    part_of = [number for number, (start, stop) in enumerate(parts) for _ in range(start, stop)]
-    anchors = [f"kernels-part-{n + 1}" if len(parts) > 1 else "kernels" for n in range(len(parts))]
-    pages: list[str | None] = [part_page(graph, "kernels", n + 1) for n in range(len(parts))] if len(parts) > 1 else [None]
-    root = "../../" if len(parts) > 1 else "../"
+    parts = _parts(graph, "kernels", producers, KERNEL_PART_LAUNCHES)
+    part_of = parts.part_of
     roles = {n.name: (n.role, n.origin) for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
     outputs = [r for r in output_producers(graph) if r.producer is not None and r.producer in index_of]
     plans = []
-    for number, (start, stop) in enumerate(parts):
+    for number, (start, stop) in enumerate(parts.ranges):
         launches = graph.launches[start:stop]
         dot = _digraph("kernels", len(launches))
         edge = functools.partial(_data_edge, dot, graph.hints, len(launches) <= LABELLED_LAUNCHES)
@@ -210,7 +240,7 @@ def plan_kernel_drawings(
                 text += "\nwrites a graph output"
             if hidden:
                 text += f"\n+ {len(hidden)} parameter{'s' if len(hidden) != 1 else ''}"
-            dot.node(node, label=text, href=root + url_for(launch), target="_top", tooltip=launch.code[:300],
+            dot.node(node, label=text, href=parts.root + url_for(launch), target="_top", tooltip=launch.code[:300],
                      fillcolor=CATEGORY_COLOURS.get(category, "#e2e8f0"))  # fmt: skip
             for read in reads[launch.position]:
                 if read.producer is not None and read.producer in index_of:
@@ -221,10 +251,8 @@ def plan_kernel_drawings(
                     if producer_part != number and source not in drawn:
                         drawn.add(source)
                         producer = graph.launches[index_of[read.producer]]
-                        dot.node(source, label=f"#{producer.position} {producer.label}\n(part {producer_part + 1})",
-                                 href=_part_link(pages[producer_part]), target="_top", style="rounded,dashed",
-                                 color="#94a3b8", fillcolor="white",
-                                 tooltip=f"computed in part {producer_part + 1}: {producer.code[:200]}")  # fmt: skip
+                        dot.node(source, **parts.stub(producer_part, f"#{producer.position} {producer.label}",
+                                                      f": {producer.code[:200]}"))  # fmt: skip
                     edge(source, node, read.name, read.kind)
                 elif read not in hidden:
                     role, origin = roles.get(read.name, ("input", None))
@@ -242,15 +270,15 @@ def plan_kernel_drawings(
         first, last = launches[0].position, launches[-1].position
         plans.append(
             DrawingPlan(
-                f"Part {number + 1}: launches #{first}–#{last}" if len(parts) > 1 else title,
-                anchors[number],
+                f"Part {number + 1}: launches #{first}–#{last}" if parts.split else title,
+                parts.anchors[number],
                 dot.source,
                 summary=_launch_summary(launches),
-                page=pages[number],
+                page=parts.pages[number],
             )
         )
-    if len(parts) > 1:
-        plans.insert(0, _overview(graph, parts, part_of, producers, pages))
+    if parts.split:
+        plans.insert(0, _overview(graph, parts, producers))
     return plans
 
 
@@ -268,28 +296,22 @@ def _launch_summary(launches: Sequence[Launch]) -> str:
     return f"{len(launches)} launches: {len(launches) - externs} kernels, {externs} extern calls"
 
 
-def _overview(
-    graph: GraphRecord,
-    parts: list[tuple[int, int]],
-    part_of: list[int],
-    producers: list[list[int]],
-    pages: list[str | None],
-) -> DrawingPlan:
+def _overview(graph: GraphRecord, parts: _Parts, producers: list[list[int]]) -> DrawingPlan:
     """One box per part, an arrow where a part reads what an earlier one wrote (with the count)."""
-    dot = _digraph("parts", len(parts))
+    dot = _digraph("parts", len(parts.ranges))
     timed = any(launch.timing is not None for launch in graph.launches)
-    for number, (start, stop) in enumerate(parts):
+    for number, (start, stop) in enumerate(parts.ranges):
         launches = graph.launches[start:stop]
         label = f"Part {number + 1}: launches #{launches[0].position}–#{launches[-1].position}\n{_launch_summary(launches)}"
         if timed:
             share = sum(launch.timing.share or 0 for launch in launches if launch.timing is not None)
             label += f"\n{100 * share:.1f}% of the graph's device time"
-        dot.node(f"part{number}", label=label, href="../" + (pages[number] or ""), target="_top",
+        dot.node(f"part{number}", label=label, href="../" + (parts.pages[number] or ""), target="_top",
                  tooltip=f"open part {number + 1}", fillcolor="#f8fafc")  # fmt: skip
     flows: dict[tuple[int, int], int] = {}
     for consumer, sources in enumerate(producers):
         for producer in set(sources):
-            pair = (part_of[producer], part_of[consumer])
+            pair = (parts.part_of[producer], parts.part_of[consumer])
             if pair[0] != pair[1]:
                 flows[pair] = flows.get(pair, 0) + 1
     for (source, target), count in sorted(flows.items()):
@@ -299,7 +321,7 @@ def _overview(
         "Overview: the graph in parts",
         "kernels-overview",
         dot.source,
-        summary=f"{len(graph.launches)} launches in {len(parts)} parts, cut where the fewest buffers pass between them",
+        summary=f"{len(graph.launches)} launches in {len(parts.ranges)} parts, cut where the fewest buffers pass between them",
     )
 
 
@@ -317,15 +339,11 @@ def plan_fx_drawings(
     ops = [node for node in fx_graph.nodes if node.op not in ("placeholder", "output")]
     placeholders = {node.name: node for node in fx_graph.nodes if node.op == "placeholder"}
     index_of = {node.name: i for i, node in enumerate(ops)}
-    parts = split_in_parts([[index_of[n] for n in node.inputs if n in index_of] for node in ops], FX_PART_NODES)
-    part_of = [number for number, (start, stop) in enumerate(parts) for _ in range(start, stop)]
-    anchors = [f"fx-part-{n + 1}" if len(parts) > 1 else "fx" for n in range(len(parts))]
-    pages: list[str | None] = [part_page(graph, "fx", n + 1) for n in range(len(parts))] if len(parts) > 1 else [None]
-    root = "../../" if len(parts) > 1 else "../"
+    parts = _parts(graph, "fx", [[index_of[n] for n in node.inputs if n in index_of] for node in ops], FX_PART_NODES)
     output_inputs = {n for node in fx_graph.nodes if node.op == "output" for n in node.inputs}
     by_key = {g.key: g for g in groups.values()}
     plans = []
-    for number, (start, stop) in enumerate(parts):
+    for number, (start, stop) in enumerate(parts.ranges):
         members = ops[start:stop]
         dot = _digraph("fx", len(members))
         clusters: dict[str, list[str]] = {}
@@ -335,7 +353,7 @@ def plan_fx_drawings(
         for index, (key, names) in enumerate(clusters.items()):
             group = by_key[key]
             with dot.subgraph(name=f"cluster_{index}") as cluster:
-                cluster.attr(label=group.label, href=root + group.url, target="_top", tooltip=f"{group.label} ({group.category})",
+                cluster.attr(label=group.label, href=parts.root + group.url, target="_top", tooltip=f"{group.label} ({group.category})",
                              style="rounded,filled", color="#94a3b8",
                              fillcolor=_lighter(CATEGORY_COLOURS.get(group.category, "#e2e8f0")), fontsize="10")  # fmt: skip
                 for name in names:
@@ -348,23 +366,18 @@ def plan_fx_drawings(
                 "label": f"{node.name}\n{node.target}" + (f"\n{annotate(node.type, hints)}" if node.type else ""),
             }
             if node_group is not None:
-                attrs.update(fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"), href=root + node_group.url,
+                attrs.update(fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"), href=parts.root + node_group.url,
                              target="_top")  # fmt: skip
             else:
                 attrs.update(style="rounded,dashed", color="#94a3b8")
             dot.node(node.name, **attrs)
             for source in node.inputs:
-                if source in drawn:
-                    pass
-                elif source in placeholders:
+                if source not in drawn and source in placeholders:
                     drawn.add(source)
                     dot.node(source, **_placeholder_attrs(placeholders[source], hints))
-                elif source in index_of and part_of[index_of[source]] != number:
+                elif source not in drawn and source in index_of and parts.part_of[index_of[source]] != number:
                     drawn.add(source)
-                    other = part_of[index_of[source]]
-                    dot.node(source, label=f"{source}\n(part {other + 1})", href=_part_link(pages[other]), target="_top",
-                             style="rounded,dashed", color="#94a3b8", fillcolor="white",
-                             tooltip=f"computed in part {other + 1}")  # fmt: skip
+                    dot.node(source, **parts.stub(parts.part_of[index_of[source]], source, ""))
                 dot.edge(source, node.name)
         outputs = [node.name for node in members if node.name in output_inputs]
         if outputs:
@@ -373,21 +386,16 @@ def plan_fx_drawings(
                 dot.edge(name, "output")
         plans.append(
             DrawingPlan(
-                f"Part {number + 1}: ops {members[0].name} to {members[-1].name}" if len(parts) > 1 else title,
-                anchors[number],
+                f"Part {number + 1}: ops {members[0].name} to {members[-1].name}" if parts.split else title,
+                parts.anchors[number],
                 dot.source,
                 summary=f"{len(members)} ops",
-                page=pages[number],
+                page=parts.pages[number],
             )
         )
     if not ops:
         return [DrawingPlan(title, "fx", None, "This FX graph has no ops, so there is nothing to draw.")]
     return plans
-
-
-def _part_link(page: str | None) -> str:
-    """A link from one part's page to another's (they sit in the same folder)."""
-    return (page or "").rsplit("/", 1)[-1]
 
 
 def _placeholder_attrs(node: Any, hints: Hints) -> dict[str, str]:

@@ -18,7 +18,16 @@ from .drawing import (
     plan_kernel_drawings,
 )
 from .text_view import GraphText, graph_texts
-from .views import code_line_url, frame_anchor, frame_of, kernel_url, launch_category, launch_url, text_url
+from .views import (
+    code_line_url,
+    file_name,
+    frame_anchor,
+    frame_of,
+    kernel_url,
+    launch_category,
+    launch_url,
+    text_url,
+)
 
 # Where a symbol's hint was read (ShapeSymbol.hint_from), as the graph page says it.
 HINT_FROM_LABELS = {
@@ -122,7 +131,7 @@ class DrawingPartPage:
     roles: tuple[tuple[str, str], ...]
 
     def link(self, other: Drawing) -> str:
-        return (other.page or "").rsplit("/", 1)[-1]
+        return file_name(other.page or "")
 
 
 def drawing_part_pages(page: GraphPage) -> dict[str, DrawingPartPage]:

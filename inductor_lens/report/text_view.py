@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from ..records import GraphRecord
 from .highlight import highlight, is_highlighted, plain
-from .views import TEXT_PAGE_LINES, text_url
+from .views import TEXT_PAGE_LINES, file_name, text_url
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def text_pages(graph: GraphRecord) -> dict[str, TextPage]:
                 False,
                 start,
                 start + len(chunk) - 1,
-                urls[index - 1].rsplit("/", 1)[-1] if index > 0 else None,
-                urls[index + 1].rsplit("/", 1)[-1] if index + 1 < len(urls) else None,
+                file_name(urls[index - 1]) if index > 0 else None,
+                file_name(urls[index + 1]) if index + 1 < len(urls) else None,
             )
     return pages

@@ -32,6 +32,11 @@ def text_url(graph: GraphRecord, name: str, line: int = 1) -> str:
     return f"graphs/{graph.id}/{name}{'' if number == 1 else f'-{number}'}.html"
 
 
+def file_name(url: str) -> str:
+    """A page's link from another page in the same folder (the parts of a drawing, the pages of a text)."""
+    return url.rsplit("/", 1)[-1]
+
+
 def code_line_url(graph: GraphRecord, line: int) -> str:
     """A line of a graph's ``output_code.py`` (where ``call()`` launches a kernel)."""
     return f"{text_url(graph, 'output_code', line)}#code-{line}"
