@@ -290,7 +290,7 @@ def _rmdir(path: Path, result: ClearResult) -> None:
 
 
 def cache_dir(name: str) -> Path:
-    """Where the ``inductor``, ``triton`` or ``handwritten`` cache is, resolved as torch and Triton resolve theirs."""
+    """Where a clearable cache (``CLEARABLE``) is, resolved as torch, Triton and inductor-lens resolve theirs."""
     return {"inductor": inductor_dir, "triton": triton_dir, "handwritten": handwritten_dir, "render": render_dir}[name]()[0]
 
 

@@ -53,10 +53,9 @@ DECOMPOSED = {
     # LayerNorm's rsqrt first
     "rsqrt": ("rmsnorm", {"pow", "mean", "mul", "add"}),
 }
-# A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))); Llama's RMSNorm's
-# eps add) leaves its
-# own adds and muls among the kernel's source nodes and name; by the marker op in the source nodes, the adds
-# that belong to the formula rather than to a residual.
+# A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))); Llama's
+# RMSNorm with its eps add) leaves its own adds and muls among the kernel's source nodes and name. Per marker
+# op found in the source nodes: the adds that belong to the formula rather than to a residual.
 FORMULA_ADDS = {"tanh": 2, "erf": 1, "rsqrt": 1}
 # Elementwise equivalents that read two full-size tensors (the others read one, and at most a bias row).
 TWO_FULL_INPUTS = frozenset({"residual", "bias_residual", "silu_mul"})

@@ -22,7 +22,7 @@ from .folders import LENS_JSON
 from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page
 from .highlight import forget_prepared, prepare, stylesheet
-from .kernel_view import kernel_pages
+from .kernel_view import kernel_pages, kernel_source_blocks
 from .source_view import line_anchor, line_urls, source_page
 from .text_view import text_pages
 from .timing_view import timing_view
@@ -51,7 +51,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
     }
     drawings = draw_graphs(run) if draw else {}
     # every kernel's source, highlighted in parallel before the kernel pages ask for them one by one
-    prepare((k.source, "cpp" if k.backend == "cpp" else "python", "src") for g in run.graphs for k in g.kernels)
+    prepare(kernel_source_blocks(run))
     for graph in run.graphs:
         the_graph_page = graph_page(run, graph, drawings.get(graph.id))
         files[graph_url(graph)] = page("graph.html.j2", "../", page=the_graph_page)

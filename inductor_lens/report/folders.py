@@ -24,7 +24,8 @@ LENS_JSON = "lens.json"
 INPUT_STAMP = ".inductor-lens-input"
 REPORTS_ROOT = Path("inductor-lens-reports")
 # What a report folder holds that this tool wrote and may replace.
-REPORT_PAGES = ("index.html", "log.html", LENS_JSON, "graphs", "kernels", INPUT_STAMP)
+REPORT_PAGES = ("index.html", "compile.html", "handwritten.html", "source.html", "log.html", LENS_JSON, "graphs",
+                "kernels", INPUT_STAMP)  # fmt: skip
 # The same for a comparison: its pages, and the reports of its configurations.
 CONFIGS_DIR = "configs"
 COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)
@@ -65,7 +66,7 @@ def input_fingerprint(folder: Path, *, skip: Path | None = None, strict: bool = 
     and this inductor-lens's code (its version and the hash of its modules). Pages this tool wrote into
     ``folder`` (a report re-rendered in place) and the folder ``skip`` (the report, when inside) do not count."""
     digest = hashlib.sha256(f"{_code_fingerprint()}\0strict={strict}\n".encode())
-    ours = {*REPORT_PAGES, "compile.html", "handwritten.html", "source.html"}
+    ours = set(REPORT_PAGES)
     skipped = skip.resolve() if skip is not None else None
     for root, dirs, names in os.walk(folder):
         here = Path(root)

@@ -52,7 +52,7 @@ def prepare(blocks: Iterable[tuple[str, str, str]]) -> None:
     wanted = {}
     for code, language, prefix in blocks:
         key = _cache_key(code, language, prefix)
-        if is_highlighted(code, language) and key not in _prepared and not (render_cache.folder() / f"{key}.html").is_file():
+        if is_highlighted(code, language) and key not in _prepared and not render_cache.has(key, "html"):
             wanted[key] = (code, language, prefix)
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or len(wanted) < PARALLEL_BLOCKS:
@@ -62,6 +62,16 @@ def prepare(blocks: Iterable[tuple[str, str, str]]) -> None:
         for (key, _), html in zip(jobs, pool.map(_pygments_job, [job for _, job in jobs], chunksize=4), strict=True):
             _prepared[key] = html
             render_cache.write(key, "html", html)
+
+
+def reanchored(block: Markup, prefix: str, new_prefix: str) -> Markup:
+    """A block from ``highlight`` or ``plain`` with its line ids renamed: the same code twice on one page
+    (the kernel's source beside its hand-written equivalent) without lexing it twice or repeating ids."""
+    return Markup(
+        block.replace(f'<span id="{prefix}-', f'<span id="{new_prefix}-').replace(
+            f"<span id={prefix}-", f"<span id={new_prefix}-"
+        )
+    )
 
 
 def forget_prepared() -> None:

@@ -12,7 +12,7 @@ from ..parse.symbolic import FROM_HINTS, annotate
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
-from .highlight import highlight
+from .highlight import highlight, reanchored
 from .views import KIND_LABELS, SummaryItem, launch_url, one_launch_spread, ops_from_name
 
 
@@ -67,7 +67,7 @@ def kernel_pages(
     for index, kernel in enumerate(ordered):
         previous = ordered[index - 1] if index > 0 else None
         following = ordered[index + 1] if index + 1 < len(ordered) else None
-        language = "cpp" if kernel.backend == "cpp" else "python"
+        language = source_language(kernel)
         launches = tuple(launch for launch in graph.launches if launch.target == kernel.name)
         hints = graph.hints
         inputs = tuple(
@@ -104,13 +104,20 @@ def kernel_pages(
                 graph_has_file_notes=has_file_notes,
                 timing=_timing_facts(run, graph, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
-                # the same markup with its own line ids, rather than lexing the source twice
-                compact_source=Markup(source.replace('<span id="src-', '<span id="ind-').replace("<span id=src-", "<span id=ind-"))
-                if row and row.steps
-                else None,
+                compact_source=reanchored(source, "src", "ind") if row and row.steps else None,
             )
         )
     return pages
+
+
+def source_language(kernel: KernelRecord) -> str:
+    """How a kernel's source is highlighted: C++ for Inductor's CPU kernels, Python (Triton) for the rest."""
+    return "cpp" if kernel.backend == "cpp" else "python"
+
+
+def kernel_source_blocks(run: CompileRun) -> list[tuple[str, str, str]]:
+    """Every kernel's source as ``highlight`` is asked for it on the kernel pages, for ``highlight.prepare``."""
+    return [(k.source, source_language(k), "src") for g in run.graphs for k in g.kernels]
 
 
 def _arguments(

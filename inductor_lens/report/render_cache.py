@@ -22,6 +22,10 @@ def folder() -> Path:
     return render_dir()[0]
 
 
+def has(entry_key: str, suffix: str) -> bool:
+    return (folder() / f"{entry_key}.{suffix}").is_file()
+
+
 def read(entry_key: str, suffix: str) -> str | None:
     try:
         return (folder() / f"{entry_key}.{suffix}").read_text(encoding="utf-8")

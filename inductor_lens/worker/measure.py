@@ -104,13 +104,12 @@ def gpu_time(torch: Any, fn: Callable[[], Any], *, max_samples: int | None = MAX
         per_call_ms = (time.perf_counter() - started) * 1e3 / _PROBE_CALLS
         rep = min(rep, max(1.0, max_samples * per_call_ms))
     samples = do_bench(fn, warmup=WARMUP_MS, rep=rep, return_mode="all")
-    budget = f"{rep:.0f} ms of repetitions" if rep < REP_MS else f"{REP_MS} ms of repetitions"
+    budget = f"{min(rep, REP_MS):.0f} ms of repetitions"
+    if max_samples is not None:
+        budget += f" (the wall time of about {max_samples} calls)"
     return stat(
         [float(s) for s in samples],
-        f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {budget} (the wall time of about {max_samples} calls), "
-        "L2 cleared before each"
-        if max_samples is not None
-        else f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {REP_MS} ms of repetitions, L2 cleared before each",
+        f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {budget}, L2 cleared before each",
     )
 
 
