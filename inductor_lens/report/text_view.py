@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ..records import GraphRecord
+from . import views
 from .highlight import highlight, is_highlighted, plain
-from .views import TEXT_PAGE_LINES, file_name, text_url
+from .views import file_name, text_url
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,13 @@ class TextPage:
     graph: GraphRecord
     text: GraphText
     code: Markup
-    highlighted: bool
+    # shown plain because it is too large to highlight (IR, plain text anyway, is not said to be)
+    too_large_to_highlight: bool
     first_line: int = 1
     last_line: int = 0
     previous: str | None = None  # the page before, when the text is split (a file name in the same folder)
     next: str | None = None
+    page_lines: int = 0  # the lines of a full page, where the text is split
 
 
 # (page name, file name, title, explanation, language, line anchor prefix), in pipeline order
@@ -84,25 +87,27 @@ def text_pages(graph: GraphRecord) -> dict[str, TextPage]:
     lines for a text longer than that (shown plain)."""
     pages: dict[str, TextPage] = {}
     for text in graph_texts(graph):
-        if text.lines <= TEXT_PAGE_LINES:
-            highlighted = is_highlighted(text.text, text.language)
+        too_large = text.language != "text" and not is_highlighted(text.text, text.language)
+        page_lines = views.TEXT_PAGE_LINES
+        if text.lines <= page_lines:
             pages[text_url(graph, text.name)] = TextPage(
-                graph, text, highlight(text.text, text.language, text.anchor), highlighted, 1, text.lines
+                graph, text, highlight(text.text, text.language, text.anchor), too_large, 1, text.lines
             )
             continue
         lines = text.text.splitlines()
-        starts = range(1, len(lines) + 1, TEXT_PAGE_LINES)
+        starts = range(1, len(lines) + 1, page_lines)
         urls = [text_url(graph, text.name, start) for start in starts]
         for index, start in enumerate(starts):
-            chunk = lines[start - 1 : start - 1 + TEXT_PAGE_LINES]
+            chunk = lines[start - 1 : start - 1 + page_lines]
             pages[urls[index]] = TextPage(
                 graph,
                 text,
                 plain("\n".join(chunk), text.anchor, first_line=start),
-                False,
+                too_large,
                 start,
                 start + len(chunk) - 1,
                 file_name(urls[index - 1]) if index > 0 else None,
                 file_name(urls[index + 1]) if index + 1 < len(urls) else None,
+                page_lines,
             )
     return pages

@@ -333,3 +333,21 @@ def test_a_report_of_unchanged_input_reads_its_lens_json_back(unpacked, tmp_path
     # a report re-rendered in place: its own pages do not count as input
     assert report_folder(out, draw=False).reused is False  # its input is now the report folder itself
     assert report_folder(out, draw=False).reused is True
+
+
+def test_text_pages_say_why_a_text_is_plain_and_how_it_is_paged(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inductor_lens.report import highlight, text_view, views
+
+    run = _run(unpacked, "block_default")
+    graph = run.graphs[1]
+    files = render_report(run, draw=False)
+    # the IR is plain text anyway, and this output_code.py is small enough to highlight: neither is called large
+    for name in ("ir_post_fusion", "output_code"):
+        assert "Shown without colours" not in files[f"graphs/{graph.id}/{name}.html"], name
+    monkeypatch.setattr(highlight, "HIGHLIGHT_LIMIT", 1000)
+    monkeypatch.setattr(views, "TEXT_PAGE_LINES", 250)
+    pages = text_view.text_pages(graph)
+    output_code = [page for url, page in pages.items() if "/output_code" in url]  # 589 lines
+    assert [(page.first_line, page.last_line) for page in output_code] == [(1, 250), (251, 500), (501, 589)]
+    assert all(page.too_large_to_highlight and page.page_lines == 250 for page in output_code)
+    assert not any(page.too_large_to_highlight for url, page in pages.items() if "/ir_" in url)
