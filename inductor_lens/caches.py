@@ -9,6 +9,7 @@ target), and carries on when files vanish or cannot be removed while it runs.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
@@ -126,6 +127,20 @@ def render_dir() -> tuple[Path, str]:
     and highlighted code (``<hash>.html``), each by the hash of what produced it."""
     base, source = lens_cache_dir()
     return base / RENDER_FOLDER, source
+
+
+def write_entry(path: Path, text: str) -> None:
+    """Write one entry of inductor-lens's own caches atomically, safe with other processes writing the same
+    entry: a reader never sees half a file. Raises OSError; the callers decide what a failed write costs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
 
 
 def usage(path: Path) -> Usage:

@@ -29,7 +29,6 @@ import functools
 import hashlib
 import inspect
 import json
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..caches import handwritten_dir
+from ..caches import handwritten_dir, write_entry
 from ..records import ConfigOrigin, JsonScalar, KernelConfig
 
 # The layout of a cache file; another number is ignored.
@@ -139,16 +138,10 @@ def store(key: TuningKey, folder: Path, config: Any, time_ms: float | None, shap
         "tuned_on": {k: v for k, v in shape.items() if isinstance(v, (bool, int, float, str))},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    path = folder / key.file_name
-    partial = folder / f".{key.file_name}.{os.getpid()}.tmp"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(entry, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-        os.replace(partial, path)
+        write_entry(folder / key.file_name, json.dumps(entry, indent=1, allow_nan=False) + "\n")
     except (OSError, ValueError) as exc:
         print(f"hand-written autotune cache: not written ({exc})", file=sys.stderr)
-        with contextlib.suppress(OSError):
-            partial.unlink()
 
 
 @contextlib.contextmanager

@@ -7,11 +7,11 @@ is never stale, only unused. A file that cannot be read or written is a miss, ne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
 from pathlib import Path
 
-from ..caches import render_dir
+from ..caches import render_dir, write_entry
 
 
 def key(*parts: str) -> str:
@@ -34,11 +34,5 @@ def read(entry_key: str, suffix: str) -> str | None:
 
 
 def write(entry_key: str, suffix: str, content: str) -> None:
-    cache = folder()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = cache / f".{entry_key}.{os.getpid()}.tmp"
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, cache / f"{entry_key}.{suffix}")
-    except OSError:
-        pass  # an unwritable cache only costs the next render the work again
+    with contextlib.suppress(OSError):  # an unwritable cache only costs the next render the work again
+        write_entry(folder() / f"{entry_key}.{suffix}", content)
