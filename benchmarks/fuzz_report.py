@@ -75,7 +75,8 @@ def unpack_all(target: Path, names: Iterable[str] | None = None) -> list[Capture
         if not folder.exists():
             folder.mkdir(parents=True)
             with tarfile.open(archive) as tar:
-                tar.extractall(folder, filter="data")
+                # the "data" filter where this Python's tarfile has it (3.10.12+, 3.11.4+)
+                tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         (root,) = folder.iterdir()
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
         if not any("torch_compile_debug/" in f for f in files):

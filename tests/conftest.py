@@ -95,6 +95,19 @@ def _cuda_available() -> bool:
         return False
 
 
+def unpack_fixture(name: str, target: Path) -> Path:
+    """Extract tests/fixtures/<name>.tar.gz into ``target``; returns the archive's top folder. The "data"
+    filter (no links out, no devices) where this Python's tarfile has it (3.10.12+, 3.11.4+; Debian 12's
+    3.11.2 has not): the archives are the project's own, so older Pythons extract them as they are."""
+    with tarfile.open(FIXTURES / f"{name}.tar.gz") as archive:
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(target, filter="data")
+        else:
+            archive.extractall(target)
+    (child,) = target.iterdir()
+    return child
+
+
 @pytest.fixture(scope="session")
 def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """unpacked(name) -> a read-only-by-convention folder with the archive's content (shared per session)."""
@@ -102,11 +115,7 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 
     def get(name: str) -> Path:
         if name not in cache:
-            target = tmp_path_factory.mktemp(f"fixture-{name}")
-            with tarfile.open(FIXTURES / f"{name}.tar.gz") as archive:
-                archive.extractall(target, filter="data")
-            (child,) = target.iterdir()
-            cache[name] = child
+            cache[name] = unpack_fixture(name, tmp_path_factory.mktemp(f"fixture-{name}"))
         return cache[name]
 
     return get

@@ -39,18 +39,9 @@ def runs(unpacked_module: Callable[[str], Path]) -> dict[str, CompileRun]:
 
 @pytest.fixture(scope="module")
 def unpacked_module(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    import tarfile
+    from ..conftest import unpack_fixture
 
-    from ..conftest import FIXTURES
-
-    def get(name: str) -> Path:
-        target = tmp_path_factory.mktemp(f"diag-{name}")
-        with tarfile.open(FIXTURES / f"{name}.tar.gz") as archive:
-            archive.extractall(target, filter="data")
-        (child,) = target.iterdir()
-        return child
-
-    return get
+    return lambda name: unpack_fixture(name, tmp_path_factory.mktemp(f"diag-{name}"))
 
 
 def test_host_bound_gpu_capture_names_launch_overhead_and_suggests_cuda_graphs(runs: dict[str, CompileRun]) -> None:
