@@ -53,6 +53,12 @@ class Equivalent:
     # recorded for the report without importing Triton (source.py); tests check them against the
     # implementation.
     kernels: tuple[str, ...] = ()
+    # Shapes the interpreter tests check it on (odd sizes, block-crossing); empty: its family's list in
+    # tests/unit/test_handwritten_kernels.py.
+    check_shapes: tuple[tuple[int, ...], ...] = ()
+    # The dimensions a CPU check under the interpreter may halve, in order, until the work is small
+    # (``interpreter_shape``); empty: the family's rule.
+    shrink: tuple[str, ...] = ()
 
     def shape(self, values: tuple[int, ...]) -> dict[str, int]:
         if len(values) != len(self.dims):
@@ -111,6 +117,8 @@ class _Family(TypedDict, total=False):
     """Keyword arguments of ``Equivalent`` that the entries of a family share."""
 
     family: str
+    check_shapes: tuple[tuple[int, ...], ...]
+    shrink: tuple[str, ...]
     dims: tuple[str, ...]
     bound: str
     reference_dtype: str
@@ -204,6 +212,10 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("flash_attention_causal", summary="Flash attention forward, causal mask",
                formula="F.scaled_dot_product_attention(q, k, v, is_causal=True)",
                covers=frozenset({"attention_causal"}), cost=_attention(True), **_ATTENTION),
+    # -- attention backward (kernels/attention.py) --
+    # -- convolution (kernels/conv.py) --
+    # -- batch norm and pooling (kernels/batchnorm.py, kernels/pooling.py) --
+    # -- transformer pieces: rotary, RMSNorm with residual, gated MLP backward, embedding, cross-entropy --
 )  # fmt: skip
 
 _BY_NAME = {e.name: e for e in EQUIVALENTS}
@@ -247,6 +259,17 @@ INTERPRETER_MACS = 1 << 23
 def interpreter_shape(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int]:
     """A smaller shape for a CPU check under the interpreter: fewer rows (or M, N, batch, heads, seq)."""
     reduced = dict(shape)
+    if equivalent.shrink:
+        # halve the shrinkable dimensions in turn until bytes and FLOPs are within the interpreter's budget
+        def too_large() -> bool:
+            moved, flops = equivalent.cost(reduced, 4)
+            return moved > 4 * INTERPRETER_ELEMENTS or flops > 2 * INTERPRETER_MACS
+
+        while too_large() and any(reduced[d] > 1 for d in equivalent.shrink):
+            for dim in equivalent.shrink:
+                if reduced[dim] > 1 and too_large():
+                    reduced[dim] = (reduced[dim] + 1) // 2
+        return reduced
     if equivalent.family in ("elementwise", "row-wise"):
         reduced["rows"] = max(1, min(shape["rows"], INTERPRETER_ELEMENTS // max(1, shape["cols"])))
     elif equivalent.family == "matmul":
