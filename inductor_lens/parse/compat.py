@@ -243,6 +243,16 @@ SDPA_CAUSAL_POSITION = {
     "_scaled_dot_product_attention_math": 5,  # q, k, v, attn_mask, dropout_p, is_causal
     "scaled_dot_product_attention": 5,  # q, k, v, attn_mask, dropout_p, is_causal
 }
+# The backward calls (torch 2.11-2.13 native_functions.yaml): where is_causal sits; q is their second argument.
+SDPA_BACKWARD_CAUSAL_POSITION = {
+    # grad_out, q, k, v, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p, grad_input_mask, is_causal
+    "_scaled_dot_product_efficient_attention_backward": 11,
+    # grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal
+    "_scaled_dot_product_flash_attention_backward": 11,
+    # grad_out, q, k, v, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q,
+    # max_k, dropout_p, is_causal
+    "_scaled_dot_product_cudnn_attention_backward": 14,
+}
 
 # --- CUDA graphs, as the process log tells of them ----------------------------------------------
 

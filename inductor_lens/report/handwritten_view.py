@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
+from ..handwritten.match import coverage
 from ..records import (
     CompileRun,
     GraphRecord,
@@ -210,6 +211,17 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
             "bad" if bad else "",
         ),
     ]
+    if (share := coverage(run)) is not None:
+        agreeing = coverage(run, tuple(m for m in run.handwritten if m.runs and all(r.ok for r in m.runs)))
+        agreed = f"; {agreeing.matched_share:.0%} with every check agreeing with torch" if agreeing and checked else ""
+        summary.append(
+            SummaryItem(
+                "Profiled time with an equivalent",
+                f"{share.matched_share:.0%}",
+                f"exact or composed, of {share.total_us:,.0f} µs profiled per step over {share.launches:,} launches"
+                f"{agreed}",
+            )
+        )
     if timed:
         summary.append(
             SummaryItem(
