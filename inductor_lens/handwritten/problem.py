@@ -84,6 +84,8 @@ MASK_OPS = frozenset({"arange", "le", "lt", "ge", "gt", "scalar_tensor", "where"
 SOURCE_MARKERS = {"rotary": "cos(", "gelu": "erf", "gelu_tanh": "tanh"}
 # Ops of batch norm that the concept of a backward kernel absorbs (the saved statistics recomputed).
 BATCHNORM_FORWARD = frozenset({"batchnorm", "batchnorm_train"})
+# Vectors of the row width that a norm reads for itself (its weight, and LayerNorm's bias).
+NORM_VECTORS = {"rmsnorm": 1, "layernorm": 2}
 # the FX dtypes the hand-written kernels take
 _DTYPES = {short: name for short, name in FX_DTYPES.items() if name in ("float32", "float16", "bfloat16")}
 
@@ -264,6 +266,8 @@ def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Ten
         _channel_problem(graph, kernel, tensors, problem)
         return
     _rows_cols(tensors, problem, by_written="embedding" in problem.concepts)
+    # a norm's own weight (and LayerNorm's bias) are rows of the width too, but not a bias add's
+    problem.bias_inputs = max(0, problem.bias_inputs - sum(NORM_VECTORS.get(c, 0) for c in problem.concepts))
     if "embedding" in problem.concepts:
         _embedding_shape(tensors, problem)
     # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it. Where the model
