@@ -73,6 +73,8 @@ def match_launch(graph: GraphRecord, launch: Launch, default_dtype: str | None =
     if kernel is not None and chosen:
         residuals = _more_adds(kernel, chosen)
         chosen += [get("residual")] * residuals
+        if more := _more_batchnorms(problem, chosen):
+            chosen[:0] = [get("batchnorm")] * more
         uncovered += _more_inputs(problem, chosen)
         kind = "partial" if uncovered else "composed" if len(chosen) > 1 else kind
     return HandwrittenMatch(
@@ -96,6 +98,15 @@ def _more_adds(kernel: KernelRecord, chosen: list[Equivalent]) -> int:
     in_source -= sum(FORMULA_ADDS[m] for m in written_formulas(kernel))
     done = sum(1 + (e.name == "bias_residual") for e in chosen if "add" in e.covers and e.name != "residual")
     return max(0, in_source - done)
+
+
+def _more_batchnorms(problem: Problem, chosen: list[Equivalent]) -> int:
+    """Eval-mode batch norms beyond the chosen kernels' own: four per-channel vectors each (a bottleneck's two
+    branches normalised in one kernel before their sum)."""
+    if "batchnorm" not in problem.concepts or not problem.shape.get("channels"):
+        return 0
+    done = sum(1 for e in chosen if "batchnorm" in e.covers)
+    return max(0, problem.bias_inputs // 4 - done)
 
 
 def _more_inputs(problem: Problem, chosen: list[Equivalent]) -> list[str]:

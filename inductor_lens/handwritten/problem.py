@@ -33,7 +33,8 @@ from ..records import GraphRecord, KernelRecord, Launch
 LAYOUT_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "t", "permute", "transpose", "select", "slice", "expand",
     "unsqueeze", "squeeze", "clone", "as_strided", "alias", "contiguous", "convert_element_type",
-    "_to_copy", "copy", "copy_", "detach", "lift_fresh_copy", "full", "empty", "zeros",
+    "_to_copy", "copy", "copy_", "detach", "lift_fresh_copy", "full", "empty", "zeros", "split", "cat",
+    "split_with_sizes", "arange",
 })  # fmt: skip
 CONCEPTS = {
     "_softmax": "softmax", "softmax": "softmax", "prepare_softmax_online": "softmax", "amax": "softmax",
@@ -265,7 +266,12 @@ def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Ten
     ):
         _channel_problem(graph, kernel, tensors, problem)
         return
-    _rows_cols(tensors, problem, by_written="embedding" in problem.concepts)
+    if not problem.concepts and kernel.category == "pointwise" and any(t.written for t in tensors) and any(
+        not t.written for t in tensors
+    ):
+        # it only moves data (a permute, a split, a repeat for grouped-query attention, a layout for cuDNN)
+        problem.concepts = ["copy"]
+    _rows_cols(tensors, problem, by_written="embedding" in problem.concepts or problem.concepts == ["copy"])
     # a norm's own weight (and LayerNorm's bias) are rows of the width too, but not a bias add's
     problem.bias_inputs = max(0, problem.bias_inputs - sum(NORM_VECTORS.get(c, 0) for c in problem.concepts))
     if "embedding" in problem.concepts:
@@ -359,6 +365,9 @@ def _channel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Te
     problem.dtype = _DTYPES.get(source.dtype)
     full = [t for t in images if not t.written and t.numel == source.numel and t.dtype in _DTYPES]
     problem.full_inputs = len(full)
+    # per-channel vectors: an eval-mode batch norm reads four (running mean and variance, weight, bias); a
+    # bottleneck's end normalises its two branches in one kernel and reads eight
+    problem.bias_inputs = sum(1 for t in tensors if t.dims == (c,))
     if {"max_pool2d", "max_pool2d_backward"} & set(concepts):
         window = _pool_window(graph, kernel)
         if window is None:
