@@ -171,7 +171,7 @@ def test_gpt2_matches_follow_the_activations_and_the_smallest_composition(unpack
     embedding = by_target["triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"]
     assert (embedding.kind, embedding.equivalents) == ("partial", ("add", "layernorm"))
     assert embedding.shape == {"rows": 1024, "cols": 256, "tokens": 1024, "vocab": 2048, "dim": 256}
-    assert embedding.not_covered == ("embedding", "arange")
+    assert embedding.not_covered == ("embedding",)  # arange: index math, nothing to hand-write
     gelu = by_target["triton_poi_fused_add_addmm_mul_pow_tanh_view_5"]
     assert (gelu.kind, gelu.equivalents, gelu.shape) == ("exact", ("bias_gelu_tanh",), {"rows": 1024, "cols": 1024})
     # a real residual add next to a LayerNorm is still counted
