@@ -113,6 +113,32 @@ def _attention(causal: bool) -> Callable[[Shape, int], Cost]:
     return cost
 
 
+def _batchnorm(full_tensors: int, vectors: int, fp32_vectors: int = 0) -> Callable[[Shape, int], Cost]:
+    """Full-size [N, C, H, W] tensors and per-channel vectors (in the dtype, or fp32 statistics), each once."""
+
+    def cost(shape: Shape, itemsize: int) -> Cost:
+        channels = shape["channels"]
+        numel = shape["batch"] * channels * shape["height"] * shape["width"]
+        return itemsize * (full_tensors * numel + vectors * channels) + 4 * fp32_vectors * channels, 0
+
+    return cost
+
+
+def _pooling_output(shape: Shape) -> tuple[int, int]:
+    """(N*C*H*W, N*C*OH*OW) of a max-pool (no dilation, floor mode)."""
+    kernel, stride, padding = shape["kernel"], shape["stride"], shape["padding"]
+    out_h = (shape["height"] + 2 * padding - kernel) // stride + 1
+    out_w = (shape["width"] + 2 * padding - kernel) // stride + 1
+    planes = shape["batch"] * shape["channels"]
+    return planes * shape["height"] * shape["width"], planes * max(out_h, 0) * max(out_w, 0)
+
+
+def _pooling_cost(shape: Shape, itemsize: int) -> Cost:
+    """Forward and backward alike: the input-sized tensor, the output-sized one and the int8 offsets, once."""
+    inputs, outputs = _pooling_output(shape)
+    return itemsize * (inputs + outputs) + outputs, 0
+
+
 class _Family(TypedDict, total=False):
     """Keyword arguments of ``Equivalent`` that the entries of a family share."""
 
@@ -149,6 +175,28 @@ _MATMUL = _OneModuleFamily(
     family="matmul", module="matmul", kernels=("matmul_kernel",), dims=("M", "N", "K"), bound="compute", tolerance=DOT_TOLERANCE,
     reference_dtype="float32", interpreter_dtypes=("float32", "float16"),
     interpreter_note=DOT_INTERPRETER_NOTE, default_shape=(200, 300, 100), bench_shape=(4096, 4096, 4096),
+)  # fmt: skip
+_BATCHNORM = _Family(
+    family="batch norm", dims=("batch", "channels", "height", "width", "channels_last"),
+    bound="memory", default_shape=(8, 64, 28, 28, 1), bench_shape=(32, 256, 56, 56, 1),
+    # channels 3, 13 (under a 64-channel tile), 70 (over one); H*W 35, 99 (over a 64-wide tile), 1155 (over
+    # 1024); both layouts; batch 1 (one split per channel image) and 3
+    check_shapes=((2, 3, 5, 7, 0), (2, 3, 5, 7, 1), (3, 13, 9, 11, 0), (3, 13, 9, 11, 1), (2, 70, 3, 3, 1),
+                  (1, 5, 33, 35, 0)),
+    shrink=("batch", "height", "width"),
+)  # fmt: skip
+_BATCHNORM_POINTWISE = ("_batchnorm_pointwise_kernel",)
+_BATCHNORM_REDUCE = ("_channel_sums_kernel", "_channel_finish_kernel")
+_BATCHNORM_TRAIN = ("_batchnorm_pointwise_kernel", "_channel_sums_kernel", "_channel_finish_kernel")
+_POOLING = _Family(
+    family="pooling",
+    dims=("batch", "channels", "height", "width", "kernel", "stride", "padding", "channels_last"),
+    bound="memory", default_shape=(8, 64, 56, 56, 3, 2, 1, 1), bench_shape=(32, 64, 112, 112, 3, 2, 1, 1),
+    # ResNet's 3x3/2 pad 1 in both layouts over odd sizes; 2x2/2 without padding; 3x3/1 (every input in 9
+    # windows); 5x5/3 pad 2 (windows that overlap partly); 70 channels over a 64-channel tile
+    check_shapes=((2, 3, 9, 11, 3, 2, 1, 0), (2, 3, 9, 11, 3, 2, 1, 1), (1, 5, 8, 7, 2, 2, 0, 0),
+                  (1, 70, 6, 5, 3, 1, 1, 1), (2, 4, 13, 10, 5, 3, 2, 0)),
+    shrink=("batch", "channels"),
 )  # fmt: skip
 _ATTENTION = _OneModuleFamily(
     family="attention", module="attention", kernels=("flash_attention_kernel", "_attention_key_blocks", "_load_tile"), dims=("batch", "heads", "seq", "head_dim"), bound="compute",
@@ -220,6 +268,51 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     # -- attention backward (kernels/attention.py) --
     # -- convolution (kernels/conv.py) --
     # -- batch norm and pooling (kernels/batchnorm.py, kernels/pooling.py) --
+    Equivalent("batchnorm", summary="BatchNorm, eval form (running statistics, eps 1e-5), one pass",
+               formula="F.batch_norm(x, running_mean, running_var, weight, bias)",
+               covers=frozenset({"batchnorm"}), cost=_batchnorm(2, 4), tolerance=MEMORY_TOLERANCE,
+               module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("batchnorm_relu", summary="BatchNorm (eval form) then ReLU, one pass",
+               formula="torch.relu(F.batch_norm(x, running_mean, running_var, weight, bias))",
+               covers=frozenset({"batchnorm", "relu"}), cost=_batchnorm(2, 4), tolerance=MEMORY_TOLERANCE,
+               module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("batchnorm_add_relu", summary="BatchNorm (eval form) plus a residual, then ReLU (a bottleneck's end), one pass",
+               formula="torch.relu(F.batch_norm(x, running_mean, running_var, weight, bias) + residual)",
+               covers=frozenset({"batchnorm", "add", "relu"}), cost=_batchnorm(3, 4), tolerance=MEMORY_TOLERANCE,
+               module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("batchnorm_train", summary="BatchNorm, training form: batch mean and biased variance per channel (split reduction, shifted sums), then normalise",
+               formula="aten.native_batch_norm(x, weight, bias, None, None, True, 0.0, 1e-5) -> (y, mean, rstd)",
+               covers=frozenset({"batchnorm_train"}), cost=_batchnorm(2, 2, fp32_vectors=2),
+               tolerance=REDUCTION_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_TRAIN, **_BATCHNORM),
+    Equivalent("batchnorm_train_relu", summary="BatchNorm, training form, then ReLU",
+               formula="y, mean, rstd = aten.native_batch_norm(x, weight, bias, None, None, True, 0.0, 1e-5); (torch.relu(y), mean, rstd)",
+               covers=frozenset({"batchnorm_train", "relu"}), cost=_batchnorm(2, 2, fp32_vectors=2),
+               tolerance=REDUCTION_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_TRAIN, **_BATCHNORM),
+    Equivalent("batchnorm_backward_reduce", summary="BatchNorm backward's per-channel sums: grad_weight = sum(dy * x_hat), grad_bias = sum(dy)",
+               formula="aten.native_batch_norm_backward(dy, x, None, None, None, mean, rstd, True, 1e-5, [False, True, True])[1:]",
+               covers=frozenset({"batchnorm_backward_reduce"}), cost=_batchnorm(2, 0, fp32_vectors=4),
+               tolerance=REDUCTION_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_REDUCE, **_BATCHNORM),
+    Equivalent("batchnorm_relu_backward_reduce", summary="ReLU's gradient mask, then BatchNorm backward's per-channel sums",
+               formula="dy = aten.threshold_backward(dy, relu_out, 0); (sum(dy * x_hat), sum(dy)) per channel",
+               covers=frozenset({"relu_backward", "batchnorm_backward_reduce"}), cost=_batchnorm(3, 0, fp32_vectors=4),
+               tolerance=REDUCTION_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_REDUCE, **_BATCHNORM),
+    Equivalent("batchnorm_backward_input", summary="BatchNorm backward, eval form: grad_input = dy * weight * rstd",
+               formula="dy * (weight * rstd)[:, None, None]", covers=frozenset({"batchnorm_backward_input"}),
+               cost=_batchnorm(2, 1, fp32_vectors=1), tolerance=MEMORY_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("batchnorm_relu_backward_input", summary="ReLU's gradient mask, then BatchNorm backward (eval form) grad_input, one pass",
+               formula="aten.threshold_backward(dy, relu_out, 0) * (weight * rstd)[:, None, None]",
+               covers=frozenset({"relu_backward", "batchnorm_backward_input"}), cost=_batchnorm(3, 1, fp32_vectors=1),
+               tolerance=MEMORY_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("batchnorm_train_backward_input", summary="BatchNorm backward, training form: grad_input from the per-channel sums",
+               formula="weight * rstd * (dy - sum(dy) / M - x_hat * sum(dy * x_hat) / M), M = N*H*W",
+               covers=frozenset({"batchnorm_train_backward_input"}), cost=_batchnorm(3, 1, fp32_vectors=4),
+               tolerance=REDUCTION_TOLERANCE, module="batchnorm", kernels=_BATCHNORM_POINTWISE, **_BATCHNORM),
+    Equivalent("max_pool2d", module="pooling", tolerance=MEMORY_TOLERANCE, kernels=("_max_pool2d_kernel",), summary="Max-pool 2D, output and the int8 offset of each maximum in its window (as Inductor stores it)",
+               formula="F.max_pool2d(x, kernel, stride, padding, return_indices=True), indices as window offsets",
+               covers=frozenset({"max_pool2d"}), cost=_pooling_cost, **_POOLING),
+    Equivalent("max_pool2d_backward", module="pooling", tolerance=MEMORY_TOLERANCE, kernels=("_max_pool2d_backward_kernel",), summary="Max-pool 2D backward: a gather per input pixel over the windows covering it, no atomics",
+               formula="aten.max_pool2d_with_indices_backward(grad_out, x, kernel, stride, padding, 1, False, indices)",
+               covers=frozenset({"max_pool2d_backward"}), cost=_pooling_cost, **_POOLING),
     # -- transformer pieces: rotary, RMSNorm with residual, gated MLP backward, embedding, cross-entropy --
 )  # fmt: skip
 
