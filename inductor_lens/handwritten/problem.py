@@ -49,6 +49,7 @@ CONCEPTS = {
     "_native_batch_norm_legit": "batchnorm_train", "native_batch_norm": "batchnorm_train",
     "native_batch_norm_backward": "batchnorm_backward",
     "max_pool2d_with_indices": "max_pool2d", "max_pool2d_with_indices_backward": "max_pool2d_backward",
+    "_low_memory_max_pool_with_offsets": "max_pool2d", "_low_memory_max_pool_offsets_to_indices": "max_pool2d",
     "embedding": "embedding", "embedding_dense_backward": "embedding_backward",
 }  # fmt: skip
 # Ops that are steps of a decomposed op when that op is in the kernel too.
@@ -85,6 +86,8 @@ MASK_OPS = frozenset({"arange", "le", "lt", "ge", "gt", "scalar_tensor", "where"
 SOURCE_MARKERS = {"rotary": "cos(", "gelu": "erf", "gelu_tanh": "tanh"}
 # Ops of batch norm that the concept of a backward kernel absorbs (the saved statistics recomputed).
 BATCHNORM_FORWARD = frozenset({"batchnorm", "batchnorm_train"})
+# The FX ops of a max-pool whose arguments give its window (kernel, stride, padding lists after the tensors).
+POOL_OPS = r"(?:max_pool2d_with_indices(?:_backward)?|_low_memory_max_pool_with_offsets)"
 # Vectors of the row width that a norm reads for itself (its weight, and LayerNorm's bias).
 NORM_VECTORS = {"rmsnorm": 1, "layernorm": 2}
 # the FX dtypes the hand-written kernels take
@@ -384,7 +387,7 @@ def _pool_window(graph: GraphRecord, kernel: KernelRecord) -> tuple[int, int, in
     code = "\n".join(g.code for g in graph.fx_graphs)
     for node in kernel.post_grad_nodes or kernel.source_nodes:
         found = re.search(
-            rf"\b{re.escape(node)}\b[^=\n]*= torch\.ops\.aten\.max_pool2d_with_indices(?:_backward)?\.default\(([^\n]*)\)",
+            rf"\b{re.escape(node)}\b[^=\n]*= torch\.ops\.\w+\.{POOL_OPS}\.default\(([^\n]*)\)",
             code,
         )
         if found is None:

@@ -181,7 +181,11 @@ def test_dynamic_block_specializes_its_width(unpacked) -> None:
     assert all(
         m.kind != "none" and m.shape and m.note.startswith("shapes from size hints") for m in run.handwritten
     )
-    assert all(r.ok for m in run.handwritten for r in m.runs)
+    # the capture's hand-written results were recorded when these residual adds matched bias_residual (CPU
+    # addmm calls add their bias themselves): the residual steps have no recorded run, every other one agrees
+    runs = [r for m in run.handwritten for r in m.runs]
+    assert all(r.ok for r in runs if r.name != "residual")
+    assert {r.ok for r in runs if r.name == "residual"} == {None}
     attention = next(m for m in run.handwritten if "attention" in m.target)
     assert (attention.equivalents, dict(attention.shape)) == (
         ("flash_attention_causal",),
