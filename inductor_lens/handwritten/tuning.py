@@ -20,6 +20,22 @@ configuration must also still be one of the kernel's: a corrupt, stale or foreig
 (tuned afresh and overwritten), never an error. Which configuration ran, and where it came from, is
 noted for the report (``recording``). Under Triton's interpreter nothing is tuned: the launchers pass
 fixed configurations to the jit kernels and never come here.
+
+All of that is Python work, and so is ``JITFunction.run`` (binding and specialising the arguments,
+looking the compiled kernel up, reading the device, stream and hooks): several microseconds a launch,
+the whole time of a small kernel. So each launch is first looked up on a cheap *launch key*: the
+current device, then for every argument what Triton's own keys read of it (the autotune key's values
+exactly, constexprs' values, and for the others what Triton's specialisation depends on: a tensor's
+dtype and 16-byte alignment, an int's width, whether it is 1 and whether it divides by 16; never
+coarser than Triton's, so one launch key is one compiled kernel). A launch key seen before skips the
+tuning key, the files and the recording (noted once per key per ``recording`` block), and launches
+the ``CompiledKernel`` its second launch returned directly, as ``JITFunction.run`` ends: ``run(grid,
+stream, function, metadata, hooks, *every parameter)``, the same call in Triton 3.6 and 3.7. It falls
+back to ``kernel[grid](...)`` wherever that is not certain to be the same: no GPU driver (the
+interpreter), not a CUDA kernel, a launch hook set (a profiler's), Triton's debug or instrumentation
+options changed, a pre-run hook, a heuristic that gives another value, or an argument of another type.
+Triton's check that the globals a kernel reads have not changed since it compiled is skipped there.
+``FAST_LAUNCH`` off (``INDUCTOR_LENS_FAST_LAUNCH=0``) takes the full path every time, to compare.
 """
 
 from __future__ import annotations
@@ -29,10 +45,11 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -47,6 +64,8 @@ FORMAT = 1
 BENCHMARK: Callable[..., Any] | None = None
 # How this process served each key the first time: "tuned" (an autotuner run) or "cache".
 FIRST_USES: Counter[str] = Counter()
+# Off: every launch takes the full path (tuning key, memo, note, ``kernel[grid]``), for comparing the two.
+FAST_LAUNCH = os.environ.get("INDUCTOR_LENS_FAST_LAUNCH", "1") != "0"
 
 _recorded: list[KernelConfig] | None = None
 
@@ -168,6 +187,85 @@ def _note(kernel: str, choice: _Choice, origin: ConfigOrigin) -> None:
         _recorded.append(KernelConfig(kernel, choice.text, origin, choice.time_ms))
 
 
+def _later(choice: _Choice) -> ConfigOrigin:
+    """The origin noted when this process launches a winner again."""
+    return "reused" if choice.origin == "tuned" else choice.origin
+
+
+@dataclass
+class _Launch:
+    """What a launch key launches: its winner and, once a full launch returned it, the compiled kernel."""
+
+    choice: _Choice
+    noted: list[KernelConfig] | None  # the recording it was last noted in
+    compiled: Any = None
+    state: tuple[Any, ...] = ()  # _Runtime.state() when it was kept
+    tail: tuple[Any, ...] = ()  # the values of the parameters after the positional arguments
+    live: tuple[tuple[int, str], ...] = ()  # those that are switches the launch key holds no value of
+    heuristics: dict[str, Any] = field(default_factory=dict)  # their values for it
+
+
+class _Unkeyed(Exception):
+    """An argument the launch key cannot describe: the launch takes the full path."""
+
+
+# How a parameter's argument enters the launch key.
+_SPECIALISED, _VALUE, _VALUE_AND_SPECIALISED = 0, 1, 2
+_INT32, _INT64 = range(-(2**31), 2**31), range(-(2**63), 2**63)
+
+
+def _key_mode(constexpr: bool, in_autotune_key: bool) -> int:
+    if constexpr:
+        return _VALUE
+    return _VALUE_AND_SPECIALISED if in_autotune_key else _SPECIALISED
+
+
+def _specialisation(value: Any) -> Any:
+    """What Triton specialises a (non-constexpr) argument on, or more (``native_specialize_impl``,
+    CUDA's: a tensor's dtype and address % 16; an int's i32/i64/u64, == 1, % 16; a float's or bool's type)."""
+    kind = type(value)
+    if kind is int:
+        return (value == 1, value % 16 == 0, value in _INT32, value in _INT64)
+    if kind is float or kind is bool or value is None:
+        return kind
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and hasattr(value, "data_ptr"):
+        return (dtype, value.data_ptr() % 16 == 0)
+    raise _Unkeyed(kind.__name__)
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """What ``JITFunction.run`` reads on every launch besides its arguments (Triton 3.6 and 3.7)."""
+
+    device: Callable[[], Any]
+    stream: Callable[[Any], Any]
+    knobs: Any
+
+    def state(self) -> tuple[Any, ...]:
+        """Whether a launch hook is set, then the global options a compilation reads: a kernel is
+        launched directly only with no hook, and these as they were when it was kept."""
+        runtime, compilation = self.knobs.runtime, self.knobs.compilation
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook  # HookChains, or None or a callable
+        return (bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave)), runtime.debug,
+                compilation.instrumentation_mode, getattr(runtime, "add_stages_inspection_hook", None))  # fmt: skip
+
+
+@functools.cache
+def _runtime() -> _Runtime | None:
+    """Triton's active driver; None without one (the interpreter on a CPU) or where its API differs."""
+    try:
+        from triton import knobs
+        from triton.runtime.driver import driver
+
+        active = driver.active
+        runtime = _Runtime(active.get_current_device, active.get_current_stream, knobs)
+        runtime.state()
+    except Exception:
+        return None
+    return runtime
+
+
 class TunedKernel:
     """A ``@triton.jit`` kernel and its autotune configurations; ``tuned[grid](*args, **switches)``
     launches the kernel with the winner for the arguments' key (see the module's docstring)."""
@@ -195,14 +293,23 @@ class TunedKernel:
         listed = json.dumps([config_fields(c) for c in self.configs], sort_keys=True, default=str)
         self.version = hashlib.sha256(f"{_module_source(base)}\n{listed}\n{self.key}".encode()).hexdigest()[:16]
         self._arg_names: list[str] = list(kernel.arg_names)
-        self._launcher = triton.heuristics(dict(heuristics))(kernel) if heuristics else kernel
+        self._heuristics = dict(heuristics or {})
+        self._launcher = triton.heuristics(self._heuristics)(kernel) if heuristics else kernel
         self._autotuner: Any = None
-        # Winners by Triton's exact key (the fast path of every launch), and by tuning key.
+        # Winners by Triton's exact key (the full path), and by tuning key.
         self._by_exact_key: dict[tuple[Any, ...], _Choice] = {}
         self._by_tuning_key: dict[str, _Choice] = {}
+        # The fast path: by launch key. Without the jit function's parameters (not a JITFunction) every
+        # argument but the key's is keyed on its specialisation, and nothing is launched directly.
+        self._params: list[Any] | None = getattr(kernel, "params", None)
+        constexprs = {p.name for p in self._params if p.is_constexpr} if self._params is not None else set()
+        self._mode_of = {name: _key_mode(name in constexprs, name in self.key) for name in self._arg_names}
+        self._constexprs = frozenset(constexprs)
+        self._modes = [self._mode_of[name] for name in self._arg_names]
+        self._launches: dict[tuple[Any, ...], _Launch] = {}
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **switches: self.launch(grid, *args, **switches)
+        return functools.partial(self.launch, grid)
 
     def tuning_key(self, arguments: Mapping[str, Any]) -> TuningKey:
         tensors = _tensors(arguments)
@@ -216,6 +323,56 @@ class TunedKernel:
         )
 
     def launch(self, grid: Any, *args: Any, **switches: Any) -> Any:
+        if not FAST_LAUNCH:
+            return self._full_launch(grid, args, switches)[1]
+        runtime = _runtime()
+        try:
+            device = runtime.device() if runtime is not None else None
+            key = (device, self._launch_key(args), self._switches_key(switches))
+            known = self._launches.get(key)
+        except (_Unkeyed, TypeError):  # TypeError: an unhashable argument
+            return self._full_launch(grid, args, switches)[1]
+        if known is None:
+            choice, launched = self._full_launch(grid, args, switches)
+            self._launches[key] = _Launch(choice, _recorded)
+            return launched
+        if known.noted is not _recorded:
+            known.noted = _recorded
+            _note(self.name, known.choice, _later(known.choice))
+        if known.compiled is not None and runtime is not None:
+            launched = self._direct(known, runtime, device, grid, args, switches)
+            if launched is not None:
+                return launched
+        launched = self._launch(known.choice.config, grid, args, switches)
+        if known.compiled is None and runtime is not None:
+            self._keep(known, runtime, launched, args, switches)
+        return launched
+
+    def _launch_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(args) > len(self._modes):
+            raise _Unkeyed("too many arguments")
+        # fmt: off
+        return tuple([
+            value if mode == _VALUE
+            else _specialisation(value) if mode == _SPECIALISED
+            else (value, _specialisation(value))
+            for mode, value in zip(self._modes, args, strict=False)
+        ])
+        # fmt: on
+
+    def _switches_key(self, switches: dict[str, Any]) -> tuple[Any, ...]:
+        if self._constexprs.issuperset(switches):  # as the launchers pass them
+            return tuple(switches.items())
+        modes = self._mode_of
+        return tuple(
+            [
+                (name, value if modes.get(name, _VALUE) == _VALUE else (value, _specialisation(value)))
+                for name, value in switches.items()
+            ]
+        )
+
+    def _full_launch(self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> tuple[_Choice, Any]:
+        """Find the winner by Triton's autotune key (memoised), tuning key, cache or tuning; launch it."""
         arguments = {**dict(zip(self._arg_names, args, strict=False)), **switches}
         # As Triton's autotuner keys: the named values, then every tensor's dtype.
         exact = (*(arguments[k] for k in self.key if k in arguments), *(t.dtype for t in _tensors(arguments)))
@@ -223,9 +380,71 @@ class TunedKernel:
         if choice is None:
             choice, launched = self._choose(grid, args, switches, arguments)
             self._by_exact_key[exact] = choice
-            return launched
-        _note(self.name, choice, "reused" if choice.origin == "tuned" else choice.origin)
-        return self._launch(choice.config, grid, args, switches)
+            return choice, launched
+        _note(self.name, choice, _later(choice))
+        return choice, self._launch(choice.config, grid, args, switches)
+
+    def _heuristic_values(self, config: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> dict[str, Any]:
+        """As triton.heuristics computes them, each seeing the ones before."""
+        meta = {**dict(zip(self._arg_names, args, strict=False)), **switches, **config.all_kwargs()}
+        for name, heuristic in self._heuristics.items():
+            meta[name] = heuristic(meta)
+        return {name: meta[name] for name in self._heuristics}
+
+    def _keep(
+        self, known: _Launch, runtime: _Runtime, launched: Any, args: tuple[Any, ...], switches: dict[str, Any]
+    ) -> None:
+        """Keep what a full launch returned for direct launches, where it is a loaded CUDA kernel."""
+        state = runtime.state()
+        target = getattr(getattr(launched, "metadata", None), "target", None)
+        if state[0] or self._params is None or getattr(target, "backend", None) != "cuda":
+            return
+        if getattr(launched, "function", None) is None or not hasattr(launched, "packed_metadata"):
+            return
+        config = known.choice.config
+        heuristics = self._heuristic_values(config, args, switches)
+        tail: list[Any] = []
+        live: list[tuple[int, str]] = []
+        for index, param in enumerate(self._params[len(args) :], len(args)):
+            if param.name in heuristics:
+                tail.append(heuristics[param.name])
+            elif param.name in switches:
+                tail.append(switches[param.name])
+                if self._mode_of[param.name] != _VALUE:
+                    live.append((index, param.name))
+            elif param.name in config.kwargs:
+                tail.append(config.kwargs[param.name])
+            elif param.has_default:
+                tail.append(param.default)
+            else:
+                return
+        known.compiled, known.state, known.heuristics = launched, state, heuristics
+        known.tail, known.live = tuple(tail), tuple(live)
+
+    def _direct(
+        self, known: _Launch, runtime: _Runtime, device: Any, grid: Any, args: tuple[Any, ...],
+        switches: dict[str, Any],
+    ) -> Any | None:  # fmt: skip
+        """Launch the kept kernel as ``JITFunction.run`` does once it has found it; None where it may not."""
+        if runtime.state() != known.state or getattr(self.kernel, "pre_run_hooks", None):
+            return None
+        if self._heuristics and self._heuristic_values(known.choice.config, args, switches) != known.heuristics:
+            return None
+        values = args + known.tail
+        if known.live:
+            patched = list(values)
+            for index, name in known.live:
+                patched[index] = switches[name]
+            values = tuple(patched)
+        if callable(grid):
+            grid = grid(dict(zip(self._arg_names, values, strict=False)))
+        size = len(grid)
+        compiled = known.compiled
+        compiled.run(
+            grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, runtime.stream(device),
+            compiled.function, compiled.packed_metadata, None, None, None, *values,
+        )  # fmt: skip
+        return compiled
 
     def _choose(
         self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], arguments: dict[str, Any]
@@ -235,7 +454,7 @@ class TunedKernel:
         key = self.tuning_key(arguments)
         choice = self._by_tuning_key.get(key.file_name)
         if choice is not None:
-            _note(self.name, choice, "reused" if choice.origin == "tuned" else choice.origin)
+            _note(self.name, choice, _later(choice))
             return choice, self._launch(choice.config, grid, args, switches)
         folder = handwritten_dir()[0]
         cached = load(key, folder)

@@ -4,9 +4,12 @@ hit can be told apart by how many times the benchmark ran."""
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -189,3 +192,223 @@ def test_the_default_folder_is_under_the_users_cache(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("INDUCTOR_LENS_CACHE_DIR", raising=False)
     path, source = caches.handwritten_dir()
     assert source == "default" and path == Path.home() / ".cache" / "inductor-lens" / "handwritten-autotune"
+
+
+# -- the fast path: a launch key seen before launches the compiled kernel directly (no GPU: fakes) --
+
+
+class FakeCompiled:
+    """A CompiledKernel as JITFunction.run returns it: ``run`` is its launcher, and keeps every launch."""
+
+    def __init__(self, specialisation: tuple[Any, ...], backend: str) -> None:
+        self.specialisation = specialisation
+        self.metadata = SimpleNamespace(target=SimpleNamespace(backend=backend))
+        self.function, self.packed_metadata = "function", "packed metadata"
+        self.launches: list[tuple[tuple[int, int, int], Any, tuple[Any, ...]]] = []
+
+    def run(self, g0: int, g1: int, g2: int, stream: Any, function: Any, packed: Any, *rest: Any) -> None:
+        assert (function, packed) == (self.function, self.packed_metadata)
+        self.launches.append(((g0, g1, g2), stream, rest[3:]))  # after launch_metadata and the two hooks
+
+
+class FakeJit:
+    """A JITFunction: binds its arguments, specialises them with Triton's own native_specialize_impl and
+    compiles one FakeCompiled per specialisation and options; upper-case parameters are constexprs."""
+
+    def __init__(self, fn: Callable[..., Any], backend: str = "cuda", returns: bool = True) -> None:
+        self.fn, self.backend, self.returns = fn, backend, returns
+        signature = inspect.signature(fn).parameters.values()
+        self.params = [
+            SimpleNamespace(name=p.name, is_constexpr=p.name.isupper(), default=p.default,
+                            has_default=p.default is not inspect.Parameter.empty)
+            for p in signature
+        ]  # fmt: skip
+        self.arg_names = [p.name for p in self.params]
+        self.pre_run_hooks: list[Callable[..., Any]] = []
+        self.compiled: dict[Any, FakeCompiled] = {}
+        self.runs = 0
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> FakeCompiled | None:
+        self.runs += 1
+        given = {**dict(zip(self.arg_names, args, strict=False)), **kwargs}
+        options = {k: v for k, v in kwargs.items() if k not in self.arg_names}
+        bound = {p.name: given.get(p.name, p.default) for p in self.params}
+        kernel = self.compiled.setdefault((triton_specialisation(self, bound), str(sorted(options.items()))),
+                                          FakeCompiled(triton_specialisation(self, bound), self.backend))  # fmt: skip
+        grid = grid(bound) if callable(grid) else grid
+        kernel.run(*grid, *[1] * (3 - len(grid)), "jit's stream", kernel.function, kernel.packed_metadata,
+                   None, None, None, *bound.values())  # fmt: skip
+        return kernel if self.returns else None
+
+
+def triton_specialisation(jit: FakeJit, bound: dict[str, Any]) -> tuple[Any, ...]:
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return tuple(
+        ("constexpr", bound[p.name]) if p.is_constexpr else native_specialize_impl(BaseBackend, bound[p.name], False, True, True)
+        for p in jit.params
+    )  # fmt: skip
+
+
+def scale_kernel(x_ptr, y_ptr, n, stride, scale, BLOCK, EVEN, ACTIVATION="none"):  # type: ignore[no-untyped-def]
+    """Never run: FakeJit only binds and specialises its arguments."""
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> SimpleNamespace:
+    """A TunedKernel over a FakeJit on device 0 of a fake driver; its tuner, tuning key and cache files
+    counted (the tuner picks the first configuration and launches it)."""
+    import triton
+
+    calls: Counter[str] = Counter()
+    jit = FakeJit(scale_kernel)
+    configs = [triton.Config({"BLOCK": 16}, num_warps=4), triton.Config({"BLOCK": 32}, num_warps=2)]
+    kernel = tuning.TunedKernel(jit, configs, key=["n"], heuristics={"EVEN": lambda a: a["n"] % a["BLOCK"] == 0})
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return call
+
+    def tune(grid: Any, args: Any, switches: Any) -> Any:
+        best = configs[0]
+        return tuning._Choice(best, "tuned", 1.0, tuning.config_text(best)), kernel._launch(best, grid, args, switches)
+
+    monkeypatch.setattr(kernel, "_tune", counted("tune", tune))
+    monkeypatch.setattr(kernel, "tuning_key", counted("tuning_key", kernel.tuning_key))
+    monkeypatch.setattr(kernel, "_launch", counted("_launch", kernel._launch))
+    for name in ("load", "store", "handwritten_dir", "_note"):
+        monkeypatch.setattr(tuning, name, counted(name, getattr(tuning, name)))
+    runtime = tuning._Runtime(lambda: 0, lambda device: f"stream {device}", triton.knobs)
+    monkeypatch.setattr(tuning, "_runtime", lambda: runtime)
+    return SimpleNamespace(kernel=kernel, jit=jit, calls=calls)
+
+
+def _scale(kernel: tuning.TunedKernel, x: Any, n: int = 64, stride: int = 16, **switches: Any) -> None:
+    import triton
+
+    kernel[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, torch.empty_like(x), n, stride, 0.5, **switches)
+
+
+def _launches(jit: FakeJit) -> list[tuple[FakeCompiled, Any]]:
+    return [(kernel, launch) for kernel in jit.compiled.values() for launch in kernel.launches]
+
+
+def test_a_repeated_launch_skips_the_key_the_files_and_the_tuner_and_launches_the_compiled_kernel(
+    fake: SimpleNamespace,
+) -> None:
+    x = torch.zeros(64)
+    _scale(fake.kernel, x, ACTIVATION="relu")
+    first = dict(fake.calls)
+    assert first == {"tuning_key": 1, "handwritten_dir": 1, "load": 1, "tune": 1, "_launch": 1, "store": 1, "_note": 1}
+    _scale(fake.kernel, x, ACTIVATION="relu")  # a full launch, which returns the compiled kernel to keep
+    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "_launch": 2}
+    for _ in range(3):
+        _scale(fake.kernel, x, ACTIVATION="relu")
+    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "_launch": 2}
+    (compiled,) = fake.jit.compiled.values()
+    by_jit, direct = compiled.launches[1], compiled.launches[2]
+    assert direct[0] == by_jit[0] == (4, 1, 1) and direct[1] == "stream 0"
+    assert direct[2][2:] == by_jit[2][2:] == (64, 16, 0.5, 16, True, "relu")  # every parameter, in order
+    assert direct[2][0] is x
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"stride": 17},  # not divisible by 16
+        {"stride": 1},  # Triton makes a 1 a constant
+        {"stride": 2**31},  # an i64
+        {"x": "misaligned"},  # a pointer not 16-byte aligned
+        {"x": torch.float16},  # another dtype
+        {"n": 40},  # the autotune key's value, and EVEN with it
+        {"ACTIVATION": "gelu"},  # a constexpr
+    ],
+    ids=str,
+)
+def test_another_specialisation_is_never_served_by_the_wrong_compiled_kernel(
+    fake: SimpleNamespace, variant: dict[str, Any]
+) -> None:
+    base = torch.zeros(80)
+    other = dict(variant)
+    if other.get("x") == "misaligned":
+        other["x"] = base[1:65]
+    elif "x" in other:
+        other["x"] = torch.zeros(64, dtype=other["x"])
+    for arguments in ({}, other, {}, other):
+        for _ in range(3):
+            _scale(fake.kernel, **{"x": base[:64], **arguments})
+    assert len(fake.jit.compiled) == 2 and fake.jit.runs == 4  # each launch key: two full launches, four direct
+    assert [stream for _, (_, stream, _) in _launches(fake.jit)].count("stream 0") == 8
+    for compiled, (_, _, values) in _launches(fake.jit):
+        bound = dict(zip(fake.jit.arg_names, values, strict=True))
+        assert triton_specialisation(fake.jit, bound) == compiled.specialisation
+
+
+def test_recording_lists_each_key_once_a_session(fake: SimpleNamespace) -> None:
+    x = torch.zeros(64)
+    with tuning.recording() as first:
+        for _ in range(4):
+            _scale(fake.kernel, x)
+            _scale(fake.kernel, x, stride=17)  # another launch key, the same configuration
+    assert [(c.kernel, c.config, c.origin) for c in first] == [("scale_kernel", "BLOCK=16, num_warps=4, num_stages=3", "tuned")]
+    noted = fake.calls["_note"]
+    assert noted == 2  # the tuning, the other key's first launch (a memo hit): never on the fast path
+    for _ in range(4):
+        _scale(fake.kernel, x)  # outside any recording
+    noted = fake.calls["_note"]
+    with tuning.recording() as second:
+        for _ in range(4):
+            _scale(fake.kernel, x)
+    assert [c.origin for c in second] == ["reused"] and fake.calls["_note"] == noted + 1
+
+
+def test_the_launch_key_is_never_coarser_than_tritons_specialisation() -> None:
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    buffer = torch.zeros(64)
+    values = [0, 1, 2, 16, 17, -16, -1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63, 2**64 - 1, 0.5, 1.0,
+              True, False, None, buffer, buffer[1:], buffer[4:], buffer.half(), buffer.to(torch.int64)]  # fmt: skip
+    for a in values:
+        for b in values:
+            if tuning._specialisation(a) == tuning._specialisation(b):
+                assert native_specialize_impl(BaseBackend, a, False, True, True) == native_specialize_impl(
+                    BaseBackend, b, False, True, True), (a, b)  # fmt: skip
+
+
+@pytest.mark.parametrize("reason", ["no driver", "hip", "hook", "pre-run hook", "not compiled", "switched off", "unkeyed"])
+def test_the_full_launch_is_taken_where_the_direct_one_is_unavailable(
+    fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, reason: str
+) -> None:
+    import triton
+
+    x = torch.zeros(64)
+    if reason in ("hip", "not compiled"):  # what a full launch returns cannot be launched directly
+        monkeypatch.setattr(fake.jit, "backend" if reason == "hip" else "returns", "hip" if reason == "hip" else False)
+    for _ in range(2):
+        _scale(fake.kernel, x)  # the second keeps the compiled kernel where it can
+    if reason == "no driver":
+        monkeypatch.setattr(tuning, "_runtime", lambda: None)
+    elif reason == "hook":  # a profiler's: JITFunction.run passes it the launch's metadata
+        monkeypatch.setattr(triton.knobs.runtime.launch_enter_hook, "calls", [lambda metadata: None])
+    elif reason == "pre-run hook":
+        fake.jit.pre_run_hooks.append(lambda *args, **kwargs: None)
+    elif reason == "switched off":
+        monkeypatch.setattr(tuning, "FAST_LAUNCH", False)
+    elif reason == "unkeyed":  # an argument of a type the launch key does not describe
+
+        def refuse(value: Any) -> Any:
+            raise tuning._Unkeyed(type(value).__name__)
+
+        monkeypatch.setattr(tuning, "_specialisation", refuse)
+    for _ in range(2):
+        _scale(fake.kernel, x)
+    assert fake.jit.runs == 4 and fake.calls["tune"] == 1
+    assert all(stream == "jit's stream" for _, (_, stream, _) in _launches(fake.jit))
