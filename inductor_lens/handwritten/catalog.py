@@ -124,6 +124,17 @@ def _batchnorm(full_tensors: int, vectors: int, fp32_vectors: int = 0) -> Callab
     return cost
 
 
+def _attention_backward(causal: bool) -> Callable[[Shape, int], Cost]:
+    # Five seq x seq x head_dim products (the scores again, dP, dV, dQ, dK) against the forward's two: 2.5
+    # times its FLOPs, the usual accounting; q, k, v, o, do, dq, dk, dv and the fp32 lse moved once.
+    def cost(shape: Shape, itemsize: int) -> Cost:
+        b, h, s, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
+        flops = 10 * b * h * s * s * d
+        return itemsize * 8 * b * h * s * d + 4 * b * h * s, flops // 2 if causal else flops
+
+    return cost
+
+
 def _pooling_output(shape: Shape) -> tuple[int, int]:
     """(N*C*H*W, N*C*OH*OW) of a max-pool (no dilation, floor mode)."""
     kernel, stride, padding = shape["kernel"], shape["stride"], shape["padding"]
@@ -137,6 +148,24 @@ def _pooling_cost(shape: Shape, itemsize: int) -> Cost:
     """Forward and backward alike: the input-sized tensor, the output-sized one and the int8 offsets, once."""
     inputs, outputs = _pooling_output(shape)
     return itemsize * (inputs + outputs) + outputs, 0
+
+
+# What the backward entries change of the attention family (annotations are not evaluated at run time, so
+# the TypedDict defined below may type this here).
+_ATTENTION_BACKWARD: _OneModuleFamily = {
+    "kernels": (
+        "_attention_backward_rows_kernel", "flash_attention_backward_kernel", "_attention_dkdv_steps",
+        "_attention_dq_steps", "_load_tile", "_load_rows",
+    ),
+    # The backward reads the forward's output rounded to the input dtype (delta = rowsum(o * do)), which the
+    # float32 reference recomputes exactly: the reductions' tolerance leaves room for that in half types.
+    "tolerance": REDUCTION_TOLERANCE,
+    # Under the interpreter's 32-row owned blocks and 16-row steps: seq inside one step; head_dim 40 (padded
+    # to 64) past one step; a partial owned block; several owned blocks ending in a partial step. (With one
+    # key dq and dk are zero, so their error has no scale to be measured against.)
+    "check_shapes": ((1, 1, 3, 16), (1, 2, 17, 40), (2, 1, 45, 32), (1, 1, 70, 16)),
+    "shrink": ("batch", "heads", "seq"),
+}  # fmt: skip
 
 
 class _Family(TypedDict, total=False):
@@ -266,6 +295,14 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                formula="F.scaled_dot_product_attention(q, k, v, is_causal=True)",
                covers=frozenset({"attention_causal"}), cost=_attention(True), **_ATTENTION),
     # -- attention backward (kernels/attention.py) --
+    Equivalent("flash_attention_backward", summary="Flash attention backward: dq, dk, dv from the saved output and log-sum-exp, no atomics",
+               formula="torch.autograd.grad(F.scaled_dot_product_attention(q, k, v), (q, k, v), grad_out)",
+               covers=frozenset({"attention_backward"}), cost=_attention_backward(False),
+               **(_ATTENTION | _ATTENTION_BACKWARD)),
+    Equivalent("flash_attention_causal_backward", summary="Flash attention backward, causal mask",
+               formula="torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), grad_out)",
+               covers=frozenset({"attention_causal_backward"}), cost=_attention_backward(True),
+               **(_ATTENTION | _ATTENTION_BACKWARD)),
     # -- convolution (kernels/conv.py) --
     # -- batch norm and pooling (kernels/batchnorm.py, kernels/pooling.py) --
     Equivalent("batchnorm", summary="BatchNorm, eval form (running statistics, eps 1e-5), one pass",

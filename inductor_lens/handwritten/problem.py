@@ -240,7 +240,9 @@ def launch_problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Laun
     if op in SDPA_CAUSAL_POSITION:
         _attention(op, tensors, launch, problem, SDPA_CAUSAL_POSITION[op])
     elif op in SDPA_BACKWARD_CAUSAL_POSITION:
-        _attention(op, tensors[1:], launch, problem, SDPA_BACKWARD_CAUSAL_POSITION[op], backward=True)
+        # q is the second argument (after grad_out)
+        queries_on = [t for t in tensors if t.param != "arg0"]
+        _attention(op, queries_on, launch, problem, SDPA_BACKWARD_CAUSAL_POSITION[op], backward=True)
     elif op in ("convolution", "convolution_backward"):
         _convolution(graph, op, tensors, launch, problem)
     else:
