@@ -584,10 +584,10 @@ def _backward_reduce_reference(
     rstd: torch.Tensor,
     relu_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    _, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
-        _masked(grad_out, relu_out), x, None, None, None, mean, rstd, True, EPS, [False, True, True]
-    )
-    return grad_weight, grad_bias
+    # written out: CUDA's native_batch_norm_backward returns no weight gradient without a weight
+    grad = _masked(grad_out, relu_out)
+    x_hat = (x - _per_channel(mean)) * _per_channel(rstd)
+    return (grad * x_hat).sum(dim=(0, 2, 3)), grad.sum(dim=(0, 2, 3))
 
 
 def _backward_input_reference(
