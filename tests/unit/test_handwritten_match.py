@@ -98,7 +98,8 @@ def test_cpu_kernels_match_and_unknown_work_says_so(unpacked) -> None:
             ("exact", ["softmax"], []),
         ),
         (("aten.gelu", "aten.native_layer_norm"), ("composed", ["gelu", "layernorm"], [])),
-        (("aten.convolution", "aten.relu"), ("partial", ["relu"], ["convolution"])),
+        (("aten.convolution", "aten.relu"), ("composed", ["conv2d", "relu"], [])),
+        (("aten.cumsum", "aten.relu"), ("partial", ["relu"], ["cumsum"])),
         (("aten.sum.dim_IntList", "aten.threshold_backward"), ("none", [], ["sum", "threshold_backward"])),
         (("aten.view", "aten.t", "aten._to_copy"), ("none", [], [])),
         (("aten.mul", "aten.add", "aten.erf"), ("exact", ["gelu"], [])),  # a C++ kernel's GELU (torch 2.13)
