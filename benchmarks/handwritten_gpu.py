@@ -42,6 +42,16 @@ ODD_SHAPES = {
         (1, 2, 130, 32),
         (2, 4, 1000, 128),
     ],
+    # (batch, in_channels, height, width, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups,
+    # channels_last)
+    "convolution": [
+        (1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0),
+        (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0),
+        (3, 36, 17, 19, 72, 3, 3, 1, 2, 2, 2, 1),
+        (2, 96, 15, 13, 96, 3, 3, 2, 1, 1, 96, 1),
+        (4, 130, 14, 14, 200, 1, 1, 1, 0, 1, 1, 0),
+        (8, 256, 28, 28, 128, 1, 1, 2, 0, 1, 1, 1),
+    ],
 }
 DTYPES = ("float32", "float16", "bfloat16")
 # (kernel, shape, dtype): the large shapes the targets are judged at, plus the samples' own shapes.
@@ -66,6 +76,15 @@ SPEED_CASES = [
     ("flash_attention", (8, 8, 256, 64), "bfloat16"),
     ("flash_attention_causal", (4, 16, 2048, 64), "bfloat16"),
     ("flash_attention", (4, 16, 2048, 128), "bfloat16"),
+    # ResNet-50 layers at batch 32: a 3x3, a 1x1 reduction, a strided 1x1 downsample; a depthwise 3x3
+    *[
+        (name, shape, "bfloat16")
+        for name in ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_backward")
+        for shape in ((32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1), (32, 256, 56, 56, 64, 1, 1, 1, 0, 1, 1, 1))
+    ],
+    ("conv2d", (32, 256, 56, 56, 512, 1, 1, 2, 0, 1, 1, 1), "bfloat16"),
+    ("conv2d", (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 256, 1), "bfloat16"),
+    ("conv2d", (32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1), "float32"),
 ]
 MEMORY_TARGET = 0.80
 # Two do_bench medians of the same kernel differ by up to ~1% run to run: closer than that is a tie.
@@ -175,6 +194,11 @@ def speed(ceiling_cache: dict[str, CeilingsData], families: list[str] | None = N
             judged = values == (4096, 4096, 4096) and dtype == "bfloat16"
             passed = versus >= MATMUL_TARGET if judged else None
             target = f">= {MATMUL_TARGET:.0%} of cuBLAS" if judged else "(information)"
+        elif equivalent.family == "convolution":
+            fraction = flops / (mine * 1e-3) / 1e12 / limits.matmul_tflops
+            rate = f"{flops / (mine * 1e-3) / 1e12:,.1f} TFLOP/s"
+            other = f"{eager / mine:.1%} of cuDNN (torch eager)"
+            passed, target = None, "(information)"
         else:
             fraction = flops / (mine * 1e-3) / 1e12 / limits.matmul_tflops
             rate = f"{flops / (mine * 1e-3) / 1e12:,.1f} TFLOP/s"

@@ -124,6 +124,26 @@ def _batchnorm(full_tensors: int, vectors: int, fp32_vectors: int = 0) -> Callab
     return cost
 
 
+def _convolution_sizes(shape: Shape) -> tuple[int, int, int, int]:
+    """(x, weight and y elements, multiply-adds of one GEMM) of a conv2d catalog shape."""
+    n, c, k, groups = shape["batch"], shape["in_channels"], shape["out_channels"], shape["groups"]
+    r, s, stride, padding, dilation = (shape[d] for d in ("kernel_h", "kernel_w", "stride", "padding", "dilation"))
+    p = max(0, (shape["height"] + 2 * padding - dilation * (r - 1) - 1) // stride + 1)
+    q = max(0, (shape["width"] + 2 * padding - dilation * (s - 1) - 1) // stride + 1)
+    weight = k * (c // groups) * r * s
+    return n * c * shape["height"] * shape["width"], weight, n * k * p * q, n * p * q * k * (c // groups) * r * s
+
+
+def _convolution(inputs: int, weights: int, gemms: int) -> Callable[[Shape, int], Cost]:
+    """Each tensor read or written once: ``inputs`` x-sized and ``weights`` weight-sized ones, one y-sized."""
+
+    def cost(shape: Shape, itemsize: int) -> Cost:
+        x, weight, y, macs = _convolution_sizes(shape)
+        return itemsize * (inputs * x + weights * weight + y), gemms * 2 * macs
+
+    return cost
+
+
 def _attention_backward(causal: bool) -> Callable[[Shape, int], Cost]:
     # Five seq x seq x head_dim products (the scores again, dP, dV, dQ, dK) against the forward's two: 2.5
     # times its FLOPs, the usual accounting; q, k, v, o, do, dq, dk, dv and the fp32 lse moved once.
@@ -227,6 +247,27 @@ _POOLING = _Family(
                   (1, 70, 6, 5, 3, 1, 1, 1), (2, 4, 13, 10, 5, 3, 2, 0)),
     shrink=("batch", "channels"),
 )  # fmt: skip
+# (batch, in_channels, height, width, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups,
+# channels_last): 1x1 and stride 1; stride 2 with padding; dilation 2 with 2 groups; depthwise (multiplier 1
+# and 2, a 3x1 kernel); channel counts crossing the interpreter's 16- and 32-wide tiles; both layouts.
+_CONVOLUTION_CHECK_SHAPES = (
+    (1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0),
+    (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0),
+    (2, 6, 10, 9, 10, 3, 3, 1, 2, 2, 2, 1),
+    (1, 4, 6, 5, 4, 3, 3, 1, 1, 1, 4, 1),
+    (2, 4, 8, 6, 8, 3, 1, 2, 1, 1, 4, 0),
+    (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1),
+    (2, 20, 9, 7, 18, 1, 1, 2, 0, 1, 1, 1),
+)
+# The reference is float64: cuDNN runs float32 convolutions in TF32 by default (torch.backends.cudnn.allow_tf32),
+# errors of about 1e-3, where float32 matmuls stay exact; float64 convolutions are exact and still quick.
+_CONVOLUTION = _Family(
+    family="convolution", dims=("batch", "in_channels", "height", "width", "out_channels", "kernel_h", "kernel_w", "stride", "padding", "dilation", "groups", "channels_last"),
+    bound="compute", reference_dtype="float64", interpreter_dtypes=("float32", "float16"),
+    interpreter_note=DOT_INTERPRETER_NOTE, default_shape=(2, 32, 15, 15, 48, 3, 3, 1, 1, 1, 1, 1),
+    bench_shape=(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1), check_shapes=_CONVOLUTION_CHECK_SHAPES,
+    shrink=("batch", "height", "width"),
+)  # fmt: skip
 _ATTENTION = _OneModuleFamily(
     family="attention", module="attention", kernels=("flash_attention_kernel", "_attention_key_blocks", "_load_tile"), dims=("batch", "heads", "seq", "head_dim"), bound="compute",
     tolerance=DOT_TOLERANCE, reference_dtype="float32", interpreter_dtypes=("float32", "float16"),
@@ -304,6 +345,22 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                covers=frozenset({"attention_causal_backward"}), cost=_attention_backward(True),
                **(_ATTENTION | _ATTENTION_BACKWARD)),
     # -- convolution (kernels/conv.py) --
+    Equivalent("conv2d", module="conv", tolerance=DOT_TOLERANCE, kernels=("conv2d_forward_kernel", "conv2d_depthwise_kernel"),
+               summary="2-D convolution as an implicit GEMM (pixels x output channels); depthwise as a direct kernel",
+               formula="F.conv2d(x, weight, None, stride, padding, dilation, groups)",
+               covers=frozenset({"convolution"}), cost=_convolution(1, 1, 1), **_CONVOLUTION),
+    Equivalent("conv2d_backward_input", module="conv", tolerance=DOT_TOLERANCE, kernels=("conv2d_backward_input_kernel",),
+               summary="Convolution's input gradient: a transposed convolution as an implicit GEMM over the weight",
+               formula="torch.nn.grad.conv2d_input(x.shape, weight, grad_out, stride, padding, dilation, groups)",
+               covers=frozenset({"convolution_backward_input"}), cost=_convolution(1, 1, 1), **_CONVOLUTION),
+    Equivalent("conv2d_backward_weight", module="conv", tolerance=DOT_TOLERANCE, kernels=("conv2d_backward_weight_kernel", "conv2d_sum_splits_kernel"),
+               summary="Convolution's weight gradient: implicit GEMM over the output pixels, split-K with a deterministic sum",
+               formula="torch.nn.grad.conv2d_weight(x, weight.shape, grad_out, stride, padding, dilation, groups)",
+               covers=frozenset({"convolution_backward_weight"}), cost=_convolution(1, 1, 1), **_CONVOLUTION),
+    Equivalent("conv2d_backward", module="conv", tolerance=DOT_TOLERANCE, kernels=("conv2d_backward_input_kernel", "conv2d_backward_weight_kernel", "conv2d_sum_splits_kernel"),
+               summary="Convolution backward: the input and weight gradients (two GEMM kernels)",
+               formula="aten.convolution_backward(grad_out, x, weight, None, stride, padding, dilation, False, 0, groups, [True, True, False])",
+               covers=frozenset({"convolution_backward"}), cost=_convolution(2, 2, 2), **_CONVOLUTION),
     # -- batch norm and pooling (kernels/batchnorm.py, kernels/pooling.py) --
     Equivalent("batchnorm", summary="BatchNorm, eval form (running statistics, eps 1e-5), one pass",
                formula="F.batch_norm(x, running_mean, running_var, weight, bias)",

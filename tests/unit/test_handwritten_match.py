@@ -100,6 +100,7 @@ def test_cpu_kernels_match_and_unknown_work_says_so(unpacked) -> None:
         (("aten.gelu", "aten.native_layer_norm"), ("composed", ["gelu", "layernorm"], [])),
         # a generated kernel whose origins name the convolution it feeds only does the ReLU
         (("aten.convolution", "aten.relu"), ("exact", ["relu"], [])),
+        (("aten.cumsum", "aten.relu"), ("partial", ["relu"], ["cumsum"])),
         (("aten.sum.dim_IntList", "aten.threshold_backward"), ("none", [], ["sum", "relu_backward"])),
         (("aten.view", "aten.t", "aten._to_copy"), ("none", [], [])),
         (("aten.mul", "aten.add", "aten.erf"), ("exact", ["gelu"], [])),  # a C++ kernel's GELU (torch 2.13)

@@ -1,0 +1,803 @@
+"""Stage 4 of the pipeline (bench), hand-written side: 2-D convolution, forward and both gradients.
+
+Every kernel here is an *implicit GEMM*, in the style of Triton's matmul tutorial and of Inductor's
+own conv templates (``torch/_inductor/kernel/conv.py`` and its ``triton_conv2d_bwd_*`` templates): the
+im2col matrix is never built, each program computes the addresses of its tile of it on the fly and
+feeds ``tl.dot`` (tensor cores) with an fp32 accumulator; the output is stored in the input's dtype.
+For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P, Q]:
+
+* forward: rows are output pixels (n, p, q) (N·P·Q of them), columns a group's output channels, and the
+  reduction runs over (r, s, c) (R·S·C/G), one flat loop over the taps times the channel blocks (as
+  Inductor's template does: a nested loop pipelines only its inner part). A tap whose input pixel falls
+  in the padding is masked per row. The program's output-channel tiles are numbered fastest, so tiles
+  that run together read the same input rows (the weight is small and stays in L2).
+* grad_input (a transposed convolution): rows are input pixels (n, h, w), columns a group's input
+  channels, the reduction runs over (r, s, k): input pixel h meets output row p = (h + padding - r·dilation)
+  / stride when that is a whole number in range, masked otherwise. With stride 2, about three taps in four
+  are masked for any one row and their multiply-adds wasted; the ResNet shapes this is timed on are stride
+  1 (cuDNN splits a strided dgrad into stride² dense sub-problems, not done here).
+* grad_weight: rows are a group's output channels, columns its input channels, one program per tap (r, s)
+  so that both tiles are rectangular slices of grad_out and x, and the reduction runs over the N·P·Q
+  output pixels. That reduction is long (100 352 pixels for a ResNet-50 layer at batch 32) while the
+  output is small (a 64x64x3x3 weight is 9 tiles of 64x64), so the reduction is split (split-K) into
+  enough slices to give every SM about two programs, each slice at least 512 pixels long. Each
+  slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices and
+  casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the same final
+  cast pass anyway), at the price of one extra read of slices x weight floats, small next to x.
+* ``conv2d_backward`` launches the grad_input and grad_weight kernels one after the other, as
+  ``aten.convolution_backward`` does when both are asked for.
+
+Depthwise convolutions (one input channel per group, any channel multiplier) have no reduction over
+channels, so a GEMM tile would be padded to ``tl.dot``'s minimum of 16 on two sides and waste 255 of 256
+multiply-adds: their forward takes a direct kernel instead, a tile of output pixels x output channels
+across all groups, one fp32 multiply-add per tap (memory-bound, contiguous along channels when
+channels-last). Their gradients still run through the grouped GEMM kernels, correct but wasteful.
+
+Every tensor is addressed through its four strides, so NCHW, channels-last (channels contiguous: the
+loads of a tile are then contiguous along its channel axis) and strided views all work; the outputs are
+channels-last when an input is, as torch makes them. Offsets are int32 unless a tensor spans 2**31
+elements (``INT64_OFFSETS``), as in the matmul kernel. float32 follows the other hand-written dot
+kernels: TF32 only when ``torch.backends.cuda.matmul.allow_tf32`` is set (cuDNN's float32 convolutions
+use TF32 by default, so in float32 torch eager is timed at a lower precision than the kernel here). On a
+GPU the launchers autotune over Inductor's list of conv configurations (block sizes, stages, warps),
+pruned to the tiles the channel counts can fill; these lists are not yet measured on a GPU.
+
+The stride, padding, dilation and groups of a call are not in any tensor's shape, so the catalog's input
+makers pass them (with the kernel and input sizes a gradient cannot infer) in a small CPU int64 tensor
+``geometry`` = [stride, padding, dilation, groups, kernel_h, kernel_w, height, width].
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from torch.nn.grad import conv2d_input, conv2d_weight
+
+from ..tuning import TunedKernel
+from . import Implementation, interpreting
+
+
+@triton.jit
+def conv2d_forward_kernel(
+    x_ptr, w_ptr, y_ptr, bias_ptr,
+    batch, height, width, out_h, out_w, group_in, group_out,
+    kernel_h, kernel_w, stride, padding, dilation,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_yn, stride_yk, stride_yp, stride_yq,
+    HAS_BIAS: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # Axis 0: (pixel tile, channel tile) with the channel tile fastest; axis 1: the group.
+    pid = tl.program_id(axis=0)
+    group = tl.program_id(axis=1)
+    num_pid_n = tl.cdiv(group_out, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+
+    # Rows: output pixels (n, p, q); columns: the group's output channels.
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    q = offs_m % out_w
+    p = (offs_m // out_w) % out_h
+    n = offs_m // (out_w * out_h)
+    row_ok = n < batch
+    col_ok = offs_n < group_out
+    if INT64_OFFSETS:
+        n = n.to(tl.int64)
+    top = p * stride - padding
+    left = q * stride - padding
+    x_rows = x_ptr + n * stride_xn + group * group_in * stride_xc
+    w_cols = w_ptr + (group * group_out + offs_n) * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    channel_blocks = tl.cdiv(group_in, BLOCK_K)
+    for step in range(0, kernel_h * kernel_w * channel_blocks):
+        tap = step // channel_blocks
+        r = tap // kernel_w
+        s = tap % kernel_w
+        c = (step % channel_blocks) * BLOCK_K + offs_k
+        h = top + r * dilation
+        w = left + s * dilation
+        pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+        c_ok = c < group_in
+        x_ptrs = x_rows[:, None] + (h * stride_xh + w * stride_xw)[:, None] + c[None, :] * stride_xc
+        a = tl.load(x_ptrs, mask=pixel_ok[:, None] & c_ok[None, :], other=0.0)
+        w_ptrs = w_cols[None, :] + c[:, None] * stride_wc + r * stride_wr + s * stride_ws
+        b = tl.load(w_ptrs, mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+    out_channel = group * group_out + offs_n
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + out_channel, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+    y_ptrs = (
+        y_ptr + (n * stride_yn + p * stride_yp + q * stride_yq)[:, None] + out_channel[None, :] * stride_yk
+    )
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def conv2d_depthwise_kernel(
+    x_ptr, w_ptr, y_ptr, bias_ptr,
+    batch, height, width, out_h, out_w, out_channels, multiplier,
+    kernel_h, kernel_w, stride, padding, dilation,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_wk, stride_wr, stride_ws,
+    stride_yn, stride_yk, stride_yp, stride_yq,
+    HAS_BIAS: tl.constexpr, INT64_OFFSETS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # Rows: output pixels (n, p, q); columns: output channels of all groups (channel k reads input
+    # channel k // multiplier), so no tile is padded for tl.dot.
+    offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    q = offs_m % out_w
+    p = (offs_m // out_w) % out_h
+    n = offs_m // (out_w * out_h)
+    row_ok = n < batch
+    col_ok = offs_n < out_channels
+    if INT64_OFFSETS:
+        n = n.to(tl.int64)
+    top = p * stride - padding
+    left = q * stride - padding
+    x_tile = x_ptr + (n * stride_xn)[:, None] + ((offs_n // multiplier) * stride_xc)[None, :]
+    w_cols = w_ptr + offs_n * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for tap in range(0, kernel_h * kernel_w):
+        r = tap // kernel_w
+        s = tap % kernel_w
+        h = top + r * dilation
+        w = left + s * dilation
+        pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+        x_ptrs = x_tile + (h * stride_xh + w * stride_xw)[:, None]
+        a = tl.load(x_ptrs, mask=pixel_ok[:, None] & col_ok[None, :], other=0.0)
+        b = tl.load(w_cols + r * stride_wr + s * stride_ws, mask=col_ok, other=0.0)
+        acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
+
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+    y_ptrs = y_ptr + (n * stride_yn + p * stride_yp + q * stride_yq)[:, None] + offs_n[None, :] * stride_yk
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def conv2d_backward_input_kernel(
+    dy_ptr, w_ptr, dx_ptr,
+    batch, height, width, out_h, out_w, group_in, group_out,
+    kernel_h, kernel_w, stride, padding, dilation,
+    stride_dyn, stride_dyk, stride_dyp, stride_dyq,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_dxn, stride_dxc, stride_dxh, stride_dxw,
+    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(axis=0)
+    group = tl.program_id(axis=1)
+    num_pid_n = tl.cdiv(group_in, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+
+    # Rows: input pixels (n, h, w); columns: the group's input channels.
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    w = offs_m % width
+    h = (offs_m // width) % height
+    n = offs_m // (width * height)
+    row_ok = n < batch
+    col_ok = offs_n < group_in
+    if INT64_OFFSETS:
+        n = n.to(tl.int64)
+    dy_rows = dy_ptr + n * stride_dyn + group * group_out * stride_dyk
+    w_cols = w_ptr + offs_n * stride_wc + group * group_out * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    channel_blocks = tl.cdiv(group_out, BLOCK_K)
+    for step in range(0, kernel_h * kernel_w * channel_blocks):
+        tap = step // channel_blocks
+        r = tap // kernel_w
+        s = tap % kernel_w
+        k = (step % channel_blocks) * BLOCK_K + offs_k
+        # Output pixel (p, q) reads input pixel (h, w) through tap (r, s) when p * stride = h + padding -
+        # r * dilation; rows where that is negative, fractional or past the output are masked.
+        p_scaled = h + padding - r * dilation
+        q_scaled = w + padding - s * dilation
+        p = p_scaled // stride
+        q = q_scaled // stride
+        pixel_ok = (
+            row_ok & (p_scaled >= 0) & (q_scaled >= 0) & (p * stride == p_scaled) & (q * stride == q_scaled)
+        )
+        pixel_ok = pixel_ok & (p < out_h) & (q < out_w)
+        k_ok = k < group_out
+        dy_ptrs = dy_rows[:, None] + (p * stride_dyp + q * stride_dyq)[:, None] + k[None, :] * stride_dyk
+        a = tl.load(dy_ptrs, mask=pixel_ok[:, None] & k_ok[None, :], other=0.0)
+        w_ptrs = w_cols[None, :] + k[:, None] * stride_wk + r * stride_wr + s * stride_ws
+        b = tl.load(w_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+    in_channel = group * group_in + offs_n
+    dx_ptrs = (
+        dx_ptr
+        + (n * stride_dxn + h * stride_dxh + w * stride_dxw)[:, None]
+        + in_channel[None, :] * stride_dxc
+    )
+    tl.store(dx_ptrs, acc.to(dx_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def conv2d_backward_weight_kernel(
+    dy_ptr, x_ptr, dw_ptr,
+    batch, height, width, out_h, out_w, group_in, group_out,
+    kernel_h, kernel_w, stride, padding, dilation, split_pixels, split_stride,
+    stride_dyn, stride_dyk, stride_dyp, stride_dyq,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_dwk, stride_dwc, stride_dwr, stride_dws,
+    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # Axis 0: (output-channel tile, input-channel tile, tap) with the tap fastest, so programs that run
+    # together read the same grad_out pixels; axis 1: the slice of pixels; axis 2: the group.
+    pid = tl.program_id(axis=0)
+    split = tl.program_id(axis=1)
+    group = tl.program_id(axis=2)
+    taps = kernel_h * kernel_w
+    num_pid_n = tl.cdiv(group_in, BLOCK_N)
+    tap = pid % taps
+    pid_m = (pid // taps) // num_pid_n
+    pid_n = (pid // taps) % num_pid_n
+    r = tap // kernel_w
+    s = tap % kernel_w
+
+    # Rows: the group's output channels; columns: its input channels; reduction: output pixels.
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    row_ok = offs_m < group_out
+    col_ok = offs_n < group_in
+    dy_cols = dy_ptr + (group * group_out + offs_m) * stride_dyk
+    x_cols = x_ptr + (group * group_in + offs_n) * stride_xc
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    pixels = batch * out_h * out_w
+    first = split * split_pixels
+    last = tl.minimum(first + split_pixels, pixels)
+    for start in range(first, last, BLOCK_K):
+        j = start + offs_k
+        q = j % out_w
+        p = (j // out_w) % out_h
+        n = j // (out_w * out_h)
+        if INT64_OFFSETS:
+            n = n.to(tl.int64)
+        j_ok = j < last
+        h = p * stride - padding + r * dilation
+        w = q * stride - padding + s * dilation
+        pixel_ok = j_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+        dy_ptrs = dy_cols[:, None] + (n * stride_dyn + p * stride_dyp + q * stride_dyq)[None, :]
+        a = tl.load(dy_ptrs, mask=row_ok[:, None] & j_ok[None, :], other=0.0)
+        x_ptrs = x_cols[None, :] + (n * stride_xn + h * stride_xh + w * stride_xw)[:, None]
+        b = tl.load(x_ptrs, mask=pixel_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+    # Into grad_weight itself (one slice), or into this slice's fp32 copy of it in the workspace.
+    out_channel = group * group_out + offs_m
+    dw_ptrs = dw_ptr + split * split_stride + r * stride_dwr + s * stride_dws
+    dw_ptrs = dw_ptrs + out_channel[:, None] * stride_dwk + offs_n[None, :] * stride_dwc
+    tl.store(dw_ptrs, acc.to(dw_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def conv2d_sum_splits_kernel(partial_ptr, out_ptr, numel, splits, BLOCK: tl.constexpr):
+    """out (dense, any memory format) = the sum of the splits' fp32 partials, laid out as out's storage."""
+    offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < numel
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for split in range(0, splits):
+        total += tl.load(partial_ptr + split * numel + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+# --- autotuning (GPU only) -------------------------------------------------------------------------
+
+
+def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -> triton.Config:
+    return triton.Config(
+        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}, num_stages=stages, num_warps=warps
+    )
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): Inductor's conv template list (torch 2.13,
+# template_heuristics/triton.py), which covers skinny channel counts (1024x16) up to 128x256 tiles.
+GEMM_CONFIGS = [
+    _config(*c)
+    for c in (
+        (64, 256, 16, 2, 4),
+        (256, 64, 16, 2, 4),
+        (1024, 16, 16, 1, 8),
+        (128, 128, 32, 2, 8),
+        (64, 64, 32, 2, 4),
+        (64, 256, 32, 2, 8),
+        (256, 64, 32, 2, 8),
+        (128, 128, 64, 3, 8),
+        (64, 128, 64, 4, 4),
+        (128, 64, 64, 4, 4),
+        (256, 128, 64, 2, 8),
+        (128, 256, 64, 2, 8),
+        (128, 128, 128, 2, 8),
+        (128, 128, 128, 3, 8),
+        (64, 128, 128, 4, 4),
+        (256, 128, 128, 2, 8),
+        (128, 256, 128, 2, 8),
+    )
+]
+# The reduction over pixels is long, so grad_weight also gets the matmul tutorial's square tiles.
+WEIGHT_GRAD_CONFIGS = GEMM_CONFIGS + [
+    _config(*c) for c in ((64, 64, 64, 4, 4), (32, 64, 64, 4, 4), (64, 32, 64, 4, 4), (32, 32, 128, 4, 4))
+]
+# Depthwise: a memory-bound tile, wider along channels (contiguous when channels-last) where they exist.
+DEPTHWISE_CONFIGS = [
+    triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_stages=1, num_warps=warps)
+    for block_m, block_n in ((16, 128), (32, 64), (32, 128), (64, 32), (64, 64), (128, 16), (128, 32), (256, 16))
+    for warps in (4, 8)
+]  # fmt: skip
+
+
+def _fits(
+    config: triton.Config, args: Mapping[str, Any], rows: str | None, cols: str, reduction: str
+) -> bool:
+    """A tile no more than one power of two past what the sizes fill (16 is tl.dot's minimum)."""
+    kwargs = config.kwargs
+
+    def useful(name: str | None) -> int:
+        return max(16, triton.next_power_of_2(int(args[name]))) if name else 1 << 30
+
+    return (
+        kwargs["BLOCK_M"] <= useful(rows)
+        and kwargs["BLOCK_N"] <= useful(cols)
+        and kwargs["BLOCK_K"] <= useful(reduction)
+    )
+
+
+def _pruner(rows: str | None, cols: str, reduction: str) -> Callable[..., list[triton.Config]]:
+    """An early_config_prune keeping the tiles the channel counts can fill; the smallest when none can."""
+
+    def prune(configs: list[triton.Config], named_args: dict[str, Any], **kwargs: Any) -> list[triton.Config]:
+        args = {**named_args, **kwargs}
+        chosen = [c for c in configs if _fits(c, args, rows, cols, reduction)]
+        if chosen:
+            return chosen
+        return [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] * c.kwargs["BLOCK_K"])]
+
+    return prune
+
+
+# Layout is in the keys through the channel stride (1 when channels-last).
+conv2d_forward_tuned = TunedKernel(
+    conv2d_forward_kernel,
+    GEMM_CONFIGS,
+    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride", "stride_xc"],
+    prune=_pruner(None, "group_out", "group_in"),
+)
+conv2d_depthwise_tuned = TunedKernel(
+    conv2d_depthwise_kernel,
+    DEPTHWISE_CONFIGS,
+    key=["batch", "out_h", "out_w", "out_channels", "kernel_h", "kernel_w", "stride", "stride_xc"],
+)
+conv2d_backward_input_tuned = TunedKernel(
+    conv2d_backward_input_kernel,
+    GEMM_CONFIGS,
+    key=["batch", "height", "width", "group_in", "group_out", "kernel_h", "kernel_w", "stride", "stride_dyk"],
+    prune=_pruner(None, "group_in", "group_out"),
+)
+conv2d_backward_weight_tuned = TunedKernel(
+    conv2d_backward_weight_kernel,
+    WEIGHT_GRAD_CONFIGS,
+    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "split_pixels", "stride_xc"],
+    prune=_pruner("group_out", "group_in", "split_pixels"),
+)  # fmt: skip
+
+# Under the interpreter: small fixed tiles, so checks stay fast; tl.dot needs 16 on every side.
+INTERPRETER_GEMM_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}
+INTERPRETER_WEIGHT_GRAD_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32}
+INTERPRETER_DEPTHWISE_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
+SUM_SPLITS_BLOCK = 1024
+
+# Split-K of grad_weight: aim for this many programs per SM, each slice at least MIN_SPLIT_PIXELS long.
+PROGRAMS_PER_SM = 2
+MIN_SPLIT_PIXELS = 512
+# Under the interpreter: up to 16 programs, slices of at least 64 pixels, so the check shapes take both paths.
+INTERPRETER_SPLIT = (16, 64)
+
+
+# --- launchers -------------------------------------------------------------------------------------
+
+
+class Conv2dArgs(NamedTuple):
+    """The hyper-parameters of a conv2d, one value for both spatial axes."""
+
+    stride: int = 1
+    padding: int = 0
+    dilation: int = 1
+    groups: int = 1
+
+
+# stride 1, no padding, dilation 1, one group
+NO_ARGS = Conv2dArgs()
+
+
+def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """torch's output length of a convolution along one axis."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _channels_last(*tensors: torch.Tensor) -> bool:
+    """cuDNN's rule: channels-last output when an operand is channels-last (and not also plain contiguous)."""
+    return any(t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous() for t in tensors)
+
+
+def _empty(size: tuple[int, ...], like: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    return torch.empty(size, device=like.device, dtype=like.dtype, memory_format=memory_format)
+
+
+def _int64_offsets(*tensors: torch.Tensor) -> bool:
+    return any(
+        sum((size - 1) * abs(st) for size, st in zip(t.shape, t.stride(), strict=True)) >= 2**31
+        for t in tensors
+    )
+
+
+def _precision(t: torch.Tensor) -> str:
+    tf32 = t.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 and not interpreting()
+    return "tf32" if tf32 else "ieee"
+
+
+def _check_groups(channels: int, out_channels: int, groups: int) -> None:
+    if groups < 1 or channels % groups or out_channels % groups:
+        raise ValueError(
+            f"{channels} input and {out_channels} output channels do not split into {groups} groups"
+        )
+
+
+def conv2d(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, args: Conv2dArgs = NO_ARGS
+) -> torch.Tensor:
+    """``F.conv2d(x, weight, bias, stride, padding, dilation, groups)`` for x[N, C, H, W], weight[K, C/G, R, S]."""
+    (batch, channels, height, width), (out_channels, group_in, kernel_h, kernel_w) = x.shape, weight.shape
+    stride, padding, dilation, groups = args
+    _check_groups(channels, out_channels, groups)
+    if group_in * groups != channels:
+        raise ValueError(
+            f"weight {tuple(weight.shape)} does not fit {channels} input channels in {groups} groups"
+        )
+    out_h = output_size(height, kernel_h, stride, padding, dilation)
+    out_w = output_size(width, kernel_w, stride, padding, dilation)
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"a {kernel_h}x{kernel_w} kernel leaves no output on a {height}x{width} input")
+    y = _empty((batch, out_channels, out_h, out_w), x, _channels_last(x, weight))
+    if y.numel() == 0:
+        return y
+    group_out = out_channels // groups
+    geometry = (kernel_h, kernel_w, stride, padding, dilation)
+    switches = dict(HAS_BIAS=bias is not None, INT64_OFFSETS=_int64_offsets(x, y))
+    pixels = batch * out_h * out_w
+    if group_in == 1:
+        launch_args = (
+            x, weight, y, bias if bias is not None else y,
+            batch, height, width, out_h, out_w, out_channels, group_out, *geometry,
+            *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *y.stride(),
+        )  # fmt: skip
+        if interpreting():
+            config = INTERPRETER_DEPTHWISE_CONFIG
+            programs = (triton.cdiv(pixels, config["BLOCK_M"]), triton.cdiv(out_channels, config["BLOCK_N"]))
+            conv2d_depthwise_kernel[programs](*launch_args, **switches, **config)
+        else:
+
+            def depthwise_grid(meta: Mapping[str, Any]) -> tuple[int, int]:
+                return (triton.cdiv(pixels, meta["BLOCK_M"]), triton.cdiv(out_channels, meta["BLOCK_N"]))
+
+            conv2d_depthwise_tuned[depthwise_grid](*launch_args, **switches)
+        return y
+    launch_args = (
+        x, weight, y, bias if bias is not None else y,
+        batch, height, width, out_h, out_w, group_in, group_out, *geometry,
+        *x.stride(), *weight.stride(), *y.stride(),
+    )  # fmt: skip
+    _launch_gemm(
+        conv2d_forward_kernel, conv2d_forward_tuned, launch_args,
+        dict(switches, INPUT_PRECISION=_precision(x)), pixels, group_out, groups,
+    )  # fmt: skip
+    return y
+
+
+def _launch_gemm(
+    kernel: Any, tuned: TunedKernel, launch_args: tuple[Any, ...], switches: dict[str, Any],
+    rows: int, cols: int, groups: int,
+) -> None:  # fmt: skip
+    """Launch a (pixel tile x channel tile, group) GEMM kernel: fixed tiles under the interpreter."""
+    if interpreting():
+        config = INTERPRETER_GEMM_CONFIG
+        programs = (triton.cdiv(rows, config["BLOCK_M"]) * triton.cdiv(cols, config["BLOCK_N"]), groups)
+        kernel[programs](*launch_args, **switches, **config)
+        return
+
+    def grid(meta: Mapping[str, Any]) -> tuple[int, int]:
+        return (triton.cdiv(rows, meta["BLOCK_M"]) * triton.cdiv(cols, meta["BLOCK_N"]), groups)
+
+    tuned[grid](*launch_args, **switches)
+
+
+def conv2d_backward_input(
+    grad_out: torch.Tensor, weight: torch.Tensor, input_size: tuple[int, int], args: Conv2dArgs = NO_ARGS
+) -> torch.Tensor:
+    """grad of conv2d's input x[N, C, H, W] (``input_size`` = (H, W)) from grad_out[N, K, P, Q] and weight."""
+    (batch, out_channels, out_h, out_w), (_, group_in, kernel_h, kernel_w) = grad_out.shape, weight.shape
+    (height, width), (stride, padding, dilation, groups) = input_size, args
+    _check_groups(group_in * groups, out_channels, groups)
+    expected = (
+        output_size(height, kernel_h, stride, padding, dilation),
+        output_size(width, kernel_w, stride, padding, dilation),
+    )
+    if (out_h, out_w) != expected:
+        raise ValueError(
+            f"grad_out is {out_h}x{out_w} but a {height}x{width} input gives {expected[0]}x{expected[1]}"
+        )
+    grad_input = _empty((batch, group_in * groups, height, width), grad_out, _channels_last(grad_out, weight))
+    if grad_input.numel() == 0:
+        return grad_input
+    if out_channels == 0:
+        return grad_input.zero_()
+    launch_args = (
+        grad_out, weight, grad_input,
+        batch, height, width, out_h, out_w, group_in, out_channels // groups,
+        kernel_h, kernel_w, stride, padding, dilation,
+        *grad_out.stride(), *weight.stride(), *grad_input.stride(),
+    )  # fmt: skip
+    switches = dict(INPUT_PRECISION=_precision(grad_out), INT64_OFFSETS=_int64_offsets(grad_out, grad_input))
+    _launch_gemm(
+        conv2d_backward_input_kernel, conv2d_backward_input_tuned, launch_args, switches,
+        batch * height * width, group_in, groups,
+    )  # fmt: skip
+    return grad_input
+
+
+@functools.cache
+def _sm_count(device: torch.device) -> int:
+    return int(torch.cuda.get_device_properties(device).multi_processor_count)
+
+
+def weight_grad_splits(
+    pixels: int, tiles: int, group_out: int, group_in: int, device: torch.device
+) -> tuple[int, int]:
+    """(number of slices, pixels per slice) of grad_weight's reduction over ``pixels``, for ``tiles``
+    (groups x taps) planes of a group_out x group_in tile grid (tiles counted at 64 x 64 on a GPU)."""
+    if interpreting():
+        config = INTERPRETER_WEIGHT_GRAD_CONFIG
+        (programs_wanted, min_slice), granule = INTERPRETER_SPLIT, config["BLOCK_K"]
+        tile_m, tile_n = config["BLOCK_M"], config["BLOCK_N"]
+    else:
+        programs_wanted, min_slice = PROGRAMS_PER_SM * _sm_count(device), MIN_SPLIT_PIXELS
+        granule, tile_m, tile_n = max(c.kwargs["BLOCK_K"] for c in WEIGHT_GRAD_CONFIGS), 64, 64
+    programs = tiles * triton.cdiv(group_out, tile_m) * triton.cdiv(group_in, tile_n)
+    splits = max(1, min(triton.cdiv(programs_wanted, programs), pixels // min_slice))
+    # Slices a multiple of every BLOCK_K, so only the last block of the last slice is partial.
+    split_pixels = triton.cdiv(triton.cdiv(pixels, splits), granule) * granule
+    return triton.cdiv(pixels, split_pixels), split_pixels
+
+
+def conv2d_backward_weight(
+    grad_out: torch.Tensor, x: torch.Tensor, kernel_size: tuple[int, int], args: Conv2dArgs = NO_ARGS
+) -> torch.Tensor:
+    """grad of conv2d's weight[K, C/G, R, S] (``kernel_size`` = (R, S)) from grad_out[N, K, P, Q] and x[N, C, H, W]."""
+    (batch, out_channels, out_h, out_w), (_, channels, height, width) = grad_out.shape, x.shape
+    (kernel_h, kernel_w), (stride, padding, dilation, groups) = kernel_size, args
+    _check_groups(channels, out_channels, groups)
+    group_in, group_out = channels // groups, out_channels // groups
+    expected = (
+        output_size(height, kernel_h, stride, padding, dilation),
+        output_size(width, kernel_w, stride, padding, dilation),
+    )
+    if (out_h, out_w) != expected:
+        raise ValueError(
+            f"grad_out is {out_h}x{out_w} but a {height}x{width} input gives {expected[0]}x{expected[1]}"
+        )
+    grad_weight = _empty((out_channels, group_in, kernel_h, kernel_w), x, _channels_last(grad_out, x))
+    if grad_weight.numel() == 0:
+        return grad_weight
+    pixels = batch * out_h * out_w
+    if pixels == 0:
+        return grad_weight.zero_()
+    taps = kernel_h * kernel_w
+    splits, split_pixels = weight_grad_splits(pixels, groups * taps, group_out, group_in, x.device)
+    # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice.
+    target = (
+        grad_weight
+        if splits == 1
+        else torch.empty((splits, grad_weight.numel()), device=x.device, dtype=torch.float32)
+    )
+    launch_args = (
+        grad_out, x, target,
+        batch, height, width, out_h, out_w, group_in, group_out,
+        kernel_h, kernel_w, stride, padding, dilation, split_pixels, 0 if splits == 1 else grad_weight.numel(),
+        *grad_out.stride(), *x.stride(), *grad_weight.stride(),
+    )  # fmt: skip
+    switches = dict(INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x))
+    if interpreting():
+        config = INTERPRETER_WEIGHT_GRAD_CONFIG
+        programs = (
+            taps * triton.cdiv(group_out, config["BLOCK_M"]) * triton.cdiv(group_in, config["BLOCK_N"]),
+            splits,
+            groups,
+        )
+        conv2d_backward_weight_kernel[programs](*launch_args, **switches, **config)
+    else:
+
+        def grid(meta: Mapping[str, Any]) -> tuple[int, int, int]:
+            tiles = triton.cdiv(group_out, meta["BLOCK_M"]) * triton.cdiv(group_in, meta["BLOCK_N"])
+            return (taps * tiles, splits, groups)
+
+        conv2d_backward_weight_tuned[grid](*launch_args, **switches)
+    if splits > 1:
+        numel = grad_weight.numel()
+        conv2d_sum_splits_kernel[(triton.cdiv(numel, SUM_SPLITS_BLOCK),)](
+            target, grad_weight, numel, splits, BLOCK=SUM_SPLITS_BLOCK
+        )
+    return grad_weight
+
+
+def conv2d_backward(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, args: Conv2dArgs = NO_ARGS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(grad_input, grad_weight) of conv2d, as ``aten.convolution_backward`` with output_mask [True, True, False]."""
+    grad_input = conv2d_backward_input(grad_out, weight, (x.shape[2], x.shape[3]), args)
+    grad_weight = conv2d_backward_weight(grad_out, x, (weight.shape[2], weight.shape[3]), args)
+    return grad_input, grad_weight
+
+
+# --- references and inputs -------------------------------------------------------------------------
+
+
+class Geometry(NamedTuple):
+    """What a catalog check passes besides the tensors (the ``geometry`` input, see the module docstring)."""
+
+    args: Conv2dArgs
+    kernel_size: tuple[int, int]
+    input_size: tuple[int, int]
+
+
+def _geometry(geometry: torch.Tensor) -> Geometry:
+    stride, padding, dilation, groups, kernel_h, kernel_w, height, width = geometry.tolist()
+    return Geometry(Conv2dArgs(stride, padding, dilation, groups), (kernel_h, kernel_w), (height, width))
+
+
+def make_conv_inputs(
+    shape: Mapping[str, int], dtype: torch.dtype, device: torch.device, generator: torch.Generator
+) -> dict[str, torch.Tensor]:
+    """x, weight, grad_out and geometry for a catalog shape, in NCHW or channels-last."""
+    batch, channels, height, width = shape["batch"], shape["in_channels"], shape["height"], shape["width"]
+    out_channels, kernel_h, kernel_w, groups = (
+        shape["out_channels"],
+        shape["kernel_h"],
+        shape["kernel_w"],
+        shape["groups"],
+    )
+    stride, padding, dilation = shape["stride"], shape["padding"], shape["dilation"]
+    _check_groups(channels, out_channels, groups)
+    out_h = output_size(height, kernel_h, stride, padding, dilation)
+    out_w = output_size(width, kernel_w, stride, padding, dilation)
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"a {kernel_h}x{kernel_w} kernel leaves no output on a {height}x{width} input")
+    memory_format = torch.channels_last if shape["channels_last"] else torch.contiguous_format
+
+    def randn(*size: int, scale: float = 1.0) -> torch.Tensor:
+        t = torch.randn(*size, generator=generator, device=device, dtype=torch.float32) * scale
+        return t.to(dtype).contiguous(memory_format=memory_format)
+
+    group_in = channels // groups
+    # The weight scaled by fan_in**-0.5, so the output stays O(1) for any reduction length.
+    return {
+        "x": randn(batch, channels, height, width),
+        "weight": randn(
+            out_channels, group_in, kernel_h, kernel_w, scale=(group_in * kernel_h * kernel_w) ** -0.5
+        ),
+        "grad_out": randn(batch, out_channels, out_h, out_w),
+        "geometry": torch.tensor([stride, padding, dilation, groups, kernel_h, kernel_w, height, width]),
+    }
+
+
+def _make_inputs(
+    *names: str,
+) -> Callable[[Mapping[str, int], torch.dtype, torch.device, torch.Generator], tuple[torch.Tensor, ...]]:
+    def make_inputs(
+        shape: Mapping[str, int], dtype: torch.dtype, device: torch.device, generator: torch.Generator
+    ) -> tuple[torch.Tensor, ...]:
+        tensors = make_conv_inputs(shape, dtype, device, generator)
+        return tuple(tensors[name] for name in names)
+
+    return make_inputs
+
+
+def _forward_reference(x: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor) -> torch.Tensor:
+    stride, padding, dilation, groups = _geometry(geometry).args
+    return F.conv2d(x, weight, None, stride, padding, dilation, groups)
+
+
+def _backward_input_reference(
+    grad_out: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor
+) -> torch.Tensor:
+    (stride, padding, dilation, groups), _, (height, width) = _geometry(geometry)
+    size = (grad_out.shape[0], weight.shape[1] * groups, height, width)
+    return conv2d_input(size, weight, grad_out, stride, padding, dilation, groups)
+
+
+def _backward_weight_reference(
+    grad_out: torch.Tensor, x: torch.Tensor, geometry: torch.Tensor
+) -> torch.Tensor:
+    (stride, padding, dilation, groups), (kernel_h, kernel_w), _ = _geometry(geometry)
+    size = (grad_out.shape[1], x.shape[1] // groups, kernel_h, kernel_w)
+    return conv2d_weight(x, size, grad_out, stride, padding, dilation, groups)
+
+
+def _backward_reference(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    stride, padding, dilation, groups = _geometry(geometry).args
+    grad_input, grad_weight, _ = torch.ops.aten.convolution_backward(
+        grad_out, x, weight, None, [stride] * 2, [padding] * 2, [dilation] * 2, False, [0, 0], groups,
+        [True, True, False],
+    )  # fmt: skip
+    return grad_input, grad_weight
+
+
+def _run_forward(x: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor) -> torch.Tensor:
+    return conv2d(x, weight, None, _geometry(geometry).args)
+
+
+def _run_backward_input(grad_out: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor) -> torch.Tensor:
+    args, _, input_size = _geometry(geometry)
+    return conv2d_backward_input(grad_out, weight, input_size, args)
+
+
+def _run_backward_weight(grad_out: torch.Tensor, x: torch.Tensor, geometry: torch.Tensor) -> torch.Tensor:
+    args, kernel_size, _ = _geometry(geometry)
+    return conv2d_backward_weight(grad_out, x, kernel_size, args)
+
+
+def _run_backward(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, geometry: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return conv2d_backward(grad_out, x, weight, _geometry(geometry).args)
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "conv2d": Implementation(
+        run=_run_forward,
+        reference=_forward_reference,
+        make_inputs=_make_inputs("x", "weight", "geometry"),
+        kernels=(conv2d_forward_kernel, conv2d_depthwise_kernel),
+    ),
+    "conv2d_backward_input": Implementation(
+        run=_run_backward_input,
+        reference=_backward_input_reference,
+        make_inputs=_make_inputs("grad_out", "weight", "geometry"),
+        kernels=(conv2d_backward_input_kernel,),
+    ),
+    "conv2d_backward_weight": Implementation(
+        run=_run_backward_weight,
+        reference=_backward_weight_reference,
+        make_inputs=_make_inputs("grad_out", "x", "geometry"),
+        kernels=(conv2d_backward_weight_kernel, conv2d_sum_splits_kernel),
+    ),
+    "conv2d_backward": Implementation(
+        run=_run_backward,
+        reference=_backward_reference,
+        make_inputs=_make_inputs("grad_out", "x", "weight", "geometry"),
+        kernels=(conv2d_backward_input_kernel, conv2d_backward_weight_kernel, conv2d_sum_splits_kernel),
+    ),
+}

@@ -1,0 +1,110 @@
+"""The convolution kernels beyond the catalog's interpreter checks (tests/unit/test_handwritten_kernels.py).
+
+Output sizes and costs against torch's, a bias and strided, non-contiguous inputs, the output's memory
+format, the split-K choice of the weight gradient and the launchers' refusals; kernels run on CPU
+tensors under Triton's interpreter, on small shapes.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+
+from inductor_lens.handwritten import catalog
+from inductor_lens.handwritten.kernels import interpreter, load
+
+pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+CONV_ENTRIES = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_backward")
+
+
+@pytest.fixture(scope="module")
+def conv() -> ModuleType:
+    load("conv", interpret=True)  # the kernels made for the interpreter
+    from inductor_lens.handwritten.kernels import conv as module
+
+    return module
+
+
+def _close(out: torch.Tensor, ref: torch.Tensor, tolerance: float = 1e-5) -> bool:
+    return bool((out.double() - ref).abs().max() <= tolerance * ref.abs().max())
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "padding", "dilation"),
+    [(1, 1, 1, 0, 1), (7, 3, 2, 1, 1), (8, 3, 2, 1, 1), (56, 1, 2, 0, 1), (9, 3, 1, 2, 2), (10, 5, 3, 0, 2)],
+)
+def test_output_size_is_torchs(
+    conv: ModuleType, size: int, kernel: int, stride: int, padding: int, dilation: int
+) -> None:
+    x = torch.empty(1, 1, size, size, device="meta")
+    w = torch.empty(1, 1, kernel, kernel, device="meta")
+    expected = F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation).shape[-1]
+    assert conv.output_size(size, kernel, stride, padding, dilation) == expected
+
+
+def test_cost_counts_each_gemm_and_each_tensor_once() -> None:
+    shape = catalog.get("conv2d").shape((32, 64, 56, 56, 128, 3, 3, 2, 1, 1, 2, 1))
+    x, weight, y = 32 * 64 * 56 * 56, 128 * 32 * 3 * 3, 32 * 128 * 28 * 28
+    flops = 2 * 32 * 128 * 28 * 28 * 32 * 3 * 3
+    for name in CONV_ENTRIES[:3]:
+        assert catalog.get(name).cost(shape, 2) == (2 * (x + weight + y), flops)
+    assert catalog.get("conv2d_backward").cost(shape, 2) == (2 * (2 * x + 2 * weight + y), 2 * flops)
+
+
+@pytest.mark.parametrize("name", CONV_ENTRIES)
+def test_bench_shape_shrinks_to_a_valid_interpreter_shape(conv: ModuleType, name: str) -> None:
+    equivalent = catalog.get(name)
+    shape = catalog.interpreter_shape(equivalent, equivalent.shape(equivalent.bench_shape))
+    moved, flops = equivalent.cost(shape, 4)
+    assert flops <= 2 * catalog.INTERPRETER_MACS and moved <= 4 * catalog.INTERPRETER_ELEMENTS
+    for size, kernel in ((shape["height"], shape["kernel_h"]), (shape["width"], shape["kernel_w"])):
+        assert conv.output_size(size, kernel, shape["stride"], shape["padding"], shape["dilation"]) >= 1
+
+
+def test_strided_input_and_bias(conv: ModuleType) -> None:
+    generator = torch.Generator().manual_seed(0)
+    # every other channel and all but the first column: no stride of x is its contiguous one
+    x = torch.randn(2, 12, 11, 13, generator=generator)[:, ::2, :, 1:]
+    weight = torch.randn(6, 3, 3, 3, generator=generator)
+    bias = torch.randn(6, generator=generator)
+    args = conv.Conv2dArgs(stride=2, padding=1, dilation=1, groups=2)
+    with interpreter(True):
+        y = conv.conv2d(x, weight, bias, args)
+    assert y.is_contiguous()
+    assert _close(y, F.conv2d(x.double(), weight.double(), bias.double(), 2, 1, 1, 2))
+
+
+def test_depthwise_bias_keeps_channels_last(conv: ModuleType) -> None:
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 6, 7, 5, generator=generator).to(memory_format=torch.channels_last)
+    weight = torch.randn(12, 1, 3, 3, generator=generator)
+    bias = torch.randn(12, generator=generator)
+    with interpreter(True):
+        y = conv.conv2d(x, weight, bias, conv.Conv2dArgs(padding=1, groups=6))
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    assert _close(y, F.conv2d(x.double(), weight.double(), bias.double(), padding=1, groups=6))
+
+
+def test_weight_gradient_splits_its_reduction_in_the_checks(conv: ModuleType) -> None:
+    """Of the catalog's check shapes, 1x1 on 2x9x9 pixels takes two slices (and the sum kernel), a 3x3 one."""
+    cpu = torch.device("cpu")
+    with interpreter(True):
+        assert conv.weight_grad_splits(2 * 9 * 9, 1, 40, 33, cpu) == (2, 96)
+        assert conv.weight_grad_splits(2 * 5 * 6, 9, 7, 5, cpu)[0] == 1
+    shapes = catalog.get("conv2d_backward_weight").check_shapes
+    assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0) in shapes
+
+
+def test_launchers_refuse_mismatched_sizes(conv: ModuleType) -> None:
+    with pytest.raises(ValueError, match="groups"):
+        conv.conv2d(torch.empty(1, 6, 5, 5), torch.empty(4, 3, 3, 3), None, conv.Conv2dArgs(groups=4))
+    with pytest.raises(ValueError, match="leaves no output"):
+        conv.conv2d(torch.empty(1, 2, 2, 2), torch.empty(4, 2, 3, 3))
+    with pytest.raises(ValueError, match="input gives"):
+        conv.conv2d_backward_input(torch.empty(1, 4, 3, 3), torch.empty(4, 2, 3, 3), (6, 6))
+    with pytest.raises(ValueError, match="input gives"):
+        conv.conv2d_backward_weight(torch.empty(1, 4, 3, 3), torch.empty(1, 2, 6, 6), (3, 3))
