@@ -6,6 +6,8 @@ Run on a GPU machine from the repository root, e.g.
 
 Each case is one `inductor-lens compile` of a real model (benchmarks/gpu_real_models.py's corpus) with the
 hand-written stage on, or (`--reports DIR ...`) an existing report re-read. From each report's lens.json:
+(`--captures DIR ...` checks and times the hand-written kernels of a capture made elsewhere, such as a committed
+fixture, within `--timeout` seconds: what did not finish stays unchecked.)
 - coverage: the share of the profiled device time per step whose launch has an exact or composed hand-written
   equivalent (handwritten/match.py `coverage`), and the share whose every hand-written kernel agrees with torch;
 - the device time left without one, by what the launch computes (the largest first);
@@ -28,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inductor_lens.handwritten.catalog import get
 from inductor_lens.handwritten.match import coverage
-from inductor_lens.pipeline import load_run
+from inductor_lens.capture import find_capture_dir
+from inductor_lens.pipeline import build_run, load_run
 from inductor_lens.records import CompileRun
 
 REAL = "samples/real"
@@ -135,6 +138,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument("--cases", nargs="*", default=[], choices=list(CASES))
     parser.add_argument("--reports", nargs="*", type=Path, default=[], help="existing report folders to re-read")
+    parser.add_argument("--captures", nargs="*", type=Path, default=[],
+                        help="capture folders (a fixture's) whose hand-written kernels to check and time here")  # fmt: skip
     parser.add_argument("--timeout", type=int, default=420)
     args = parser.parse_args()
     import torch
@@ -147,6 +152,12 @@ def main() -> None:
         run = load_run(folder)
         rows.append({"name": folder.name, "what": run.title, "command": f"(report {folder})", "exit": 0, "wall": 0.0,
                      "summary": summarise(run)})  # fmt: skip
+    for folder in args.captures:
+        started = time.perf_counter()
+        run = build_run(folder, find_capture_dir(folder), run_handwritten=True, timeout_s=args.timeout)
+        rows.append({"name": folder.name, "what": run.title, "command": f"(capture {folder}, hand-written stage run here)",
+                     "exit": 0, "wall": time.perf_counter() - started, "summary": summarise(run)})  # fmt: skip
+        write(args.results, rows, device, versions)
     for name in args.cases:
         folder, command, wall, code = compile_case(name, args.out, args.timeout)
         summary = summarise(load_run(folder)) if (folder / "lens.json").is_file() else {"coverage": None}
