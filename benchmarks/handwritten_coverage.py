@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from inductor_lens.capture import find_capture_dir
 from inductor_lens.handwritten.catalog import get
 from inductor_lens.handwritten.match import coverage
-from inductor_lens.capture import find_capture_dir
 from inductor_lens.pipeline import build_run, load_run
 from inductor_lens.records import CompileRun
 
@@ -54,7 +54,10 @@ def compile_case(name: str, out: Path, timeout: int) -> tuple[Path, str, float, 
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    print(f"$ inductor-lens {' '.join(command[3:])}\n{done.stderr[-2000:]}(exit {done.returncode}, {wall:.0f} s)", flush=True)
+    print(
+        f"$ inductor-lens {' '.join(command[3:])}\n{done.stderr[-2000:]}(exit {done.returncode}, {wall:.0f} s)",
+        flush=True,
+    )
     return folder, "inductor-lens " + " ".join(command[3:]), wall, done.returncode
 
 
@@ -69,7 +72,11 @@ def summarise(run: CompileRun) -> dict:
         for launch in graph.launches:
             if launch.timing is None:
                 continue
-            match = by_position.get((graph.id, launch.position)) if launch.kind == "extern" else by_kernel.get((graph.id, launch.target))
+            match = (
+                by_position.get((graph.id, launch.position))
+                if launch.kind == "extern"
+                else by_kernel.get((graph.id, launch.target))
+            )
             if match is None or match.kind not in ("exact", "composed"):
                 what = launch.label if match is None or not match.concepts else "+".join(match.concepts)
                 left[f"{match.kind if match else 'not matched'}: {what}"] += launch.timing.median_us
@@ -112,7 +119,13 @@ def write(results: Path, rows: list[dict], device: str, versions: str) -> None:
         lines.append(f"| {row['name']} ({row['what']}) | {cov.total_us:,.0f} µs | {cov.matched_share:.1%} | "
                      f"{agree.matched_share if agree else 0:.1%} | {cov.launches} |")  # fmt: skip
     for row in rows:
-        lines += ["", f"## {row['name']}: {row['what']}", "", f"`{row['command']}` (exit {row['exit']}, {row['wall']:.0f} s)", ""]
+        lines += [
+            "",
+            f"## {row['name']}: {row['what']}",
+            "",
+            f"`{row['command']}` (exit {row['exit']}, {row['wall']:.0f} s)",
+            "",
+        ]
         summary = row["summary"]
         if summary["coverage"] is None:
             continue
@@ -137,7 +150,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument("--cases", nargs="*", default=[], choices=list(CASES))
-    parser.add_argument("--reports", nargs="*", type=Path, default=[], help="existing report folders to re-read")
+    parser.add_argument(
+        "--reports", nargs="*", type=Path, default=[], help="existing report folders to re-read"
+    )
     parser.add_argument("--captures", nargs="*", type=Path, default=[],
                         help="capture folders (a fixture's) whose hand-written kernels to check and time here")  # fmt: skip
     parser.add_argument("--timeout", type=int, default=420)
@@ -161,7 +176,16 @@ def main() -> None:
     for name in args.cases:
         folder, command, wall, code = compile_case(name, args.out, args.timeout)
         summary = summarise(load_run(folder)) if (folder / "lens.json").is_file() else {"coverage": None}
-        rows.append({"name": name, "what": CASES[name][1], "command": command, "exit": code, "wall": wall, "summary": summary})
+        rows.append(
+            {
+                "name": name,
+                "what": CASES[name][1],
+                "command": command,
+                "exit": code,
+                "wall": wall,
+                "summary": summary,
+            }
+        )
         write(args.results, rows, device, versions)
     write(args.results, rows, device, versions)
 
