@@ -67,7 +67,9 @@ def match_launch(graph: GraphRecord, launch: Launch, default_dtype: str | None =
     dtype = problem.dtype or default_dtype or "float32"
     note = problem.note
     if chosen and not problem.shape:
+        # named in the note, not run: there is nothing to run them on
         kind, note = "none", note or "the shapes of its tensors are not known"
+        uncovered, chosen = list(problem.concepts), []
     elif chosen and problem.hints:
         note = "; ".join(n for n in (note, f"shapes {problem.hints} (dynamic shapes)") if n)
     if kernel is not None and chosen:
