@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inductor_lens.capture import find_capture_dir
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.match import coverage
+from inductor_lens.handwritten.match import LaunchMatches, coverage
 from inductor_lens.pipeline import build_run, load_run
 from inductor_lens.records import CompileRun
 
@@ -63,20 +63,14 @@ def compile_case(name: str, out: Path, timeout: int) -> tuple[Path, str, float, 
 
 def summarise(run: CompileRun) -> dict:
     share = coverage(run)
-    agreeing = coverage(run, tuple(m for m in run.handwritten if m.runs and all(r.ok for r in m.runs)))
-    by_kernel = {(m.graph_id, m.target): m for m in run.handwritten}
-    by_position = {(m.graph_id, m.launch): m for m in run.handwritten}
+    lookup = LaunchMatches(run.handwritten)
     left: Counter[str] = Counter()
     inductor_us: dict[tuple[str, str, str], list[float]] = {}
     for graph in run.graphs:
         for launch in graph.launches:
             if launch.timing is None:
                 continue
-            match = (
-                by_position.get((graph.id, launch.position))
-                if launch.kind == "extern"
-                else by_kernel.get((graph.id, launch.target))
-            )
+            match = lookup.of(graph, launch)
             if match is None or match.kind not in ("exact", "composed"):
                 what = launch.label if match is None or not match.concepts else "+".join(match.concepts)
                 left[f"{match.kind if match else 'not matched'}: {what}"] += launch.timing.median_us
@@ -104,7 +98,7 @@ def summarise(run: CompileRun) -> dict:
                 "inductor_us": inductor[len(inductor) // 2] if inductor else None, "bound": equivalent.bound,
                 "copy_share": copy_share,
             })  # fmt: skip
-    return {"coverage": share, "agreeing": agreeing, "left": left, "kernels": kernels}
+    return {"coverage": share, "left": left, "kernels": kernels}
 
 
 def write(results: Path, rows: list[dict], device: str, versions: str) -> None:
@@ -112,12 +106,12 @@ def write(results: Path, rows: list[dict], device: str, versions: str) -> None:
     lines += ["| case | profiled device time per step | exact or composed | ... that agree with torch | launches |",
               "|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
-        cov, agree = row["summary"]["coverage"], row["summary"]["agreeing"]
+        cov = row["summary"]["coverage"]
         if cov is None:
             lines.append(f"| {row['name']} | not timed (exit {row['exit']}) | | | |")
             continue
         lines.append(f"| {row['name']} ({row['what']}) | {cov.total_us:,.0f} µs | {cov.matched_share:.1%} | "
-                     f"{agree.matched_share if agree else 0:.1%} | {cov.launches} |")  # fmt: skip
+                     f"{cov.agreeing_share:.1%} | {cov.launches} |")  # fmt: skip
     for row in rows:
         lines += [
             "",

@@ -19,7 +19,9 @@ from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, L
 from .catalog import EQUIVALENTS, Equivalent, get
 from .problem import FORMULA_ADDS, Problem, concepts_of, launch_problem, op_name, written_formulas
 
-__all__ = ["choose", "concepts_of", "coverage", "match_launch", "match_run", "op_name", "shape_for"]
+__all__ = [
+    "LaunchMatches", "agrees", "choose", "concepts_of", "coverage", "match_launch", "match_run", "op_name", "shape_for",
+]  # fmt: skip
 
 # Elementwise equivalents that read two full-size tensors (the others read one, and at most a bias row).
 TWO_FULL_INPUTS = frozenset({"residual", "bias_residual", "silu_mul"})
@@ -148,6 +150,25 @@ def match_run(run: CompileRun) -> tuple[HandwrittenMatch, ...]:
     return tuple(matches)
 
 
+class LaunchMatches:
+    """The match of each launch: a generated kernel's every launch takes its first launch's match, an extern call
+    its own."""
+
+    def __init__(self, matches: tuple[HandwrittenMatch, ...]) -> None:
+        self._by_kernel = {(m.graph_id, m.target): m for m in matches}
+        self._by_position = {(m.graph_id, m.launch): m for m in matches}
+
+    def of(self, graph: GraphRecord, launch: Launch) -> HandwrittenMatch | None:
+        if launch.kind == "extern":
+            return self._by_position.get((graph.id, launch.position))
+        return self._by_kernel.get((graph.id, launch.target))
+
+
+def agrees(match: HandwrittenMatch) -> bool:
+    """Every hand-written kernel of the match ran and agreed with torch."""
+    return bool(match.runs) and all(r.ok for r in match.runs)
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How much of the profiled device time has a hand-written equivalent, by kind of match."""
@@ -155,6 +176,8 @@ class Coverage:
     total_us: float  # per step, every timed launch of the run's graphs
     by_kind_us: dict[str, float]  # "exact", "composed", "partial", "none" (no match recorded: "none")
     launches: int
+    # of the exact and composed ones, those whose every hand-written kernel agrees with torch
+    agreeing_us: float
 
     @property
     def matched_share(self) -> float:
@@ -162,29 +185,29 @@ class Coverage:
         matched = self.by_kind_us.get("exact", 0.0) + self.by_kind_us.get("composed", 0.0)
         return matched / self.total_us if self.total_us else 0.0
 
+    @property
+    def agreeing_share(self) -> float:
+        return self.agreeing_us / self.total_us if self.total_us else 0.0
+
 
 def coverage(run: CompileRun, matches: tuple[HandwrittenMatch, ...] | None = None) -> Coverage | None:
-    """The device time of every timed launch, split by the kind of its match (a generated kernel's every
-    launch takes its first launch's match; an extern call its own). None when no launch was timed."""
-    matches = run.handwritten if matches is None else matches
-    by_kernel = {(m.graph_id, m.target): m for m in matches}
-    by_position = {(m.graph_id, m.launch): m for m in matches}
+    """The device time of every timed launch, split by the kind of its match. None when no launch was timed."""
+    lookup = LaunchMatches(run.handwritten if matches is None else matches)
     by_kind: dict[str, float] = {}
-    total, timed = 0.0, 0
+    total, agreeing, timed = 0.0, 0.0, 0
     for graph in run.graphs:
         for launch in graph.launches:
             if launch.timing is None:
                 continue
             time_us = launch.timing.median_us
-            if launch.kind == "extern":
-                match = by_position.get((graph.id, launch.position))
-            else:
-                match = by_kernel.get((graph.id, launch.target))
+            match = lookup.of(graph, launch)
             kind = match.kind if match is not None else "none"
             by_kind[kind] = by_kind.get(kind, 0.0) + time_us
+            if match is not None and kind in ("exact", "composed") and agrees(match):
+                agreeing += time_us
             total += time_us
             timed += 1
-    return Coverage(total, by_kind, timed) if timed else None
+    return Coverage(total, by_kind, timed, agreeing) if timed else None
 
 
 def shape_for(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int] | None:

@@ -143,7 +143,7 @@ def concepts_of(
     names = [op_name(op) for op in aten_ops]
     if not extern:
         names = [n for n in names if n not in EXTERN_ORIGINS]
-        if set(names) & MASK_OPS and "where" in names and "arange" in names:
+        if "where" in names and "arange" in names:
             names = [n for n in names if n not in MASK_OPS]
     for marker, (activation, parts) in DECOMPOSED.items():
         if marker in names and not any(CONCEPTS.get(n) == activation for n in names if n != marker):
@@ -166,11 +166,6 @@ def concepts_of(
     if template and "addmm" in names and "add" not in kept:
         kept.append("add")  # the addmm template fuses its bias add
     return kept
-
-
-def _dtype(text: str | None) -> str | None:
-    parsed = tensor_type(text)
-    return _DTYPES.get(parsed[0]) if parsed else None
 
 
 def _tensors(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) -> tuple[list[_Tensor], str]:
@@ -354,10 +349,12 @@ def _channel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Te
         )
         concepts[:] = ["reduction_finish"]
         return
-    source = max(images, key=lambda t: (t.numel, not t.written)) if "max_pool2d_backward" not in concepts else max(
-        (t for t in images if t.written), key=lambda t: t.numel, default=images[0]
-    )
-    if "max_pool2d" in concepts:
+    # the activations the work is sized by: the largest image (a read one on a tie); a max-pool's input, which is
+    # the gradient it writes in its backward
+    source = max(images, key=lambda t: (t.numel, not t.written))
+    if "max_pool2d_backward" in concepts:
+        source = max((t for t in images if t.written), key=lambda t: t.numel, default=images[0])
+    elif "max_pool2d" in concepts:
         source = max((t for t in images if not t.written), key=lambda t: t.numel, default=source)
     n, c, h, w = source.dims
     problem.shape = {"batch": n, "channels": c, "height": h, "width": w}

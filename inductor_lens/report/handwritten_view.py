@@ -212,8 +212,7 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
         ),
     ]
     if (share := coverage(run)) is not None:
-        agreeing = coverage(run, tuple(m for m in run.handwritten if m.runs and all(r.ok for r in m.runs)))
-        agreed = f"; {agreeing.matched_share:.0%} with every check agreeing with torch" if agreeing and checked else ""
+        agreed = f"; {share.agreeing_share:.0%} with every check agreeing with torch" if checked else ""
         summary.append(
             SummaryItem(
                 "Profiled time with an equivalent",
