@@ -106,8 +106,10 @@ def test_float32_products_run_as_sdpas_do(attention: ModuleType, monkeypatch: py
     monkeypatch.setattr(torch.version, "hip", "6.2")
     assert attention._dot_precision(on_gpu) == "ieee"
     monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    # torch's flag read through the module's own reader: patching torch.backends.cuda.matmul itself failed to undo
+    # in a full CI run (monkeypatch's teardown stopped there and left `interpreting` patched for every later test)
+    monkeypatch.setattr(attention, "_torch_allows_tf32", lambda: True)
     assert attention._dot_precision(on_gpu) == "tf32"
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(attention, "_torch_allows_tf32", lambda: False)
     monkeypatch.setattr(attention, "_tensor_cores_take_tf32", lambda index: False)
     assert attention._dot_precision(on_gpu) == "ieee"

@@ -678,10 +678,15 @@ def _dot_precision(q: torch.Tensor) -> str:
     NVIDIA GPUs from Ampere on, TF32 where torch allows it, exact products elsewhere."""
     if q.dtype != torch.float32 or interpreting() or q.device.type != "cuda" or torch.version.hip:
         return "ieee"
-    if torch.backends.cuda.matmul.allow_tf32:
+    if _torch_allows_tf32():
         return "tf32"
     index = q.device.index if q.device.index is not None else torch.cuda.current_device()
     return "tf32x3" if _tensor_cores_take_tf32(index) else "ieee"
+
+
+def _torch_allows_tf32() -> bool:
+    """Whether torch's own float32 matmuls may run in TF32 (``torch.backends.cuda.matmul.allow_tf32``)."""
+    return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
 def _head_dim(q: torch.Tensor, others: Mapping[str, torch.Tensor]) -> int:
