@@ -82,7 +82,9 @@ def correctness(quick: bool) -> list[str]:
     for equivalent in EQUIVALENTS:
         for dtype in DTYPES:
             worst, shapes, bad = 0.0, [], []
-            for values in ODD_SHAPES[equivalent.family][: 3 if quick else None]:
+            # an entry's own check shapes (the interpreter's) and its default shape, where it names them
+            odd = [*equivalent.check_shapes, equivalent.default_shape] if equivalent.check_shapes else ODD_SHAPES[equivalent.family]
+            for values in odd[: 3 if quick else None]:
                 result = check.check(equivalent.name, equivalent.shape(values), dtype, "cuda")
                 shapes.append("x".join(map(str, values)))
                 ratio = max(e.max_rel for e in result.errors) / result.tolerance

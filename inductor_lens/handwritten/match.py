@@ -144,6 +144,9 @@ def _rows_cols(tensors: list[tuple[str, str]], problem: _Problem, *, by_written:
     vectors = [d[0] for _, _, d in shapes if len(d) == 1 and 1 < d[0] < numel and numel % d[0] == 0]
     cols = vectors[0] if vectors else dims[-1] if dims else 1
     problem.shape = {"rows": max(1, numel // max(cols, 1)), "cols": cols}
+    tables = [d[0] for n, _, d in shapes if by_written and len(d) == 2 and d[1] == cols and not n.startswith("out_ptr")]
+    if tables:  # the rows of the largest table it looks up (an embedding's vocabulary)
+        problem.shape["vocab"] = max(tables)
     problem.dtype = _DTYPES.get(dtype)
     fulls = {t for n, t in tensors if math.prod(tensor_type(t)[1]) == numel and not n.startswith("out_ptr")}  # type: ignore[index]
     problem.full_inputs = sum(1 for n, t in tensors if t in fulls and not n.startswith("out_ptr"))
@@ -318,4 +321,6 @@ def shape_for(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int] |
         return {d: shape[d] for d in equivalent.dims}
     if equivalent.dims == ("rows", "cols") and "M" in shape:
         return {"rows": shape["M"], "cols": shape["N"]}
+    if equivalent.dims == ("tokens", "vocab", "dim") and {"rows", "cols", "vocab"} <= set(shape):
+        return {"tokens": shape["rows"], "vocab": shape["vocab"], "dim": shape["cols"]}
     return None
