@@ -323,4 +323,6 @@ def shape_for(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int] |
         return {"rows": shape["M"], "cols": shape["N"]}
     if equivalent.dims == ("tokens", "vocab", "dim") and {"rows", "cols", "vocab"} <= set(shape):
         return {"tokens": shape["rows"], "vocab": shape["vocab"], "dim": shape["cols"]}
+    if equivalent.dims == ("rows", "vocab") and {"rows", "cols"} <= set(shape):
+        return {"rows": shape["rows"], "vocab": shape["cols"]}  # the logits: a row per token
     return None

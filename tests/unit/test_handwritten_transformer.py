@@ -12,6 +12,7 @@ import pytest
 from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import INTERPRETER_ELEMENTS, get, interpreter_shape
 from inductor_lens.handwritten.kernels import interpreter
+from inductor_lens.handwritten.match import shape_for
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -156,3 +157,15 @@ def test_interpreter_shapes_of_the_bench_shapes_stay_small() -> None:
             assert shape["rows"] * shape["cols"] <= INTERPRETER_ELEMENTS, (name, shape)
         kept = [d for d in equivalent.dims if d not in (equivalent.shrink or ("rows",))]
         assert all(shape[d] == full[d] for d in kept), (name, shape)
+
+
+def test_match_shapes_map_to_the_entries_dimensions() -> None:
+    """A rows x cols match (with the vocabulary of the table an embedding kernel indexes) sizes the entries."""
+    assert shape_for(get("embedding"), {"rows": 1024, "cols": 768, "vocab": 50257}) == {
+        "tokens": 1024, "vocab": 50257, "dim": 768,
+    }  # fmt: skip
+    assert shape_for(get("embedding"), {"rows": 1024, "cols": 768}) is None  # no table seen: no vocabulary
+    logits = {"rows": 4096, "cols": 50257}
+    assert shape_for(get("cross_entropy_backward"), logits) == {"rows": 4096, "vocab": 50257}
+    rows = {"rows": 4096, "cols": 512}
+    assert shape_for(get("rmsnorm_residual"), {**rows, "vocab": 4096}) == rows
