@@ -48,7 +48,8 @@ def child(dtypes: list[str]) -> dict[str, object]:
     tasks = 0
     started = time.perf_counter()
     for equivalent in EQUIVALENTS:
-        for shape in SHAPES[equivalent.family]:
+        # a family without a list here (entries of their own dimensions): the entry's default shape
+        for shape in SHAPES.get(equivalent.family, [equivalent.default_shape]):
             for dtype in dtypes:
                 task = HandwrittenTask(equivalent.name, equivalent.shape(shape), dtype)
                 try:

@@ -188,6 +188,30 @@ _ATTENTION_BACKWARD: _OneModuleFamily = {
 }  # fmt: skip
 
 
+def _transformer_rotary(shape: Shape, itemsize: int) -> Cost:
+    b, h, s, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
+    return itemsize * (2 * b * h * s * d + 2 * s * d), 0  # x in, out, the cos and sin tables once
+
+
+def _transformer_embedding(backward: bool) -> Callable[[Shape, int], Cost]:
+    def cost(shape: Shape, itemsize: int) -> Cost:
+        tokens, vocab, dim = shape["tokens"], shape["vocab"], shape["dim"]
+        # forward: the ids, the rows gathered (read and written); backward: the ids, grad, the dense table
+        rows = vocab * dim if backward else tokens * dim
+        return 8 * tokens + itemsize * (tokens * dim + rows), 0
+
+    return cost
+
+
+def _transformer_cross_entropy(backward: bool) -> Callable[[Shape, int], Cost]:
+    def cost(shape: Shape, itemsize: int) -> Cost:
+        rows, vocab = shape["rows"], shape["vocab"]
+        # the logits (and, backward, their gradient), the int64 targets, the fp32 logsumexp per row, the loss
+        return itemsize * (1 + backward) * rows * vocab + (8 + 4) * rows + itemsize, 0
+
+    return cost
+
+
 class _Family(TypedDict, total=False):
     """Keyword arguments of ``Equivalent`` that the entries of a family share."""
 
@@ -408,6 +432,82 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
                formula="aten.max_pool2d_with_indices_backward(grad_out, x, kernel, stride, padding, 1, False, indices)",
                covers=frozenset({"max_pool2d_backward"}), cost=_pooling_cost, **_POOLING),
     # -- transformer pieces: rotary, RMSNorm with residual, gated MLP backward, embedding, cross-entropy --
+    Equivalent("rotary", family="transformer", module="rotary", kernels=("_rotary_kernel",),
+               summary="Rotary position embedding of q or k (HF Llama), cos/sin rows reused over heads",
+               formula="x * cos + rotate_half(x) * sin", dims=("batch", "heads", "seq", "head_dim"),
+               covers=frozenset({"rotary"}), cost=_transformer_rotary, bound="memory", tolerance=MEMORY_TOLERANCE,
+               default_shape=(2, 8, 200, 64), bench_shape=(4, 32, 2048, 128),
+               check_shapes=((1, 1, 1, 2), (2, 3, 17, 6), (1, 5, 33, 64)), shrink=("batch", "heads", "seq")),
+    Equivalent("rotary_backward", family="transformer", module="rotary", kernels=("_rotary_kernel",),
+               summary="Rotary embedding backward (the transposed rotation)",
+               formula="grad * cos + rotate_half_transposed(grad * sin)", dims=("batch", "heads", "seq", "head_dim"),
+               covers=frozenset({"rotary_backward"}), cost=_transformer_rotary, bound="memory",
+               tolerance=MEMORY_TOLERANCE, default_shape=(2, 8, 200, 64), bench_shape=(4, 32, 2048, 128),
+               check_shapes=((1, 1, 1, 2), (2, 3, 17, 6), (1, 5, 33, 64)), shrink=("batch", "heads", "seq")),
+    Equivalent("rmsnorm_residual", module="norms", kernels=("_norm_forward_kernel",),
+               summary="Residual add then RMSNorm (eps 1e-6), one pass: the normalised rows and the sum",
+               formula="h = x + residual; (F.rms_norm(h, (cols,), weight, eps=1e-6), h)",
+               covers=frozenset({"add", "rmsnorm"}), cost=_rowwise(4, 1), tolerance=REDUCTION_TOLERANCE,
+               family="row-wise", dims=_ROWS_COLS, bound="memory", default_shape=(1000, 777),
+               bench_shape=(16384, 4096), check_shapes=((1, 1), (3, 5), (37, 1031), (2, 20000))),
+    Equivalent("rmsnorm_backward", module="norms", kernels=("_layer_norm_backward_kernel", "_sum_partials_kernel"),
+               summary="RMSNorm backward: grad of input and weight, from the saved rstd",
+               formula="(grad_x, grad_weight) of F.rms_norm(x, (cols,), weight, eps=1e-6)",
+               covers=frozenset({"rmsnorm_backward"}), cost=_rowwise(3, 2, row_floats=1),
+               tolerance=REDUCTION_TOLERANCE, family="row-wise", dims=_ROWS_COLS, bound="memory",
+               default_shape=(1000, 777), bench_shape=(16384, 4096), check_shapes=((3, 5), (37, 1031), (2, 9000))),
+    Equivalent("rmsnorm_residual_backward", module="norms",
+               kernels=("_layer_norm_backward_kernel", "_sum_partials_kernel"),
+               summary="RMSNorm backward plus the residual stream's gradient (pre-norm blocks)",
+               formula="(grad_x of F.rms_norm(h, ...) + grad_residual, grad_weight)",
+               covers=frozenset({"rmsnorm_backward", "add"}), cost=_rowwise(4, 2, row_floats=1),
+               tolerance=REDUCTION_TOLERANCE, family="row-wise", dims=_ROWS_COLS, bound="memory",
+               default_shape=(1000, 777), bench_shape=(16384, 4096), check_shapes=((3, 5), (37, 1031), (2, 9000))),
+    Equivalent("silu_mul_backward", family="elementwise", module="elementwise",
+               kernels=("_activation_backward_kernel",), dims=_ROWS_COLS, bound="memory",
+               summary="SwiGLU's activation backward: both gradients from one read of grad, gate and up",
+               formula="(aten.silu_backward(grad * up, gate), grad * F.silu(gate))",
+               covers=frozenset({"silu_mul_backward"}), cost=_rowwise(5, 0), tolerance=MEMORY_TOLERANCE,
+               default_shape=(1000, 777), bench_shape=(4096, 11008)),
+    Equivalent("gelu_backward", family="elementwise", module="elementwise",
+               kernels=("_activation_backward_kernel",), dims=_ROWS_COLS, bound="memory",
+               summary="GELU backward, exact (erf) form", formula="aten.gelu_backward(grad, x)",
+               covers=frozenset({"gelu_backward"}), cost=_rowwise(3, 0), tolerance=MEMORY_TOLERANCE,
+               default_shape=(1000, 777), bench_shape=(8192, 3072)),
+    Equivalent("gelu_tanh_backward", family="elementwise", module="elementwise",
+               kernels=("_activation_backward_kernel",), dims=_ROWS_COLS, bound="memory",
+               summary="GELU backward, tanh approximation", formula="aten.gelu_backward(grad, x, approximate='tanh')",
+               covers=frozenset({"gelu_tanh_backward"}), cost=_rowwise(3, 0), tolerance=MEMORY_TOLERANCE,
+               default_shape=(1000, 777), bench_shape=(8192, 3072)),
+    Equivalent("embedding", family="transformer", module="embedding", kernels=("_embedding_kernel",),
+               summary="Token embedding: gather the table rows of the ids", formula="F.embedding(ids, table)",
+               dims=("tokens", "vocab", "dim"), covers=frozenset({"embedding"}), cost=_transformer_embedding(False),
+               bound="memory", tolerance=MEMORY_TOLERANCE, default_shape=(256, 500, 128),
+               bench_shape=(8192, 50257, 768), check_shapes=((1, 1, 1), (37, 11, 33), (70, 1000, 100)),
+               shrink=("tokens", "vocab")),
+    Equivalent("embedding_backward", family="transformer", module="embedding",
+               kernels=("_embedding_backward_kernel",),
+               summary="Embedding backward, deterministic: ids sorted, one program sums each id's rows",
+               formula="aten.embedding_dense_backward(grad, ids, vocab, -1, False)",
+               dims=("tokens", "vocab", "dim"), covers=frozenset({"embedding_backward"}),
+               cost=_transformer_embedding(True), bound="memory", tolerance=REDUCTION_TOLERANCE,
+               default_shape=(256, 500, 128), bench_shape=(8192, 50257, 768),
+               check_shapes=((1, 1, 1), (37, 11, 33), (200, 30, 70)), shrink=("vocab", "tokens")),
+    Equivalent("cross_entropy", family="transformer", module="cross_entropy",
+               kernels=("_cross_entropy_kernel", "_mean_loss_kernel"),
+               summary="Cross-entropy, mean over the rows not ignored (-100), online logsumexp over vocab chunks",
+               formula="(F.cross_entropy(logits, targets), torch.logsumexp(logits.float(), -1))",
+               dims=("rows", "vocab"), covers=frozenset({"cross_entropy"}), cost=_transformer_cross_entropy(False),
+               bound="memory", tolerance=REDUCTION_TOLERANCE, default_shape=(64, 50257), bench_shape=(8192, 50257),
+               check_shapes=((1, 1), (5, 33), (3, 5000)), shrink=("rows",)),
+    Equivalent("cross_entropy_backward", family="transformer", module="cross_entropy",
+               kernels=("_cross_entropy_backward_kernel",),
+               summary="Cross-entropy backward from the saved logsumexp: (softmax - onehot) * grad / count",
+               formula="aten._log_softmax_backward_data(aten.nll_loss_backward(grad, log_softmax(logits), ...))",
+               dims=("rows", "vocab"), covers=frozenset({"cross_entropy_backward"}),
+               cost=_transformer_cross_entropy(True), bound="memory", tolerance=REDUCTION_TOLERANCE,
+               default_shape=(64, 50257), bench_shape=(8192, 50257),
+               check_shapes=((1, 1), (5, 33), (3, 5000)), shrink=("rows",)),
 )  # fmt: skip
 
 _BY_NAME = {e.name: e for e in EQUIVALENTS}

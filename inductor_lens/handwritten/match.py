@@ -219,4 +219,6 @@ def shape_for(equivalent: Equivalent, shape: dict[str, int]) -> dict[str, int] |
     if equivalent.dims == ("rows", "cols") and "channels" in shape:
         # an elementwise step of a batch norm kernel: the activations as (N x C) rows of H x W
         return {"rows": shape["batch"] * shape["channels"], "cols": shape["height"] * shape["width"]}
+    if equivalent.dims == ("rows", "vocab") and {"rows", "cols"} <= set(shape):
+        return {"rows": shape["rows"], "vocab": shape["cols"]}  # the logits: a row per token
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inductor_lens.handwritten.catalog import EQUIVALENTS, get, interpreter_shape, parse_shape
-from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_name
+from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_name, shape_for
 from inductor_lens.handwritten.source import kernel_source
 from inductor_lens.parse import parse_debug_folder
 
@@ -165,14 +165,17 @@ def test_report_rows_keep_each_launch(unpacked) -> None:
 
 def test_gpt2_matches_follow_the_activations_and_the_smallest_composition(unpacked) -> None:
     """HF GPT-2 (H100 capture): the embedding + LayerNorm kernel is sized by the activations it writes (4 x 256
-    tokens of 256), not by the position table it indexes (2048 x 256); the model's own tanh-GELU formula, fused
-    with the addmm's bias, is one bias_gelu_tanh, not a chain with residual adds made of the formula's adds."""
+    tokens of 256), not by the position table it indexes (2048 x 256), and composed of the embedding lookup,
+    the add of the two embeddings and the LayerNorm; the model's own tanh-GELU formula, fused with the addmm's
+    bias, is one bias_gelu_tanh, not a chain with residual adds made of the formula's adds."""
     run = parse_debug_folder(unpacked("gpt2_small_ro"), strict=True)
     by_target = {m.target: m for m in match_run(run)}
     embedding = by_target["triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"]
-    assert (embedding.kind, embedding.equivalents) == ("partial", ("add", "layernorm"))
+    assert (embedding.kind, embedding.equivalents) == ("composed", ("embedding", "add", "layernorm"))
+    # the ids and the table read right after them (the token embedding's) size the lookup
     assert embedding.shape == {"rows": 1024, "cols": 256, "tokens": 1024, "vocab": 2048, "dim": 256}
-    assert embedding.not_covered == ("embedding",)  # arange: index math, nothing to hand-write
+    assert shape_for(get("embedding"), dict(embedding.shape)) == {"tokens": 1024, "vocab": 2048, "dim": 256}
+    assert embedding.not_covered == ()  # arange: index math, nothing to hand-write
     gelu = by_target["triton_poi_fused_add_addmm_mul_pow_tanh_view_5"]
     assert (gelu.kind, gelu.equivalents, gelu.shape) == ("exact", ("bias_gelu_tanh",), {"rows": 1024, "cols": 1024})
     # a real residual add next to a LayerNorm is still counted
@@ -182,17 +185,16 @@ def test_gpt2_matches_follow_the_activations_and_the_smallest_composition(unpack
 
 def test_llama_rmsnorm_written_out_is_recognised(unpacked) -> None:
     """HF Llama (H100 capture, bf16) writes RMSNorm out (pow, mean, add eps, rsqrt, mul): it is an rmsnorm,
-    the final norm's residual add a residual, and the layers' kernels say what they leave uncovered."""
+    the final norm with its residual add one rmsnorm_residual, and the layers' kernels (which gather the
+    embedding again rather than read it) an embedding besides."""
     run = parse_debug_folder(unpacked("llama_small_bf16"), strict=True)
     by_target = {m.target: m for m in match_run(run)}
     final = by_target["triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_12"]
-    assert (final.kind, final.equivalents, final.shape) == ("composed", ("residual", "rmsnorm"), {"rows": 4096, "cols": 512})
+    assert (final.kind, final.equivalents, final.shape) == ("exact", ("rmsnorm_residual",), {"rows": 4096, "cols": 512})
     first = by_target["triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0"]
-    assert (first.kind, first.equivalents, first.not_covered) == ("partial", ("rmsnorm",), ("embedding",))
+    assert (first.kind, first.equivalents, first.not_covered) == ("composed", ("embedding", "rmsnorm"), ())
     layer = by_target["triton_per_fused__to_copy__unsafe_view_add_embedding_mean_mul_pow_rsqrt_11"]
-    # the table is as large as the activations here (4096 x 512) but read at the looked-up rows only
-    assert layer.equivalents == ("residual", "rmsnorm")
-    assert layer.not_covered == ("embedding", "1 more full-size input")
+    assert layer.equivalents == ("rmsnorm_residual", "embedding")
 
 
 def test_llama_swiglu_activation_is_one_silu_mul(unpacked) -> None:

@@ -17,6 +17,15 @@ programs (4 KiB of ``x`` each, one 16-byte vector a thread over 8 warps) beat fe
 an ``evict_first`` hint on the single-use loads cost 2-5%, so only the bias row, re-read by every row,
 carries a hint (``evict_last``). Offsets switch to int64 only when the tensor has more than 2**31
 elements, where int32 arithmetic would overflow.
+
+The backward of the activations (a training step's backward graph) is a second kernel of the same flat
+shape, ``_activation_backward_kernel``: ``grad · act'(x)`` for GELU in both forms, and for SwiGLU's
+``silu(gate) · up`` both gradients, ``grad · up · silu'(gate)`` and ``grad · silu(gate)``, from one read of
+grad, gate and up (Inductor's fused backward kernel does the same work; eager autograd takes three kernels,
+two products and SiLU's backward, reading grad twice). The derivatives are taken in closed form in fp32: the tanh form through ``s = sigmoid(2u)``
+(``1 - tanh²u = 4s(1 - s)``, one exp, saturating to 0 or 1 without inf/inf); SiLU as ``σ(1 + x(1 - σ))``.
+It takes the forward's configuration list (two or three inputs and one or two outputs instead of one
+and one: the best block per dtype may move, which the autotuner picks, not yet measured on a GPU).
 """
 
 from __future__ import annotations
@@ -177,6 +186,125 @@ def bias_act(
     return out
 
 
+# --- activations backward: GELU (both forms) and the SiLU-gated product ------------------------------
+
+
+@triton.jit
+def _activation_backward_kernel(
+    grad_ptr,
+    x_ptr,
+    up_ptr,
+    grad_x_ptr,
+    grad_up_ptr,
+    numel_in_units,
+    BLOCK: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    GATED: tl.constexpr,
+    INDEX_64: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    """grad_x = grad · act'(x); GATED (out = act(x) · up): grad_x = grad · up · act'(x) and
+    grad_up = grad · act(x)."""
+    block = tl.program_id(0)
+    if INDEX_64:
+        block = block.to(tl.int64)
+        numel_in_units = numel_in_units.to(tl.int64)
+    numel = numel_in_units * ALIGN
+    offsets = block * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < numel
+    grad = tl.load(grad_ptr + offsets, mask=mask).to(tl.float32)
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    if ACTIVATION == "gelu":
+        # d/dx x·Φ(x) = Φ(x) + x·φ(x)
+        cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
+        slope = cdf + x * 0.3989422804014327 * tl.exp(-0.5 * x * x)
+        value = x * cdf
+    elif ACTIVATION == "gelu_tanh":
+        # With s = sigmoid(2u) = (1 + tanh u) / 2, u = k(x + 0.044715x³): y = x·s and
+        # 1 - tanh²u = 4s(1 - s), so y' = s + 2x·s(1 - s)·k(1 + 3·0.044715x²); one exp, no cancellation.
+        k = 0.7978845608028654
+        inner = k * (x + 0.044715 * x * x * x)
+        s = 1.0 / (1.0 + tl.exp(-2.0 * inner))
+        slope = s + 2.0 * x * s * (1.0 - s) * k * (1.0 + 0.134145 * x * x)
+        value = x * s
+    else:  # silu: y = x·σ(x), y' = σ(x)·(1 + x(1 - σ(x)))
+        s = 1.0 / (1.0 + tl.exp(-x))
+        slope = s * (1.0 + x * (1.0 - s))
+        value = x * s
+    if GATED:
+        up = tl.load(up_ptr + offsets, mask=mask).to(tl.float32)
+        tl.store(grad_up_ptr + offsets, (grad * value).to(grad_up_ptr.dtype.element_ty), mask=mask)
+        grad *= up
+    tl.store(grad_x_ptr + offsets, (grad * slope).to(grad_x_ptr.dtype.element_ty), mask=mask)
+
+
+_activation_backward_tuned = TunedKernel(
+    _activation_backward_kernel, CONFIGS, key=["numel_in_units", "ACTIVATION", "GATED"]
+)
+
+
+def activation_backward(
+    grad: torch.Tensor, x: torch.Tensor, up: torch.Tensor | None = None, activation: str = "gelu"
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """The gradient of ``act(x)`` (grad_x), or with ``up`` of ``act(x) * up`` (grad_x, grad_up); activation is
+    "gelu", "gelu_tanh" or "silu"."""
+    if activation not in ("gelu", "gelu_tanh", "silu"):
+        raise ValueError(f"activation {activation!r}: expected gelu, gelu_tanh or silu")
+    for name, other in (("x", x), ("up", up)):
+        if other is not None and other.shape != grad.shape:
+            raise ValueError(f"{name} of shape {tuple(other.shape)}: expected grad's {tuple(grad.shape)}")
+    grad, x = grad.contiguous(), x.contiguous()
+    up = None if up is None else up.contiguous()
+    grad_x = torch.empty_like(x)
+    grad_up = None if up is None else torch.empty_like(up)
+    numel = x.numel()
+    if numel > 0:
+        align = math.gcd(numel, 16)
+        # x and grad_x stand in for a missing up and grad_up: never read or written.
+        launch_args = (
+            grad,
+            x,
+            up if up is not None else x,
+            grad_x,
+            grad_up if grad_up is not None else grad_x,
+            numel // align,
+        )
+        switches = dict(
+            ACTIVATION=activation,
+            GATED=up is not None,
+            INDEX_64=numel + max(c.kwargs["BLOCK"] for c in CONFIGS) > INT32_LIMIT,
+            ALIGN=align,
+        )
+        if interpreting():
+            block = BLOCK_BYTES // x.element_size()
+            _activation_backward_kernel[(triton.cdiv(numel, block),)](
+                *launch_args, BLOCK=block, **switches, num_warps=NUM_WARPS
+            )
+        else:
+            _activation_backward_tuned[lambda meta: (triton.cdiv(numel, meta["BLOCK"]),)](
+                *launch_args, **switches
+            )
+    return grad_x if grad_up is None else (grad_x, grad_up)
+
+
+def _silu_mul_backward_reference(
+    grad: torch.Tensor, gate: torch.Tensor, up: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.ops.aten.silu_backward(grad * up, gate), grad * F.silu(gate)
+
+
+def _make_backward_inputs(
+    shape: Mapping[str, int], dtype: torch.dtype, device: torch.device, generator: Any, *, gated: bool
+) -> tuple[torch.Tensor, ...]:
+    """(grad, x) or (grad, gate, up); x (the gate) doubled, so it reaches well past the activations' bend."""
+    rows, cols = shape["rows"], shape["cols"]
+    tensors = [
+        torch.randn(rows, cols, generator=generator, device=device, dtype=dtype) for _ in range(2 + gated)
+    ]
+    tensors[1] = tensors[1] * 2
+    return tuple(tensors)
+
+
 def _reference(
     x: torch.Tensor,
     bias: torch.Tensor | None = None,
@@ -267,5 +395,24 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         lambda x, bias, residual: _reference(x, bias, residual),
         _make_residual_inputs,
         (_bias_act_kernel,),
+    ),
+    # the backward of the entries above (what a training step's backward graph launches)
+    "silu_mul_backward": Implementation(
+        lambda grad, gate, up: activation_backward(grad, gate, up, activation="silu"),
+        _silu_mul_backward_reference,
+        functools.partial(_make_backward_inputs, gated=True),
+        (_activation_backward_kernel,),
+    ),
+    "gelu_backward": Implementation(
+        lambda grad, x: activation_backward(grad, x, activation="gelu"),
+        lambda grad, x: torch.ops.aten.gelu_backward(grad, x),
+        functools.partial(_make_backward_inputs, gated=False),
+        (_activation_backward_kernel,),
+    ),
+    "gelu_tanh_backward": Implementation(
+        lambda grad, x: activation_backward(grad, x, activation="gelu_tanh"),
+        lambda grad, x: torch.ops.aten.gelu_backward(grad, x, approximate="tanh"),
+        functools.partial(_make_backward_inputs, gated=False),
+        (_activation_backward_kernel,),
     ),
 }
