@@ -6,10 +6,18 @@ for step in "$@"; do
   case $step in
     launch) timeout 150 python3 benchmarks/launch_overhead_handwritten.py --rounds 7 > $OUT/launch.md 2> $OUT/launch.err ;;
     kernels) timeout 330 python3 benchmarks/handwritten_gpu.py --results $OUT/kernels.md --quick --families attention "batch norm" pooling layout > $OUT/kernels.log 2>&1 ;;
+    conv-fwd) timeout 180 python3 benchmarks/conv_resnet50.py --results $OUT/conv-fwd.md --directions forward --formats channels-last NCHW --limit-s 160 > $OUT/conv-fwd.log 2>&1 ;;
+    conv-bwd) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-bwd.md --directions "input gradient" "weight gradient" --formats channels-last --limit-s 145 > $OUT/conv-bwd.log 2>&1 ;;
+    attention) timeout 130 python3 benchmarks/handwritten_gpu.py --results $OUT/attention.md --skip-correctness --families attention > $OUT/attention.log 2>&1 ;;
+    memory) timeout 560 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
     fixture-*) rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/${step#fixture-}.tar.gz -C /tmp/fx
       timeout 540 python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/fixture-${step#fixture-}.md --timeout 420 --captures /tmp/fx/${step#fixture-} > $OUT/fixture-${step#fixture-}.log 2>&1
       cp /tmp/fx/${step#fixture-}/handwritten*.json /tmp/fx/${step#fixture-}/handwritten*.log $OUT/ 2>/dev/null ;;
-    cov-*) timeout 560 python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/coverage-${step#cov-}.md --timeout 500 --cases ${step#cov-} > $OUT/cov-${step#cov-}.log 2>&1 ;;
+    cov-*) # cov-CASE[@OUTER_S@STAGE_S]: one compile of a real model with the hand-written stage; its capture kept
+      IFS=@ read -r name outer stage <<< "${step#cov-}"
+      timeout ${outer:-560} python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/coverage-$name.md --timeout ${stage:-500} --cases $name > $OUT/cov-$name.log 2>&1
+      cp /tmp/cov/$name/capture/handwritten*.json $OUT/handwritten-$name.json 2>/dev/null
+      tar czf $OUT/capture-$name.tar.gz -C /tmp/cov/$name --transform "s,^capture,$name," capture 2>/dev/null ;;
   esac
   echo "exit $?"
 done

@@ -20,7 +20,7 @@ from ..worker.files import (
     task_key,
 )
 from .catalog import ITEMSIZE, get
-from .match import match_run, shape_for
+from .match import LaunchMatches, match_run, shape_for
 from .runner import read_results, run_tasks
 from .source import kernel_record
 
@@ -37,15 +37,21 @@ def attach_handwritten(
 ) -> CompileRun:
     matches = match_run(run)
     tasks: dict[str, HandwrittenTask] = {}
-    for match in matches:
+    weights: dict[str, tuple[float, float]] = {}
+    for match, time_us in _profiled_time(run, matches):
+        whole = match.kind in ("exact", "composed")
         for name in match.equivalents:
             shape = shape_for(get(name), dict(match.shape))
             if shape is not None:
                 task = HandwrittenTask(name, shape, match.dtype)
                 tasks.setdefault(task.key, task)
+                stood_for, partly = weights.get(task.key, (0.0, 0.0))
+                weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
     data = HandwrittenResults()
     if capture_dir is not None and execute and tasks:
-        data = run_tasks(list(tasks.values()), run_device(run), capture_dir, timeout_s)
+        # the largest profiled time first, so a stage cut short by its time limit has checked the most of it
+        ordered = sorted(tasks.values(), key=lambda t: weights[t.key], reverse=True)
+        data = run_tasks(ordered, run_device(run), capture_dir, timeout_s)
     elif capture_dir is not None and (capture_dir / HANDWRITTEN_RESULTS_FILE).is_file():
         data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
     device = data.device or run_device(run)
@@ -56,6 +62,18 @@ def attach_handwritten(
         warning = Diagnostic("warning", "hand-written kernels", data.error)
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
     return run
+
+
+def _profiled_time(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> list[tuple[HandwrittenMatch, float]]:
+    """Each match with the profiled device time (µs per step) of the launches it stands for; 0 where untimed."""
+    lookup = LaunchMatches(matches)
+    spent: dict[int, float] = {}
+    for graph in run.graphs:
+        for launch in graph.launches:
+            match = lookup.of(graph, launch)
+            if match is not None and launch.timing is not None:
+                spent[id(match)] = spent.get(id(match), 0.0) + launch.timing.median_us
+    return [(match, spent.get(id(match), 0.0)) for match in matches]
 
 
 def _with_runs(

@@ -168,6 +168,12 @@ def concepts_of(
     return kept
 
 
+def _code_of(source: str) -> str:
+    """A kernel's source without its comments: the ORIGIN tracebacks quote the model's code (``cos = emb.cos()``)
+    for kernels that only copy a tensor the rotary embedding made."""
+    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+
+
 def _tensors(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) -> tuple[list[_Tensor], str]:
     """Each tensor the launch passes, its sizes as numbers, and which size hints made those numbers ("" for a
     static graph)."""
@@ -253,7 +259,7 @@ def launch_problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Laun
 
 def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Tensor], problem: Problem) -> None:
     template = kernel.category == "template"
-    problem.concepts = concepts_of(kernel.aten_ops, template=template, source=kernel.source)
+    problem.concepts = concepts_of(kernel.aten_ops, template=template, source=_code_of(kernel.source))
     if template:
         named = {t.param: t for t in tensors}
         if "arg_A" in named and "arg_B" in named:
@@ -276,6 +282,11 @@ def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Ten
     problem.bias_inputs = max(0, problem.bias_inputs - sum(NORM_VECTORS.get(c, 0) for c in problem.concepts))
     if "embedding" in problem.concepts:
         _embedding_shape(tensors, problem)
+    if "rotary" in problem.concepts:
+        # q or k as attention reads them: the 4-D [batch, heads, seq, head_dim] tensor the kernel writes
+        rotated = [t for t in tensors if t.written and len(t.dims) == 4]
+        if rotated:
+            problem.shape = dict(zip(("batch", "heads", "seq", "head_dim"), rotated[0].dims, strict=True))
     # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it. Where the model
     # wrote the decomposed op's formula out, the name lists the formula's own adds and muls: only an add
     # of a second full-size input (a residual) is the kernel's own work then.

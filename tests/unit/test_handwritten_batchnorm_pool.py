@@ -74,7 +74,8 @@ def test_max_pool_propagates_nan_and_points_at_it() -> None:
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_max_pool_backward_matches_autograd_through_the_offsets(channels_last: bool) -> None:
     pooling = _module("max_pool2d_backward")
-    x = torch.relu(torch.randn(2, 3, 9, 8, dtype=torch.float64))  # ties at zero
+    # float32, the widest dtype the catalog runs in (the kernel sums overlapping windows in fp32)
+    x = torch.relu(torch.randn(2, 3, 9, 8))  # ties at zero
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     x.requires_grad_(True)

@@ -108,3 +108,50 @@ def test_launchers_refuse_mismatched_sizes(conv: ModuleType) -> None:
         conv.conv2d_backward_input(torch.empty(1, 4, 3, 3), torch.empty(4, 2, 3, 3), (6, 6))
     with pytest.raises(ValueError, match="input gives"):
         conv.conv2d_backward_weight(torch.empty(1, 4, 3, 3), torch.empty(1, 2, 6, 6), (3, 3))
+
+
+def test_float32_follows_cudnns_tf32_flag_and_is_checked_at_tf32s_tolerance(
+    conv: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """float32 convolutions run in TF32 where cuDNN's would (``torch.backends.cudnn.allow_tf32``, on by default),
+    and a TF32 kernel is checked at float16's tolerance (TF32 keeps its 10-bit mantissa), saying why."""
+    from dataclasses import replace
+
+    from inductor_lens.handwritten import check
+
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    monkeypatch.setattr(conv, "interpreting", lambda: False)
+    assert conv.float32_products() == "tf32"
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert conv.float32_products() == "ieee"
+    monkeypatch.undo()
+    assert conv.float32_products() == "ieee"  # the interpreter has no TF32
+
+    as_if_tf32 = replace(conv.IMPLEMENTATIONS["conv2d"], float32_products=lambda: "tf32")
+    monkeypatch.setattr(check, "implementation", lambda equivalent, device="cuda": as_if_tf32)
+    entry = catalog.get("conv2d")
+    shape = catalog.interpreter_shape(entry, dict(zip(entry.dims, entry.default_shape, strict=True)))
+    result = check.check("conv2d", shape, "float32", "cpu")
+    assert (result.ok, result.tolerance) == (True, catalog.TF32_TOLERANCE)
+    assert result.note == "float32 products in TF32, as torch's flag allows its own"
+    assert check.check("conv2d", shape, "float16", "cpu").tolerance == catalog.DOT_TOLERANCE["float16"]
+
+
+def test_pointwise_channels_last_convolution_runs_as_a_plain_gemm(conv: ModuleType) -> None:
+    """A 1x1, stride-1, unpadded, ungrouped convolution on channels-last activations is the matmul kernel on
+    the [N*H*W, C] matrix they are stored as (forward and input gradient), channels-last out, as torch's."""
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 33, 5, 7, generator=generator).to(memory_format=torch.channels_last)
+    weight = torch.randn(40, 33, 1, 1, generator=generator)
+    bias = torch.randn(40, generator=generator)
+    assert conv._plain_gemm(x, 1, 1, conv.NO_ARGS)
+    assert not conv._plain_gemm(x.contiguous(), 1, 1, conv.NO_ARGS)
+    assert not conv._plain_gemm(x, 1, 1, conv.Conv2dArgs(stride=2))
+    with interpreter(True):
+        y = conv.conv2d(x, weight, bias)
+        grad_out = torch.randn(2, 40, 5, 7, generator=generator).to(memory_format=torch.channels_last)
+        grad_x = conv.conv2d_backward_input(grad_out, weight, (5, 7))
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    assert _close(y, F.conv2d(x.double(), weight.double(), bias.double()))
+    want = torch.nn.grad.conv2d_input(x.shape, weight.double(), grad_out.double())
+    assert grad_x.is_contiguous(memory_format=torch.channels_last) and _close(grad_x, want)

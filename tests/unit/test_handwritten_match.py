@@ -203,3 +203,20 @@ def test_llama_swiglu_activation_is_one_silu_mul(unpacked) -> None:
     assert (swiglu.kind, swiglu.equivalents, swiglu.shape, swiglu.dtype) == (
         "exact", ("silu_mul",), {"rows": 4096, "cols": 1408}, "bfloat16"
     )
+
+
+def test_llama_rotary_is_sized_by_the_heads_it_writes(unpacked) -> None:
+    """HF Llama's rotary kernels (k: 2 key/value heads, q: 8) are sized by the [batch, heads, seq, head_dim]
+    tensor they write. The kernels after them only repeat k and v for grouped-query attention or build the
+    causal mask: their ORIGIN comments quote the rotary code, but their code computes no cosine."""
+    run = parse_debug_folder(unpacked("llama_small_bf16"), strict=True)
+    suffix = "slice_transpose_unsqueeze_view_where"
+    by_end = {m.target.rsplit("_", 1)[-1]: m for m in match_run(run) if suffix in m.target or "cos_mul" in m.target}
+    rows = {end: (m.kind, m.equivalents, dict(m.shape)) for end, m in by_end.items()}
+    assert rows == {
+        "3": ("exact", ("rotary",), {"batch": 8, "heads": 2, "seq": 512, "head_dim": 64}),
+        "4": ("exact", ("rotary",), {"batch": 8, "heads": 8, "seq": 512, "head_dim": 64}),
+        "5": ("exact", ("copy",), {"rows": 32768, "cols": 64}),
+        "6": ("exact", ("copy",), {"rows": 32768, "cols": 64}),
+        "7": ("none", (), {}),  # writes the mask, reads nothing
+    }  # fmt: skip

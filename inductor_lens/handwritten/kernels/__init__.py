@@ -26,6 +26,9 @@ class Implementation:
     make_inputs: Callable[[Mapping[str, int], Any, Any, Any], tuple[Any, ...]]
     # The @triton.jit functions it launches, for the report to show their source.
     kernels: tuple[Any, ...]
+    # How its float32 products run now ("tf32" or "ieee"), where a torch flag decides it: a TF32 kernel is
+    # checked at TF32's tolerance (check.py).
+    float32_products: Callable[[], str] | None = None
 
 
 # Whether the kernel modules were imported (so their @triton.jit functions made) under the interpreter.

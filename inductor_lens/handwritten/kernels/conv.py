@@ -36,9 +36,10 @@ channels-last). Their gradients still run through the grouped GEMM kernels, corr
 Every tensor is addressed through its four strides, so NCHW, channels-last (channels contiguous: the
 loads of a tile are then contiguous along its channel axis) and strided views all work; the outputs are
 channels-last when an input is, as torch makes them. Offsets are int32 unless a tensor spans 2**31
-elements (``INT64_OFFSETS``), as in the matmul kernel. float32 follows the other hand-written dot
-kernels: TF32 only when ``torch.backends.cuda.matmul.allow_tf32`` is set (cuDNN's float32 convolutions
-use TF32 by default, so in float32 torch eager is timed at a lower precision than the kernel here). On a
+elements (``INT64_OFFSETS``), as in the matmul kernel. float32 follows the flag torch's own convolutions
+follow: TF32 while ``torch.backends.cudnn.allow_tf32`` is set (the default, unlike matmul's flag), so a
+float32 convolution is timed against cuDNN at the precision cuDNN ran it, and checked at TF32's
+tolerance (``float32_products``); the interpreter has no TF32 and stays exact. On a
 GPU the launchers autotune over Inductor's list of conv configurations (block sizes, stages, warps),
 pruned to the tiles the channel counts can fill; these lists are not yet measured on a GPU.
 
@@ -61,6 +62,7 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 
 from ..tuning import TunedKernel
 from . import Implementation, interpreting
+from .matmul import matmul
 
 
 @triton.jit
@@ -312,34 +314,29 @@ def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -
     )
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): Inductor's conv template list (torch 2.13,
-# template_heuristics/triton.py), which covers skinny channel counts (1024x16) up to 128x256 tiles.
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps). Cut from Inductor's 17-entry conv template list (torch 2.13,
+# template_heuristics/triton.py) to the tiles that won at ResNet-50's shapes on an H100 (bf16, batch 32,
+# forward and input gradient, NCHW and channels-last: benchmarks/conv_resnet50.py, results in
+# benchmarks/results/2026-11-24-h100-conv-resnet50.md): tuning over these nine costs ResNet-50's forward
+# under 1% of its time against the whole list, and about half the cold tuning. 1024x16 serves the 3-channel
+# stem's input gradient.
 GEMM_CONFIGS = [
     _config(*c)
     for c in (
-        (64, 256, 16, 2, 4),
-        (256, 64, 16, 2, 4),
-        (1024, 16, 16, 1, 8),
-        (128, 128, 32, 2, 8),
-        (64, 64, 32, 2, 4),
-        (64, 256, 32, 2, 8),
-        (256, 64, 32, 2, 8),
-        (128, 128, 64, 3, 8),
-        (64, 128, 64, 4, 4),
         (128, 64, 64, 4, 4),
-        (256, 128, 64, 2, 8),
-        (128, 256, 64, 2, 8),
-        (128, 128, 128, 2, 8),
+        (256, 64, 16, 2, 4),
         (128, 128, 128, 3, 8),
+        (256, 64, 32, 2, 8),
         (64, 128, 128, 4, 4),
-        (256, 128, 128, 2, 8),
-        (128, 256, 128, 2, 8),
+        (128, 128, 64, 3, 8),
+        (256, 128, 64, 2, 8),
+        (64, 128, 64, 4, 4),
+        (1024, 16, 16, 1, 8),
     )
 ]
-# The reduction over pixels is long, so grad_weight also gets the matmul tutorial's square tiles.
-WEIGHT_GRAD_CONFIGS = GEMM_CONFIGS + [
-    _config(*c) for c in ((64, 64, 64, 4, 4), (32, 64, 64, 4, 4), (64, 32, 64, 4, 4), (32, 32, 128, 4, 4))
-]
+# The weight gradient's reduction over pixels is long: the matmul tutorial's square tiles won it at every
+# ResNet-50 shape measured (within 0.1% of the whole 21-entry list with these three).
+WEIGHT_GRAD_CONFIGS = [_config(*c) for c in ((64, 64, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 32, 2, 8))]
 # Depthwise: a memory-bound tile, wider along channels (contiguous when channels-last) where they exist.
 DEPTHWISE_CONFIGS = [
     triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_stages=1, num_warps=warps)
@@ -453,9 +450,28 @@ def _int64_offsets(*tensors: torch.Tensor) -> bool:
     )
 
 
+def float32_products() -> str:
+    """cuDNN's rule for float32 convolutions: TF32 while ``torch.backends.cudnn.allow_tf32`` (on by default)."""
+    return "tf32" if torch.backends.cudnn.allow_tf32 and not interpreting() else "ieee"
+
+
 def _precision(t: torch.Tensor) -> str:
-    tf32 = t.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 and not interpreting()
-    return "tf32" if tf32 else "ieee"
+    return float32_products() if t.dtype == torch.float32 else "ieee"
+
+
+def _plain_gemm(activations: torch.Tensor, kernel_h: int, kernel_w: int, args: Conv2dArgs) -> bool:
+    """A 1x1 convolution with stride 1, no padding and one group on channels-last activations: every pixel's
+    channels are one contiguous row, so the convolution is a GEMM on [N*H*W, C] as stored. (At ResNet-50's
+    1x1 shapes the implicit GEMM reached 30-50% of cuDNN there, its index math on a reduction of 4-16 steps.)"""
+    return (
+        (kernel_h, kernel_w, args.stride, args.padding, args.groups) == (1, 1, 1, 0, 1)
+        and activations.is_contiguous(memory_format=torch.channels_last)
+    )
+
+
+def _pixels_by_channels(t: torch.Tensor) -> torch.Tensor:
+    """A channels-last [N, C, H, W] tensor as the [N*H*W, C] matrix it is stored as (a view)."""
+    return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
 
 
 def _check_groups(channels: int, out_channels: int, groups: int) -> None:
@@ -480,6 +496,11 @@ def conv2d(
     out_w = output_size(width, kernel_w, stride, padding, dilation)
     if out_h < 1 or out_w < 1:
         raise ValueError(f"a {kernel_h}x{kernel_w} kernel leaves no output on a {height}x{width} input")
+    if _plain_gemm(x, kernel_h, kernel_w, args) and x.numel():
+        # [N*H*W, C] @ [C, K]: already a matrix, so the tiled matmul with no index math
+        rows = matmul(_pixels_by_channels(x), weight.reshape(out_channels, channels).t(), bias,
+                      input_precision=_precision(x))  # fmt: skip
+        return rows.view(batch, out_h, out_w, out_channels).permute(0, 3, 1, 2)
     y = _empty((batch, out_channels, out_h, out_w), x, _channels_last(x, weight))
     if y.numel() == 0:
         return y
@@ -548,6 +569,11 @@ def conv2d_backward_input(
         raise ValueError(
             f"grad_out is {out_h}x{out_w} but a {height}x{width} input gives {expected[0]}x{expected[1]}"
         )
+    if _plain_gemm(grad_out, kernel_h, kernel_w, args) and grad_out.numel() and out_channels:
+        # [N*H*W, K] @ [K, C]
+        rows = matmul(_pixels_by_channels(grad_out), weight.reshape(out_channels, group_in),
+                      input_precision=_precision(grad_out))  # fmt: skip
+        return rows.view(batch, height, width, group_in).permute(0, 3, 1, 2)
     grad_input = _empty((batch, group_in * groups, height, width), grad_out, _channels_last(grad_out, weight))
     if grad_input.numel() == 0:
         return grad_input
@@ -781,23 +807,27 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         reference=_forward_reference,
         make_inputs=_make_inputs("x", "weight", "geometry"),
         kernels=(conv2d_forward_kernel, conv2d_depthwise_kernel),
+        float32_products=float32_products,
     ),
     "conv2d_backward_input": Implementation(
         run=_run_backward_input,
         reference=_backward_input_reference,
         make_inputs=_make_inputs("grad_out", "weight", "geometry"),
         kernels=(conv2d_backward_input_kernel,),
+        float32_products=float32_products,
     ),
     "conv2d_backward_weight": Implementation(
         run=_run_backward_weight,
         reference=_backward_weight_reference,
         make_inputs=_make_inputs("grad_out", "x", "geometry"),
         kernels=(conv2d_backward_weight_kernel, conv2d_sum_splits_kernel),
+        float32_products=float32_products,
     ),
     "conv2d_backward": Implementation(
         run=_run_backward,
         reference=_backward_reference,
         make_inputs=_make_inputs("grad_out", "x", "weight", "geometry"),
         kernels=(conv2d_backward_input_kernel, conv2d_backward_weight_kernel, conv2d_sum_splits_kernel),
+        float32_products=float32_products,
     ),
 }

@@ -143,9 +143,11 @@ def _largest_offset(t: torch.Tensor) -> int:
 
 
 def matmul(
-    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str = "none"
-) -> torch.Tensor:
-    """``activation(a @ b + bias)`` for a[M, K], b[K, N], bias[N] (any strides); c[M, N] in a's dtype."""
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, activation: str = "none",
+    input_precision: str | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """``activation(a @ b + bias)`` for a[M, K], b[K, N], bias[N] (any strides); c[M, N] in a's dtype.
+    float32 products follow torch's matmul flag unless ``input_precision`` says ("tf32", "ieee")."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     (M, K), (b_rows, N) = a.shape, b.shape
@@ -154,7 +156,9 @@ def matmul(
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
-    tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
+    if input_precision is None:
+        tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
+        input_precision = "tf32" if tf32 else "ieee"
     args = (
         a, b, c, bias if bias is not None else c,
         M, N, K,
@@ -163,7 +167,7 @@ def matmul(
     switches = dict(
         HAS_BIAS=bias is not None,
         ACTIVATION=activation,
-        INPUT_PRECISION="tf32" if tf32 else "ieee",
+        INPUT_PRECISION=input_precision,
         INT64_OFFSETS=any(_largest_offset(t) >= 2**31 for t in (a, b, c)),
     )
     if interpreting():
