@@ -10,9 +10,11 @@ for step in "$@"; do
     conv-bwd) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-bwd.md --directions "input gradient" "weight gradient" --formats channels-last --limit-s 145 > $OUT/conv-bwd.log 2>&1 ;;
     attention) timeout 130 python3 benchmarks/handwritten_gpu.py --results $OUT/attention.md --skip-correctness --families attention > $OUT/attention.log 2>&1 ;;
     memory) timeout 560 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
-    fixture-*) rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/${step#fixture-}.tar.gz -C /tmp/fx
-      timeout 540 python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/fixture-${step#fixture-}.md --timeout 420 --captures /tmp/fx/${step#fixture-} > $OUT/fixture-${step#fixture-}.log 2>&1
-      cp /tmp/fx/${step#fixture-}/handwritten*.json /tmp/fx/${step#fixture-}/handwritten*.log $OUT/ 2>/dev/null ;;
+    fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
+      IFS=@ read -r name outer stage <<< "${step#fixture-}"
+      rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/$name.tar.gz -C /tmp/fx
+      timeout ${outer:-540} python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/fixture-$name.md --timeout ${stage:-420} --captures /tmp/fx/$name > $OUT/fixture-$name.log 2>&1
+      cp /tmp/fx/$name/handwritten.json $OUT/handwritten-$name.json; cp /tmp/fx/$name/handwritten.log $OUT/handwritten-$name.log 2>/dev/null ;;
     cov-*) # cov-CASE[@OUTER_S@STAGE_S]: one compile of a real model with the hand-written stage; its capture kept
       IFS=@ read -r name outer stage <<< "${step#cov-}"
       timeout ${outer:-560} python3 benchmarks/handwritten_coverage.py --out /tmp/cov --results $OUT/coverage-$name.md --timeout ${stage:-500} --cases $name > $OUT/cov-$name.log 2>&1

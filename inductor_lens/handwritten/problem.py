@@ -81,7 +81,15 @@ EXTERN_ORIGINS = frozenset({
     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
 })  # fmt: skip
 # Building a mask from indices (arange, compare, where): part of the attention it feeds.
-MASK_OPS = frozenset({"arange", "le", "lt", "ge", "gt", "scalar_tensor", "where"})
+MASK_OPS = frozenset({
+    "arange", "le", "lt", "ge", "gt", "scalar_tensor", "where",
+    "new_ones", "bitwise_and", "bitwise_or", "index",  # transformers 5's vmapped mask functions
+})  # fmt: skip
+# What a matmul template's code computes besides the product: a concept its origins name stays only where
+# its math is in the code (the origins of the view A is read through name the ops that made A, such as the
+# RMSNorm or SwiGLU before a projection, which ran in a kernel of their own).
+TEMPLATE_MARKERS = {"gelu": "erf", "gelu_tanh": "tanh", "silu": "sigmoid", "relu": "maximum", "rmsnorm": "rsqrt",
+                    "layernorm": "rsqrt", "softmax": "exp", "rotary": "cos("}  # fmt: skip
 # Math a concept needs in a Triton kernel's source: a kernel whose source lacks it does not compute it.
 SOURCE_MARKERS = {"rotary": "cos(", "gelu": "erf", "gelu_tanh": "tanh"}
 # Ops of batch norm that the concept of a backward kernel absorbs (the saved statistics recomputed).
@@ -168,10 +176,12 @@ def concepts_of(
     return kept
 
 
-def _code_of(source: str) -> str:
-    """A kernel's source without its comments: the ORIGIN tracebacks quote the model's code (``cos = emb.cos()``)
-    for kernels that only copy a tensor the rotary embedding made."""
-    return "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+def _code_of(kernel: KernelRecord) -> str:
+    """A kernel's source without its comments and its name: the ORIGIN tracebacks quote the model's code
+    (``cos = emb.cos()``) for kernels that only copy a tensor the rotary embedding made, and the name lists
+    every origin's op (``..._rsqrt_t_view``) wherever it ran."""
+    lines = (line for line in kernel.source.splitlines() if not line.lstrip().startswith("#"))
+    return "\n".join(lines).replace(kernel.name, "")
 
 
 def _tensors(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) -> tuple[list[_Tensor], str]:
@@ -259,11 +269,19 @@ def launch_problem(graph: GraphRecord, kernel: KernelRecord | None, launch: Laun
 
 def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Tensor], problem: Problem) -> None:
     template = kernel.category == "template"
-    problem.concepts = concepts_of(kernel.aten_ops, template=template, source=_code_of(kernel.source))
+    code = _code_of(kernel)
+    problem.concepts = concepts_of(kernel.aten_ops, template=template, source=code)
     if template:
+        epilogue_inputs = any(not t.written and t.param not in ("arg_A", "arg_B") for t in tensors)
+        problem.concepts = [
+            c for c in problem.concepts
+            if c == "matmul" or (TEMPLATE_MARKERS[c] in code if c in TEMPLATE_MARKERS else epilogue_inputs)
+        ]  # fmt: skip
         named = {t.param: t for t in tensors}
         if "arg_A" in named and "arg_B" in named:
             _matmul_shape(named["arg_A"], named["arg_B"], problem)
+        elif "arg_B" in named and (out := next((t for t in tensors if t.written and len(t.dims) == 2), None)):
+            _matmul_from_output(out, named["arg_B"], problem)
         else:
             problem.note = "operand shapes not known"
         return
@@ -332,6 +350,10 @@ def _embedding_shape(tensors: list[_Tensor], problem: Problem) -> None:
     if table is None:
         return
     problem.shape.update(tokens=tensors[ids_at].numel, vocab=table.dims[0], dim=table.dims[1])
+    if not any(t.written for t in tensors):
+        # what it writes is not known (an in-place buffer of unknown type): its rows are the tokens looked up,
+        # not the table's
+        problem.shape["rows"] = tensors[ids_at].numel
     if table.numel == problem.shape["rows"] * cols:
         # read at the looked-up rows only: not a full-size input although it is as large as one
         problem.full_inputs = max(problem.full_inputs - 1, 0)
@@ -487,14 +509,26 @@ def _call_arguments(code: str) -> _Arguments:
 
 
 def _matmul_shape(a: _Tensor, b: _Tensor, problem: Problem, *, b_is_kn: bool = False) -> None:
-    if len(a.dims) != 2 or len(b.dims) != 2:
+    if len(a.dims) < 2 or len(b.dims) != 2:
         problem.note = "operand shapes not known"
         return
-    m, k = a.dims
+    # A may be the [batch, seq, K] activations a linear layer's template reads as [batch * seq, K]
+    m, k = math.prod(a.dims[:-1]), a.dims[-1]
     # A template's B is the weight as stored ([N, K] for nn.Linear); an extern mm's is the [K, N] view.
     n = b.dims[1] if b_is_kn or (b.dims[0] == k and b.dims[1] != k) else b.dims[0]
     problem.shape = {"M": m, "N": n, "K": k}
     problem.dtype = _DTYPES.get(a.dtype) or _DTYPES.get(b.dtype)
+
+
+def _matmul_from_output(out: _Tensor, b: _Tensor, problem: Problem) -> None:
+    """M x N from the [M, N] output, K from B's other side, where A's type is not known (a view of a buffer
+    the output code reinterprets)."""
+    m, n = out.dims
+    if len(b.dims) != 2 or n not in b.dims:
+        problem.note = "operand shapes not known"
+        return
+    problem.shape = {"M": m, "N": n, "K": b.dims[1] if b.dims[0] == n else b.dims[0]}
+    problem.dtype = _DTYPES.get(out.dtype) or _DTYPES.get(b.dtype)
 
 
 def _attention(
