@@ -160,7 +160,9 @@ def time_three(impl, inputs: tuple) -> tuple[float, float, float]:
     )
 
 
-def speed(ceiling_cache: dict[str, CeilingsData], families: list[str] | None = None) -> list[str]:
+def speed(
+    ceiling_cache: dict[str, CeilingsData], families: list[str] | None = None, dtypes: list[str] | None = None
+) -> list[str]:
     lines = [
         "| kernel | shape | dtype | hand-written | rate | % of ceiling | Inductor (torch.compile) | torch eager | "
         "other | target | result |",
@@ -168,7 +170,7 @@ def speed(ceiling_cache: dict[str, CeilingsData], families: list[str] | None = N
     ]
     for name, values, dtype in SPEED_CASES:
         equivalent = get(name)
-        if families and equivalent.family not in families:
+        if (families and equivalent.family not in families) or (dtypes and dtype not in dtypes):
             continue
         shape = equivalent.shape(values)
         if dtype not in ceiling_cache:
@@ -241,6 +243,7 @@ def main() -> None:
     parser.add_argument(
         "--families", nargs="*", help="Time only these families (elementwise, row-wise, ...)."
     )
+    parser.add_argument("--dtypes", nargs="*", help="Time only these dtypes (float32, bfloat16, ...).")
     args = parser.parse_args()
     started = time.perf_counter()
     device = torch.cuda.get_device_name()
@@ -254,7 +257,7 @@ def main() -> None:
         "",
     ]
     cache: dict[str, CeilingsData] = {}
-    body = ["## Speed at large shapes", "", *speed(cache, args.families), ""]
+    body = ["## Speed at large shapes", "", *speed(cache, args.families, args.dtypes), ""]
     copy = ", ".join(f"{d}: copy {c.copy_gb_per_s:,.0f} GB/s, matmul {c.matmul_tflops:,.1f} TFLOP/s"
                      for d, c in cache.items())  # fmt: skip
     body += [f"Measured ceilings (the 100% lines): {copy}.", ""]

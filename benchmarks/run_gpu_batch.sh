@@ -9,7 +9,7 @@ for step in "$@"; do
     conv-fwd) timeout 180 python3 benchmarks/conv_resnet50.py --results $OUT/conv-fwd.md --directions forward --formats channels-last NCHW --limit-s 160 > $OUT/conv-fwd.log 2>&1 ;;
     conv-bwd) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-bwd.md --directions "input gradient" "weight gradient" --formats channels-last --limit-s 145 > $OUT/conv-bwd.log 2>&1 ;;
     attention) timeout 130 python3 benchmarks/handwritten_gpu.py --results $OUT/attention.md --skip-correctness --families attention > $OUT/attention.log 2>&1 ;;
-    memory) timeout 560 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
+    memory) timeout 420 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --dtypes bfloat16 --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
     fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
       IFS=@ read -r name outer stage <<< "${step#fixture-}"
       rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/$name.tar.gz -C /tmp/fx
