@@ -17,7 +17,9 @@ the model runs that shape. For each distinct shape and each memory format asked 
 
 1x1 stride-1 convolutions on channels-last tensors run as the hand-written matmul (conv.py ``_plain_gemm``).
 
-The verdict per direction is the model's time: the sum over shapes of (count x median) for cuDNN over the
+Each side is also timed replayed from a CUDA graph (``gpu_graph_time``: "GPU alone"), where no host work
+counts: with ``do_bench`` a Python launcher whose host time exceeds the L2 clear and the kernel is timed on
+the host, not on the GPU. The verdict per direction is the model's time: the sum over shapes of (count x median) for cuDNN over the
 same sum for the hand-written kernels ("share of cuDNN": 100% = as fast), as ratios measured side by side in
 one process. Forward, input gradient and weight gradient are measured separately (``--directions``).
 """
@@ -38,7 +40,7 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 from inductor_lens.handwritten import tuning
 from inductor_lens.handwritten.kernels import conv, load, matmul
 from inductor_lens.handwritten.tuning import config_text
-from inductor_lens.worker.measure import gpu_time
+from inductor_lens.worker.measure import gpu_graph_time, gpu_time
 
 # (in_channels, height, width, out_channels, kernel, stride, padding, dilation, groups)
 Shape = tuple[int, int, int, int, int, int, int, int, int]
@@ -150,8 +152,9 @@ def main() -> None:
             block_started = time.perf_counter()
             block_limit = args.limit_s / (len(args.directions) * len(args.formats))
             rows = ["| C x H x W -> K, kernel/stride/pad | count | hand-written µs | cuDNN µs | share of cuDNN | "
-                    "max error | winning configuration |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-            mine_total = torch_total = 0.0
+                    "GPU alone: hand-written / cuDNN µs (share) | max error | winning configuration |",
+                    "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            mine_total = torch_total = mine_alone_total = torch_alone_total = 0.0
             measured = 0
             for shape, count in sorted(shapes.items(), key=lambda item: -item[1] * macs(item[0])):
                 if time.perf_counter() - block_started > block_limit:
@@ -168,6 +171,13 @@ def main() -> None:
                 mine_t, torch_t = gpu_time(torch, mine), gpu_time(torch, reference)
                 mine_total += count * mine_t.median_ms
                 torch_total += count * torch_t.median_ms
+                mine_alone, torch_alone = gpu_graph_time(torch, mine), gpu_graph_time(torch, reference)
+                alone = "(not captured)"
+                if mine_alone is not None and torch_alone is not None:
+                    mine_alone_total += count * mine_alone.median_ms
+                    torch_alone_total += count * torch_alone.median_ms
+                    alone = (f"{mine_alone.median_ms * 1e3:,.1f} / {torch_alone.median_ms * 1e3:,.1f} "
+                             f"({torch_alone.median_ms / mine_alone.median_ms:.0%})")  # fmt: skip
                 measured += 1
                 best = min(timings.values()) if timings else None
                 winners.setdefault(f"{direction} {fmt}", []).append(
@@ -179,15 +189,17 @@ def main() -> None:
                 rows.append(
                     f"| {geometry} | {count} | {mine_t.median_ms * 1e3:,.1f} ({mine_t.p10_ms * 1e3:,.1f}-"
                     f"{mine_t.p90_ms * 1e3:,.1f}) | {torch_t.median_ms * 1e3:,.1f} ({torch_t.p10_ms * 1e3:,.1f}-"
-                    f"{torch_t.p90_ms * 1e3:,.1f}) | {torch_t.median_ms / mine_t.median_ms:.0%} | {error:.1e} | "
+                    f"{torch_t.p90_ms * 1e3:,.1f}) | {torch_t.median_ms / mine_t.median_ms:.0%} | {alone} | {error:.1e} | "
                     f"{chosen}{'' if best is None else f' ({len(timings)} tried)'} |"
                 )
                 print(rows[-1], flush=True)
                 del tensors, out, want, pair
                 torch.cuda.empty_cache()
             share = torch_total / mine_total if mine_total else 0.0
+            alone_share = torch_alone_total / mine_alone_total if mine_alone_total else 0.0
             summary.append(f"| {direction} | {fmt} | {measured} of {len(shapes)} | {mine_total * 1e3:,.0f} | "
-                           f"{torch_total * 1e3:,.0f} | {share:.0%} |")  # fmt: skip
+                           f"{torch_total * 1e3:,.0f} | {share:.0%} | {mine_alone_total * 1e3:,.0f} / "
+                           f"{torch_alone_total * 1e3:,.0f} ({alone_share:.0%}) |")  # fmt: skip
             body += [f"## {direction}, {fmt}", "", *rows, ""]
             write(args.results, header, summary, body, started)
     (args.results.with_suffix(".configs.json")).write_text(json.dumps(winners, indent=1) + "\n")
@@ -195,8 +207,8 @@ def main() -> None:
 
 
 def write(path: Path, header: list[str], summary: list[str], body: list[str], started: float) -> None:
-    table = ["| direction | format | shapes | hand-written µs per pass | cuDNN µs per pass | share of cuDNN |",
-             "|---|---|---|---|---|---|", *summary, ""]  # fmt: skip
+    table = ["| direction | format | shapes | hand-written µs per pass | cuDNN µs per pass | share of cuDNN | "
+             "GPU alone: hand-written / cuDNN µs per pass (share) |", "|---|---|---|---|---|---|---|", *summary, ""]  # fmt: skip
     path.write_text("\n".join([*header, *table, *body, f"Total {time.perf_counter() - started:.0f} s."]) + "\n")
 
 

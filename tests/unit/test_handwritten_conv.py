@@ -155,3 +155,32 @@ def test_pointwise_channels_last_convolution_runs_as_a_plain_gemm(conv: ModuleTy
     assert _close(y, F.conv2d(x.double(), weight.double(), bias.double()))
     want = torch.nn.grad.conv2d_input(x.shape, weight.double(), grad_out.double())
     assert grad_x.is_contiguous(memory_format=torch.channels_last) and _close(grad_x, want)
+
+
+@pytest.mark.parametrize(
+    ("channels", "kernel", "stride", "padding", "dilation", "groups", "channels_last"),
+    [(3, 7, 2, 3, 1, 1, True), (3, 7, 2, 3, 1, 1, False), (4, 3, 1, 2, 2, 2, True), (6, 5, 3, 1, 1, 3, False)],
+)
+def test_few_channels_reduce_over_channels_and_taps_as_one_axis(
+    conv: ModuleType, channels: int, kernel: int, stride: int, padding: int, dilation: int, groups: int,
+    channels_last: bool,
+) -> None:  # fmt: skip
+    """Fewer than 16 input channels per group (ResNet's 3-channel 7x7 stem): the forward's reduction and the
+    weight gradient's columns run over (r, s, c) as one axis, with every stride, padding, dilation, group
+    count and layout, against torch in float64."""
+    assert channels // groups < conv.FLAT_TAPS_BELOW
+    generator = torch.Generator().manual_seed(11)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(2, channels, 13, 11, generator=generator).contiguous(memory_format=fmt)
+    weight = torch.randn(6 * groups, channels // groups, kernel, kernel, generator=generator)
+    args = conv.Conv2dArgs(stride, padding, dilation, groups)
+    with interpreter(True):
+        y = conv.conv2d(x, weight, None, args)
+        grad_out = torch.randn(y.shape, generator=generator).contiguous(memory_format=fmt)
+        grad_weight = conv.conv2d_backward_weight(grad_out, x, (kernel, kernel), args)
+    want = F.conv2d(x.double(), weight.double(), None, stride, padding, dilation, groups)
+    assert _close(y, want)
+    want_weight = torch.nn.grad.conv2d_weight(
+        x.double(), weight.shape, grad_out.double(), stride, padding, dilation, groups
+    )
+    assert _close(grad_weight, want_weight)

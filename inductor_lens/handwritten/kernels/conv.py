@@ -44,7 +44,9 @@ GPU the launchers autotune over the configurations of Inductor's conv list that 
 (block sizes, stages, warps), pruned to the tiles the channel counts can fill. A 1x1, stride-1, ungrouped
 convolution on channels-last activations is a plain GEMM on the [N*H*W, C] matrix they are stored as, and
 runs as the matmul kernel (forward and input gradient). Measured against cuDNN on an H200 (bf16, ResNet-50,
-benchmarks/conv_resnet50.py): forward 56-60%, input gradient 76%, weight gradient 18% of cuDNN's speed.
+benchmarks/conv_resnet50.py, GPU time alone): forward 60-74%, input gradient 92%, weight gradient 47% of
+cuDNN's speed. Fewer than ``FLAT_TAPS_BELOW`` channels per group (the 3-channel stem) reduce over channels and
+taps as one axis (``FLAT_TAPS``), in the forward and the weight gradient.
 
 The stride, padding, dilation and groups of a call are not in any tensor's shape, so the catalog's input
 makers pass them (with the kernel and input sizes a gradient cannot infer) in a small CPU int64 tensor
@@ -76,7 +78,7 @@ def conv2d_forward_kernel(
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_wk, stride_wc, stride_wr, stride_ws,
     stride_yn, stride_yk, stride_yp, stride_yq,
-    HAS_BIAS: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    HAS_BIAS: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # Axis 0: (pixel tile, channel tile) with the channel tile fastest; axis 1: the group.
@@ -103,21 +105,40 @@ def conv2d_forward_kernel(
     w_cols = w_ptr + (group * group_out + offs_n) * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    channel_blocks = tl.cdiv(group_in, BLOCK_K)
-    for step in range(0, kernel_h * kernel_w * channel_blocks):
-        tap = step // channel_blocks
-        r = tap // kernel_w
-        s = tap % kernel_w
-        c = (step % channel_blocks) * BLOCK_K + offs_k
-        h = top + r * dilation
-        w = left + s * dilation
-        pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
-        c_ok = c < group_in
-        x_ptrs = x_rows[:, None] + (h * stride_xh + w * stride_xw)[:, None] + c[None, :] * stride_xc
-        a = tl.load(x_ptrs, mask=pixel_ok[:, None] & c_ok[None, :], other=0.0)
-        w_ptrs = w_cols[None, :] + c[:, None] * stride_wc + r * stride_wr + s * stride_ws
-        b = tl.load(w_ptrs, mask=c_ok[:, None] & col_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    if FLAT_TAPS:
+        # Few input channels (the 3-channel stem): one reduction axis over (r, s, c) together, so a block
+        # of 16+ is not mostly padding; each element finds its own tap.
+        reduction = kernel_h * kernel_w * group_in
+        for start in range(0, reduction, BLOCK_K):
+            f = start + offs_k
+            c = f % group_in
+            r = f // (group_in * kernel_w)
+            s = (f // group_in) % kernel_w
+            f_ok = f < reduction
+            h = top[:, None] + (r * dilation)[None, :]
+            w = left[:, None] + (s * dilation)[None, :]
+            pixel_ok = row_ok[:, None] & f_ok[None, :] & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            x_ptrs = x_rows[:, None] + h * stride_xh + w * stride_xw + c[None, :] * stride_xc
+            a = tl.load(x_ptrs, mask=pixel_ok, other=0.0)
+            w_ptrs = w_cols[None, :] + (c * stride_wc + r * stride_wr + s * stride_ws)[:, None]
+            b = tl.load(w_ptrs, mask=f_ok[:, None] & col_ok[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        channel_blocks = tl.cdiv(group_in, BLOCK_K)
+        for step in range(0, kernel_h * kernel_w * channel_blocks):
+            tap = step // channel_blocks
+            r = tap // kernel_w
+            s = tap % kernel_w
+            c = (step % channel_blocks) * BLOCK_K + offs_k
+            h = top + r * dilation
+            w = left + s * dilation
+            pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            c_ok = c < group_in
+            x_ptrs = x_rows[:, None] + (h * stride_xh + w * stride_xw)[:, None] + c[None, :] * stride_xc
+            a = tl.load(x_ptrs, mask=pixel_ok[:, None] & c_ok[None, :], other=0.0)
+            w_ptrs = w_cols[None, :] + c[:, None] * stride_wc + r * stride_wr + s * stride_ws
+            b = tl.load(w_ptrs, mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
     out_channel = group * group_out + offs_n
     if HAS_BIAS:
@@ -244,30 +265,40 @@ def conv2d_backward_weight_kernel(
     stride_dyn, stride_dyk, stride_dyp, stride_dyq,
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_dwk, stride_dwc, stride_dwr, stride_dws,
-    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # Axis 0: (output-channel tile, input-channel tile, tap) with the tap fastest, so programs that run
-    # together read the same grad_out pixels; axis 1: the slice of pixels; axis 2: the group.
+    # together read the same grad_out pixels; axis 1: the slice of pixels; axis 2: the group. FLAT_TAPS
+    # (few input channels): the columns are (r, s, c) together, no tap axis.
     pid = tl.program_id(axis=0)
     split = tl.program_id(axis=1)
     group = tl.program_id(axis=2)
     taps = kernel_h * kernel_w
-    num_pid_n = tl.cdiv(group_in, BLOCK_N)
-    tap = pid % taps
-    pid_m = (pid // taps) // num_pid_n
-    pid_n = (pid // taps) % num_pid_n
-    r = tap // kernel_w
-    s = tap % kernel_w
-
-    # Rows: the group's output channels; columns: its input channels; reduction: output pixels.
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
+    if FLAT_TAPS:
+        num_pid_n = tl.cdiv(group_in * taps, BLOCK_N)
+        pid_m = pid // num_pid_n
+        offs_n = (pid % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < group_in * taps
+        c = offs_n % group_in
+        r = offs_n // (group_in * kernel_w)
+        s = (offs_n // group_in) % kernel_w
+    else:
+        num_pid_n = tl.cdiv(group_in, BLOCK_N)
+        tap = pid % taps
+        pid_m = (pid // taps) // num_pid_n
+        offs_n = ((pid // taps) % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < group_in
+        c = offs_n
+        r = tap // kernel_w
+        s = tap % kernel_w
+
+    # Rows: the group's output channels; columns: its input channels (and taps); reduction: output pixels.
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = offs_m < group_out
-    col_ok = offs_n < group_in
     dy_cols = dy_ptr + (group * group_out + offs_m) * stride_dyk
-    x_cols = x_ptr + (group * group_in + offs_n) * stride_xc
+    x_cols = x_ptr + (group * group_in + c) * stride_xc
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     pixels = batch * out_h * out_w
@@ -281,19 +312,26 @@ def conv2d_backward_weight_kernel(
         if INT64_OFFSETS:
             n = n.to(tl.int64)
         j_ok = j < last
-        h = p * stride - padding + r * dilation
-        w = q * stride - padding + s * dilation
-        pixel_ok = j_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
         dy_ptrs = dy_cols[:, None] + (n * stride_dyn + p * stride_dyp + q * stride_dyq)[None, :]
         a = tl.load(dy_ptrs, mask=row_ok[:, None] & j_ok[None, :], other=0.0)
-        x_ptrs = x_cols[None, :] + (n * stride_xn + h * stride_xh + w * stride_xw)[:, None]
-        b = tl.load(x_ptrs, mask=pixel_ok[:, None] & col_ok[None, :], other=0.0)
+        if FLAT_TAPS:
+            h = (p * stride - padding)[:, None] + (r * dilation)[None, :]
+            w = (q * stride - padding)[:, None] + (s * dilation)[None, :]
+            pixel_ok = j_ok[:, None] & col_ok[None, :] & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            x_ptrs = x_cols[None, :] + (n * stride_xn)[:, None] + h * stride_xh + w * stride_xw
+            b = tl.load(x_ptrs, mask=pixel_ok, other=0.0)
+        else:
+            h = p * stride - padding + r * dilation
+            w = q * stride - padding + s * dilation
+            pixel_ok = j_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            x_ptrs = x_cols[None, :] + (n * stride_xn + h * stride_xh + w * stride_xw)[:, None]
+            b = tl.load(x_ptrs, mask=pixel_ok[:, None] & col_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
     # Into grad_weight itself (one slice), or into this slice's fp32 copy of it in the workspace.
     out_channel = group * group_out + offs_m
-    dw_ptrs = dw_ptr + split * split_stride + r * stride_dwr + s * stride_dws
-    dw_ptrs = dw_ptrs + out_channel[:, None] * stride_dwk + offs_n[None, :] * stride_dwc
+    dw_ptrs = dw_ptr + split * split_stride + out_channel[:, None] * stride_dwk
+    dw_ptrs = dw_ptrs + (c * stride_dwc + r * stride_dwr + s * stride_dws)[None, :]
     tl.store(dw_ptrs, acc.to(dw_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
@@ -355,7 +393,12 @@ def _fits(
     kwargs = config.kwargs
 
     def useful(name: str | None) -> int:
-        return max(16, triton.next_power_of_2(int(args[name]))) if name else 1 << 30
+        if not name:
+            return 1 << 30
+        size = int(args[name])
+        if args.get("FLAT_TAPS") and name == "group_in":  # channels and taps are one axis then
+            size *= int(args["kernel_h"]) * int(args["kernel_w"])
+        return max(16, triton.next_power_of_2(size))
 
     return (
         kwargs["BLOCK_M"] <= useful(rows)
@@ -381,7 +424,8 @@ def _pruner(rows: str | None, cols: str, reduction: str) -> Callable[..., list[t
 conv2d_forward_tuned = TunedKernel(
     conv2d_forward_kernel,
     GEMM_CONFIGS,
-    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride", "stride_xc"],
+    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride", "stride_xc",
+         "FLAT_TAPS"],
     prune=_pruner(None, "group_out", "group_in"),
 )
 conv2d_depthwise_tuned = TunedKernel(
@@ -398,9 +442,15 @@ conv2d_backward_input_tuned = TunedKernel(
 conv2d_backward_weight_tuned = TunedKernel(
     conv2d_backward_weight_kernel,
     WEIGHT_GRAD_CONFIGS,
-    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "split_pixels", "stride_xc"],
+    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "split_pixels", "stride_xc",
+         "FLAT_TAPS"],
     prune=_pruner("group_out", "group_in", "split_pixels"),
 )  # fmt: skip
+
+# Fewer input channels per group than this: the reduction (forward) or the columns (weight gradient) run
+# over channels and taps as one axis, since a channel block of tl.dot's minimum 16 would be mostly padding
+# (the 3-channel stem's 7x7 convolution: 147 values per pixel in 10 blocks of 16 instead of 49).
+FLAT_TAPS_BELOW = 16
 
 # Under the interpreter: small fixed tiles, so checks stay fast; tl.dot needs 16 on every side.
 INTERPRETER_GEMM_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}
@@ -535,7 +585,7 @@ def conv2d(
     )  # fmt: skip
     _launch_gemm(
         conv2d_forward_kernel, conv2d_forward_tuned, launch_args,
-        dict(switches, INPUT_PRECISION=_precision(x)), pixels, group_out, groups,
+        dict(switches, INPUT_PRECISION=_precision(x), FLAT_TAPS=group_in < FLAT_TAPS_BELOW), pixels, group_out, groups,
     )  # fmt: skip
     return y
 
@@ -643,7 +693,10 @@ def conv2d_backward_weight(
     if pixels == 0:
         return grad_weight.zero_()
     taps = kernel_h * kernel_w
-    splits, split_pixels = weight_grad_splits(pixels, groups * taps, group_out, group_in, x.device)
+    flat = group_in < FLAT_TAPS_BELOW
+    # columns per tile plane: input channels, one plane per tap and group; or channels x taps, one per group
+    planes, columns = (groups, group_in * taps) if flat else (groups * taps, group_in)
+    splits, split_pixels = weight_grad_splits(pixels, planes, group_out, columns, x.device)
     # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice.
     target = (
         grad_weight
@@ -656,11 +709,12 @@ def conv2d_backward_weight(
         kernel_h, kernel_w, stride, padding, dilation, split_pixels, 0 if splits == 1 else grad_weight.numel(),
         *grad_out.stride(), *x.stride(), *grad_weight.stride(),
     )  # fmt: skip
-    switches = dict(INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x))
+    switches = dict(INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x), FLAT_TAPS=flat)
+    plane_count = planes // groups
     if interpreting():
         config = INTERPRETER_WEIGHT_GRAD_CONFIG
         programs = (
-            taps * triton.cdiv(group_out, config["BLOCK_M"]) * triton.cdiv(group_in, config["BLOCK_N"]),
+            plane_count * triton.cdiv(group_out, config["BLOCK_M"]) * triton.cdiv(columns, config["BLOCK_N"]),
             splits,
             groups,
         )
@@ -668,8 +722,8 @@ def conv2d_backward_weight(
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int, int, int]:
-            tiles = triton.cdiv(group_out, meta["BLOCK_M"]) * triton.cdiv(group_in, meta["BLOCK_N"])
-            return (taps * tiles, splits, groups)
+            tiles = triton.cdiv(group_out, meta["BLOCK_M"]) * triton.cdiv(columns, meta["BLOCK_N"])
+            return (plane_count * tiles, splits, groups)
 
         conv2d_backward_weight_tuned[grid](*launch_args, **switches)
     if splits > 1:
