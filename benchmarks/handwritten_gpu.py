@@ -9,7 +9,8 @@ Run on a GPU machine from the repository root:
 2. speed, at a large shape per kernel: the hand-written kernel, torch.compile of its torch reference
    (the Inductor kernel for the same op), and torch eager, all with triton.testing.do_bench medians
    (25 ms warm-up, 100 ms of repetitions, L2 cleared before each); flash attention also against
-   SDPA's memory-efficient and flash backends;
+   SDPA's memory-efficient and flash backends; memory-bound kernels and attention also with GPU time alone
+   (both sides replayed from a CUDA graph), which a contended host cannot inflate;
 3. targets: memory-bound kernels reach >= 80% of the measured copy bandwidth and are no slower than
    Inductor's kernel; bf16 matmul at 4096^3 reaches >= 85% of cuBLAS; flash attention forward is no
    slower than SDPA's memory-efficient backend at the transformer block sample's shapes.
