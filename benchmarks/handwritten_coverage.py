@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inductor_lens.capture import find_capture_dir
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.match import LaunchMatches, coverage
+from inductor_lens.handwritten.match import coverage, timed_launches
 from inductor_lens.pipeline import build_run, load_run
 from inductor_lens.records import CompileRun
 
@@ -63,20 +63,15 @@ def compile_case(name: str, out: Path, timeout: int) -> tuple[Path, str, float, 
 
 def summarise(run: CompileRun) -> dict:
     share = coverage(run)
-    lookup = LaunchMatches(run.handwritten)
     left: Counter[str] = Counter()
     inductor_us: dict[tuple[str, str, str], list[float]] = {}
-    for graph in run.graphs:
-        for launch in graph.launches:
-            if launch.timing is None:
-                continue
-            match = lookup.of(graph, launch)
-            if match is None or match.kind not in ("exact", "composed"):
-                what = launch.label if match is None or not match.concepts else "+".join(match.concepts)
-                left[f"{match.kind if match else 'not matched'}: {what}"] += launch.timing.median_us
-            elif match.kind == "exact" and match.runs:
-                key = (match.runs[0].name, json.dumps(dict(match.runs[0].shape)), match.dtype)
-                inductor_us.setdefault(key, []).append(launch.timing.median_us)
+    for launch, match, time_us in timed_launches(run):
+        if match is None or match.kind not in ("exact", "composed"):
+            what = launch.label if match is None or not match.concepts else "+".join(match.concepts)
+            left[f"{match.kind if match else 'not matched'}: {what}"] += time_us
+        elif match.kind == "exact" and match.runs:
+            key = (match.runs[0].name, json.dumps(dict(match.runs[0].shape)), match.dtype)
+            inductor_us.setdefault(key, []).append(time_us)
     kernels = []
     ceilings = run.bench.ceilings if run.bench else None
     seen = set()

@@ -20,7 +20,7 @@ from ..worker.files import (
     task_key,
 )
 from .catalog import ITEMSIZE, get
-from .match import LaunchMatches, match_run, shape_for
+from .match import match_run, shape_for, timed_launches
 from .runner import read_results, run_tasks
 from .source import kernel_record
 
@@ -66,13 +66,10 @@ def attach_handwritten(
 
 def _profiled_time(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> list[tuple[HandwrittenMatch, float]]:
     """Each match with the profiled device time (µs per step) of the launches it stands for; 0 where untimed."""
-    lookup = LaunchMatches(matches)
     spent: dict[int, float] = {}
-    for graph in run.graphs:
-        for launch in graph.launches:
-            match = lookup.of(graph, launch)
-            if match is not None and launch.timing is not None:
-                spent[id(match)] = spent.get(id(match), 0.0) + launch.timing.median_us
+    for _, match, time_us in timed_launches(run, matches):
+        if match is not None:
+            spent[id(match)] = spent.get(id(match), 0.0) + time_us
     return [(match, spent.get(id(match), 0.0)) for match in matches]
 
 

@@ -12,6 +12,7 @@ computes, and on what shapes, is ``problem.py``'s; here:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..parse.compat import SDPA_BACKWARD_CAUSAL_POSITION, SDPA_CAUSAL_POSITION
@@ -21,6 +22,7 @@ from .problem import FORMULA_ADDS, Problem, concepts_of, launch_problem, op_name
 
 __all__ = [
     "LaunchMatches", "agrees", "choose", "concepts_of", "coverage", "match_launch", "match_run", "op_name", "shape_for",
+    "timed_launches",
 ]  # fmt: skip
 
 # Elementwise equivalents that read two full-size tensors (the others read one, and at most a bias row).
@@ -164,6 +166,18 @@ class LaunchMatches:
         return self._by_kernel.get((graph.id, launch.target))
 
 
+def timed_launches(
+    run: CompileRun, matches: tuple[HandwrittenMatch, ...] | None = None
+) -> Iterator[tuple[Launch, HandwrittenMatch | None, float]]:
+    """Every timed launch of the run's graphs, with its match (``run.handwritten``'s unless ``matches`` are
+    given) and its profiled median in µs per step."""
+    lookup = LaunchMatches(run.handwritten if matches is None else matches)
+    for graph in run.graphs:
+        for launch in graph.launches:
+            if launch.timing is not None:
+                yield launch, lookup.of(graph, launch), launch.timing.median_us
+
+
 def agrees(match: HandwrittenMatch) -> bool:
     """Every hand-written kernel of the match ran and agreed with torch."""
     return bool(match.runs) and all(r.ok for r in match.runs)
@@ -192,21 +206,15 @@ class Coverage:
 
 def coverage(run: CompileRun, matches: tuple[HandwrittenMatch, ...] | None = None) -> Coverage | None:
     """The device time of every timed launch, split by the kind of its match. None when no launch was timed."""
-    lookup = LaunchMatches(run.handwritten if matches is None else matches)
     by_kind: dict[str, float] = {}
     total, agreeing, timed = 0.0, 0.0, 0
-    for graph in run.graphs:
-        for launch in graph.launches:
-            if launch.timing is None:
-                continue
-            time_us = launch.timing.median_us
-            match = lookup.of(graph, launch)
-            kind = match.kind if match is not None else "none"
-            by_kind[kind] = by_kind.get(kind, 0.0) + time_us
-            if match is not None and kind in ("exact", "composed") and agrees(match):
-                agreeing += time_us
-            total += time_us
-            timed += 1
+    for _, match, time_us in timed_launches(run, matches):
+        kind = match.kind if match is not None else "none"
+        by_kind[kind] = by_kind.get(kind, 0.0) + time_us
+        if match is not None and kind in ("exact", "composed") and agrees(match):
+            agreeing += time_us
+        total += time_us
+        timed += 1
     return Coverage(total, by_kind, timed, agreeing) if timed else None
 
 
