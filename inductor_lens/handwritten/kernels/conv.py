@@ -71,6 +71,18 @@ from .matmul import matmul
 
 
 @triton.jit
+def _pixel(index, width, height):
+    """(image, row, column) of flat pixel indices over [N, height, width], the column fastest."""
+    return index // (width * height), (index // width) % height, index % width
+
+
+@triton.jit
+def _flat_tap(index, group_in, kernel_w):
+    """(r, s, c) of indices over the taps and channels as one axis (FLAT_TAPS), the channel fastest."""
+    return index // (group_in * kernel_w), (index // group_in) % kernel_w, index % group_in
+
+
+@triton.jit
 def conv2d_forward_kernel(
     x_ptr, w_ptr, y_ptr, bias_ptr,
     batch, height, width, out_h, out_w, group_in, group_out,
@@ -92,9 +104,7 @@ def conv2d_forward_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    q = offs_m % out_w
-    p = (offs_m // out_w) % out_h
-    n = offs_m // (out_w * out_h)
+    n, p, q = _pixel(offs_m, out_w, out_h)
     row_ok = n < batch
     col_ok = offs_n < group_out
     if INT64_OFFSETS:
@@ -111,9 +121,7 @@ def conv2d_forward_kernel(
         reduction = kernel_h * kernel_w * group_in
         for start in range(0, reduction, BLOCK_K):
             f = start + offs_k
-            c = f % group_in
-            r = f // (group_in * kernel_w)
-            s = (f // group_in) % kernel_w
+            r, s, c = _flat_tap(f, group_in, kernel_w)
             f_ok = f < reduction
             h = top[:, None] + (r * dilation)[None, :]
             w = left[:, None] + (s * dilation)[None, :]
@@ -163,9 +171,7 @@ def conv2d_depthwise_kernel(
     # channel k // multiplier), so no tile is padded for tl.dot.
     offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    q = offs_m % out_w
-    p = (offs_m // out_w) % out_h
-    n = offs_m // (out_w * out_h)
+    n, p, q = _pixel(offs_m, out_w, out_h)
     row_ok = n < batch
     col_ok = offs_n < out_channels
     if INT64_OFFSETS:
@@ -214,9 +220,7 @@ def conv2d_backward_input_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    w = offs_m % width
-    h = (offs_m // width) % height
-    n = offs_m // (width * height)
+    n, h, w = _pixel(offs_m, width, height)
     row_ok = n < batch
     col_ok = offs_n < group_in
     if INT64_OFFSETS:
@@ -281,9 +285,7 @@ def conv2d_backward_weight_kernel(
         pid_m = pid // num_pid_n
         offs_n = (pid % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
         col_ok = offs_n < group_in * taps
-        c = offs_n % group_in
-        r = offs_n // (group_in * kernel_w)
-        s = (offs_n // group_in) % kernel_w
+        r, s, c = _flat_tap(offs_n, group_in, kernel_w)
     else:
         num_pid_n = tl.cdiv(group_in, BLOCK_N)
         tap = pid % taps
@@ -306,9 +308,7 @@ def conv2d_backward_weight_kernel(
     last = tl.minimum(first + split_pixels, pixels)
     for start in range(first, last, BLOCK_K):
         j = start + offs_k
-        q = j % out_w
-        p = (j // out_w) % out_h
-        n = j // (out_w * out_h)
+        n, p, q = _pixel(j, out_w, out_h)
         if INT64_OFFSETS:
             n = n.to(tl.int64)
         j_ok = j < last
@@ -694,9 +694,9 @@ def conv2d_backward_weight(
         return grad_weight.zero_()
     taps = kernel_h * kernel_w
     flat = group_in < FLAT_TAPS_BELOW
-    # columns per tile plane: input channels, one plane per tap and group; or channels x taps, one per group
-    planes, columns = (groups, group_in * taps) if flat else (groups * taps, group_in)
-    splits, split_pixels = weight_grad_splits(pixels, planes, group_out, columns, x.device)
+    # tile planes per group and their columns: one plane per tap of input channels, or one of channels x taps
+    plane_count, columns = (1, group_in * taps) if flat else (taps, group_in)
+    splits, split_pixels = weight_grad_splits(pixels, groups * plane_count, group_out, columns, x.device)
     # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice.
     target = (
         grad_weight
@@ -710,7 +710,6 @@ def conv2d_backward_weight(
         *grad_out.stride(), *x.stride(), *grad_weight.stride(),
     )  # fmt: skip
     switches = dict(INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x), FLAT_TAPS=flat)
-    plane_count = planes // groups
     if interpreting():
         config = INTERPRETER_WEIGHT_GRAD_CONFIG
         programs = (
