@@ -102,11 +102,14 @@ def calls(direction: str, shape: Shape, t: dict[str, torch.Tensor]):  # type: ig
             lambda: conv2d_weight(x, weight.shape, grad_out, stride, padding, dilation, groups))  # fmt: skip
 
 
-def config_timings(direction: str, shape: Shape, channels_last: bool) -> dict[str, float]:
+def config_timings(direction: str, shape: Shape, tensors: dict[str, torch.Tensor]) -> dict[str, float]:
     """The last tuning's time per configuration (ms), from the autotuner of the kernel that ran: the matmul
-    kernel for the convolutions that are a plain GEMM (1x1, stride 1, channels-last)."""
-    _, _, _, _, r, stride, padding, _, groups = shape
-    plain = channels_last and direction != "weight gradient" and (r, stride, padding, groups) == (1, 1, 0, 1)
+    kernel for the convolutions that are a plain GEMM (conv.py's own rule, on the activations it reads)."""
+    _, _, _, _, r, stride, padding, dilation, groups = shape
+    activations = tensors["grad_out" if direction == "input gradient" else "x"]
+    plain = direction != "weight gradient" and conv._plain_gemm(
+        activations, r, r, conv.Conv2dArgs(stride, padding, dilation, groups)
+    )
     tuned = matmul.matmul_tuned if plain else getattr(conv, TUNED[direction])
     tuner = getattr(tuned, "_autotuner", None)
     timings = getattr(tuner, "configs_timings", None) or {}
@@ -164,7 +167,7 @@ def main() -> None:
                 mine, reference = calls(direction, shape, tensors)
                 tuned_before = tuning.FIRST_USES["tuned"]
                 out = mine()  # tunes, unless an earlier shape of the same shape class did
-                timings = config_timings(direction, shape, channels_last) if tuning.FIRST_USES["tuned"] > tuned_before else {}
+                timings = config_timings(direction, shape, tensors) if tuning.FIRST_USES["tuned"] > tuned_before else {}
                 want = reference()
                 pair = [o.float() for o in (out, want)]
                 error = float((pair[0] - pair[1]).abs().max() / pair[1].abs().max().clamp_min(1e-30))

@@ -151,9 +151,8 @@ def own_device_ms(impl, inputs: tuple) -> float | None:
     return device_ms(lambda: impl.run(*inputs))
 
 
-def time_three(impl, inputs: tuple) -> tuple[float, float, float]:
-    """Medians (ms) of the hand-written kernel, torch eager and torch.compile of the reference."""
-    compiled = torch.compile(impl.reference, dynamic=False)
+def time_three(impl, inputs: tuple, compiled) -> tuple[float, float, float]:
+    """Medians (ms) of the hand-written kernel, torch eager and ``compiled`` (torch.compile of the reference)."""
     return (
         check.time_kernel(lambda: impl.run(*inputs)),
         check.time_kernel(lambda: impl.reference(*inputs)),
@@ -180,7 +179,9 @@ def speed(
         torch._dynamo.reset()
         ok = check.check(name, shape, dtype, "cuda").ok
         inputs = check.make_inputs(equivalent, shape, dtype, "cuda")
-        mine, eager, inductor = time_three(check.implementation(equivalent), inputs)
+        impl = check.implementation(equivalent)
+        compiled = torch.compile(impl.reference, dynamic=False)
+        mine, eager, inductor = time_three(impl, inputs, compiled)
         moved, flops = equivalent.cost(shape, ITEMSIZE[dtype])
         other = ""
         if equivalent.bound == "memory":
@@ -189,8 +190,7 @@ def speed(
             passed = fraction >= MEMORY_TARGET and mine <= inductor * (1 + TIE)
             other = f"{mine / inductor - 1:+.1%} vs Inductor"
             # without launch overhead: both replayed from a CUDA graph (a host slower than the GPU shows here)
-            compiled = torch.compile(check.implementation(equivalent).reference, dynamic=False)
-            mine_graph = own_device_ms(check.implementation(equivalent), inputs)
+            mine_graph = own_device_ms(impl, inputs)
             inductor_graph = device_ms(lambda compiled=compiled, inputs=inputs: compiled(*inputs))
             if mine_graph and inductor_graph:
                 alone = moved / (mine_graph * 1e-3) / 1e9 / limits.copy_gb_per_s
@@ -216,7 +216,6 @@ def speed(
             causal = name.endswith("causal")
             efficient, efficient_graph = sdpa_backend_ms("EFFICIENT_ATTENTION", inputs, causal)
             flash, flash_graph = sdpa_backend_ms("FLASH_ATTENTION", inputs, causal)
-            impl = check.implementation(equivalent)
             mine_graph = own_device_ms(impl, inputs)
             other = f"SDPA efficient {efficient * 1e3:.1f} us" if efficient else "SDPA efficient n/a"
             other += f", SDPA flash {flash * 1e3:.1f} us" if flash else ", SDPA flash n/a"
