@@ -242,6 +242,8 @@ _ELEMENTWISE = _OneModuleFamily(
     family="elementwise", module="elementwise", kernels=("_bias_act_kernel",), dims=_ROWS_COLS, bound="memory",
     tolerance=MEMORY_TOLERANCE, default_shape=(1000, 777), bench_shape=(8192, 8192),
 )  # fmt: skip
+# The elementwise entries with a bias row: flat, or over 2-D tiles where rows are aligned (elementwise.py).
+_ELEMENTWISE_BIAS = _OneModuleFamily(**{**_ELEMENTWISE, "kernels": ("_bias_act_kernel", "_bias_act_tiles_kernel")})
 _ROWWISE = _Family(
     family="row-wise", dims=_ROWS_COLS, bound="memory",
     default_shape=(1000, 777), bench_shape=(16384, 4096),
@@ -302,7 +304,7 @@ _ATTENTION = _OneModuleFamily(
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("add", summary="Add a bias row to every row (broadcasting)", formula="x + bias",
-               covers=frozenset({"add"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+               covers=frozenset({"add"}), cost=_elementwise(1, 1), **_ELEMENTWISE_BIAS),
     Equivalent("relu", summary="ReLU", formula="torch.relu(x)",
                covers=frozenset({"relu"}), cost=_elementwise(1, 0), **_ELEMENTWISE),
     Equivalent("gelu", summary="GELU, exact (erf) form", formula="F.gelu(x)",
@@ -310,20 +312,20 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("gelu_tanh", summary="GELU, tanh approximation", formula="F.gelu(x, approximate='tanh')",
                covers=frozenset({"gelu_tanh"}), cost=_elementwise(1, 0), **_ELEMENTWISE),
     Equivalent("bias_relu", summary="Bias add then ReLU, one pass", formula="torch.relu(x + bias)",
-               covers=frozenset({"add", "relu"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+               covers=frozenset({"add", "relu"}), cost=_elementwise(1, 1), **_ELEMENTWISE_BIAS),
     Equivalent("bias_gelu", summary="Bias add then GELU (erf), one pass", formula="F.gelu(x + bias)",
-               covers=frozenset({"add", "gelu"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+               covers=frozenset({"add", "gelu"}), cost=_elementwise(1, 1), **_ELEMENTWISE_BIAS),
     Equivalent("bias_gelu_tanh", summary="Bias add then GELU (tanh), one pass",
                formula="F.gelu(x + bias, approximate='tanh')",
-               covers=frozenset({"add", "gelu_tanh"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+               covers=frozenset({"add", "gelu_tanh"}), cost=_elementwise(1, 1), **_ELEMENTWISE_BIAS),
     Equivalent("scale_bias", summary="Scale by a constant, then add a bias row, one pass", formula="x * 0.125 + bias",
-               covers=frozenset({"mul", "add"}), cost=_elementwise(1, 1), **_ELEMENTWISE),
+               covers=frozenset({"mul", "add"}), cost=_elementwise(1, 1), **_ELEMENTWISE_BIAS),
     Equivalent("silu_mul", summary="SiLU-gated product, SwiGLU's activation (two full tensors), one pass",
                formula="F.silu(gate) * up", covers=frozenset({"silu", "mul"}), cost=_elementwise(2, 0), **_ELEMENTWISE),
     Equivalent("residual", summary="Add a residual (two full tensors), one pass", formula="x + residual",
                covers=frozenset({"add"}), cost=_elementwise(2, 0), **_ELEMENTWISE),
     Equivalent("bias_residual", summary="Bias add plus a residual, one pass", formula="x + bias + residual",
-               covers=frozenset({"add"}), cost=_elementwise(2, 1), **_ELEMENTWISE),
+               covers=frozenset({"add"}), cost=_elementwise(2, 1), **_ELEMENTWISE_BIAS),
     Equivalent("copy", family="layout", module="copy", kernels=("_transpose_copy_kernel",),
                summary="A layout copy: a transposed view made contiguous, through shared-memory tiles",
                formula="x.t().contiguous()", dims=_ROWS_COLS, covers=frozenset({"copy"}), cost=_elementwise(1, 0),

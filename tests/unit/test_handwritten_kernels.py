@@ -16,7 +16,7 @@ from inductor_lens.handwritten.catalog import EQUIVALENTS
 from inductor_lens.handwritten.source import KERNELS_DIR
 
 SHAPES = {
-    "elementwise": [(1, 1), (3, 5), (37, 1031), (2, 9000)],
+    "elementwise": [(1, 1), (3, 5), (37, 1031), (2, 9000), (5, 48), (33, 1040)],
     # 9000 and 20000 columns take the looped (online) path of the row kernels
     "row-wise": [(1, 1), (3, 5), (37, 1031), (2, 9000), (2, 20000)],
     "matmul": [(1, 1, 1), (3, 5, 7), (17, 33, 65), (129, 70, 100)],
