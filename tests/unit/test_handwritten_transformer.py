@@ -71,6 +71,36 @@ def test_cross_entropy_ignores_minus_100_targets() -> None:
     torch.testing.assert_close(grad_logits, wanted.grad)
 
 
+@pytest.mark.parametrize("vocab", [3, 9, 37])
+def test_cross_entropy_walks_unaligned_rows_of_a_padded_view(vocab: int) -> None:
+    """Rows of a [rows, vocab + 5] buffer seen as [rows, vocab]: each row starts at another offset in its
+    16-byte vector, so the aligned body, the head and the tail each take a different share of it (vocab 3
+    lies inside one vector or across two, and has no body); targets on the first and last columns."""
+    buffer = 3 * torch.randn((7, vocab + 5), generator=_generator(), dtype=torch.float16)
+    logits = buffer[:, 2 : vocab + 2]
+    targets = torch.tensor([0, vocab - 1, 1, -100, vocab // 2, vocab - 1, 0])
+    loss, lse = _run("cross_entropy", logits, targets)
+    torch.testing.assert_close(lse, logits.float().logsumexp(-1))
+    assert abs(float(loss) - float(F.cross_entropy(logits.float(), targets))) < 2e-3
+    grad_logits = _run("cross_entropy_backward", logits, targets, torch.tensor(0.5, dtype=torch.float16), lse)
+    wanted = logits.float().requires_grad_()
+    (F.cross_entropy(wanted, targets) * 0.5).backward()
+    torch.testing.assert_close(grad_logits.float(), wanted.grad, atol=1e-3, rtol=1e-2)
+
+
+def test_cross_entropy_with_masked_out_vocabulary() -> None:
+    """-inf logits (a vocabulary masked out) add nothing: a row with one finite logit, a row whose aligned
+    body is all -inf, a row without a masked logit."""
+    logits = torch.randn((3, 40), generator=_generator())
+    logits[0] = -float("inf")
+    logits[0, 5] = 2.0
+    logits[1, :36] = -float("inf")
+    targets = torch.tensor([5, 38, 0])
+    loss, lse = _run("cross_entropy", logits, targets)
+    torch.testing.assert_close(lse, logits.logsumexp(-1))
+    torch.testing.assert_close(loss, F.cross_entropy(logits, targets))
+
+
 def test_cross_entropy_in_half_returns_the_loss_in_half() -> None:
     logits = torch.randn((3, 40), generator=_generator()).to(torch.float16)
     targets = torch.tensor([0, 39, 7])
