@@ -23,7 +23,8 @@ kernels do the full-size work, plus a tiny one for the per-channel results:
   [BLOCK_ROWS, BLOCK_COLS] tile in fp32 registers over its rows (channels-last: BLOCK_COLS adjacent
   channels, contiguous loads along C; NCHW: one channel, rows are images and columns H*W, so a 7x7 plane
   tile still holds many images in flight) and writes one fp32 partial per channel and split, no atomics,
-  so the result is deterministic. ``_channel_finish_kernel`` then sums the partials per channel and
+  so the result is deterministic; the autotuner may software-pipeline the row loop's loads (``STAGES``).
+  ``_channel_finish_kernel`` then sums the partials per channel and
   finishes: mean and rstd, or grad_weight = sum(dy * x̂) and grad_bias = sum(dy).
 
 Training statistics use shifted sums: each channel's sums of ``x - K`` and ``(x - K)²`` with K the channel's
@@ -166,6 +167,7 @@ def _channel_sums_kernel(
     CHANNELS_LAST: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     # STATS: a is x, sums of (x - K) and (x - K)² with K the channel's first element. Else a is dy (masked by
     # the saved ReLU output with RELU_MASK): sums of dy and dy * (x - mean).
@@ -193,7 +195,8 @@ def _channel_sums_kernel(
         centre = tl.load(a_ptr + base if STATS else mean_ptr + channel).to(tl.float32)
     first_sum = tl.zeros([BLOCK_ROWS, BLOCK_COLS], tl.float32)
     second_sum = tl.zeros([BLOCK_ROWS, BLOCK_COLS], tl.float32)
-    for row_block in range(row_start, row_end, BLOCK_ROWS):
+    # STAGES > 1: the tiles' loads are software-pipelined (cp.async), several tiles in flight a program.
+    for row_block in tl.range(row_start, row_end, BLOCK_ROWS, num_stages=STAGES):
         row = row_block + tile_row
         row_offsets = base + row[:, None].to(tl.int64) * row_stride
         for col_block in range(col_blocks):
@@ -308,7 +311,11 @@ _pointwise_tuned = TunedKernel(
 )
 _sums_tuned = TunedKernel(
     _channel_sums_kernel,
-    _tile_configs((1024, 2048)),
+    [
+        triton.Config({**config.kwargs, "STAGES": stages}, num_warps=config.num_warps)
+        for config in _tile_configs((1024, 2048))
+        for stages in (1, 3)
+    ],
     key=["rows", "cols", "rows_per_split", "STATS", "RELU_MASK", "CHANNELS_LAST"],
     prune=_prune_tiles,
 )
@@ -441,7 +448,7 @@ def _channel_sums(
     if interpreting():
         tile = _interpreter_tile(cols, rows_per_split)
         grid = (triton.cdiv(channels, tile["BLOCK_COLS"]) if channels_last else channels, splits)
-        _channel_sums_kernel[grid](*args, **switches, **tile)
+        _channel_sums_kernel[grid](*args, **switches, **tile, STAGES=1)
     else:
 
         def programs(meta: dict[str, Any]) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
 Normalising a row is memory-bound, so every kernel here reads each input byte from DRAM once and keeps
 the statistics in fp32. The forward kernel (shared by LayerNorm and RMSNorm through the ``IS_RMS``
-switch) has two shapes. Whole rows in registers (rows up to 32 KiB: 8192 fp32 or 16384 half columns):
+switch) has two shapes. Whole rows in registers (rows up to 64 KiB: 16384 fp32 or 32768 half columns):
 the mean, then the variance of ``x - mean`` straight from the registers, then the affine output, one read
 and one write, with several short rows to a program so that each still has kilobytes in flight. Looped
 (Inductor's shape of kernel, and the only one for longer rows): a first sweep over column blocks keeps a
@@ -14,7 +14,9 @@ row length; the row length is a compile-time constant, as in Inductor's static-s
 and trip counts fold away. The backward is deterministic, with no atomics: stage 1 gives each program a
 group of rows, computes their grad_x (``dx = (w·dy - (x̂·c1 + c2))·rstd`` with ``c1 = mean(x̂·w·dy)``,
 ``c2 = mean(w·dy)``) and sums ``dy·x̂`` and ``dy`` over its rows in fp32 registers, writing one partial
-row per program; stage 2 sums those partials per column. Rows too long for registers (over 8192
+row per program; stage 2 sums those partials per column. Two programs an SM is the most the registers
+allow at 4096 columns (more per SM were slower on an H200: benchmarks/programs_per_sm.py), too few to hide
+memory latency alone, so the autotuner may software-pipeline the row tiles' loads (``STAGES``). Rows too long for registers (over 8192
 columns) take one tile of rows per program, sweeping the columns twice: the row constants c1 and c2
 first, then grad_x and the tile's partial sums.
 
@@ -48,7 +50,8 @@ from . import Implementation, interpreting
 LAYER_NORM_EPS = 1e-5
 RMS_NORM_EPS = 1e-6
 # Forward: whole rows in registers are an option up to this many input bytes a row (padded); longer loop.
-MAX_FUSED_ROW_BYTES = 32768
+# (64 KiB: a bf16 row of 32768 over 32 warps, 32 values a thread.)
+MAX_FUSED_ROW_BYTES = 65536
 # Backward: whole rows in registers up to this many columns (five fp32 values live per column).
 MAX_FUSED_BACKWARD_COLS = 8192
 # Backward, long rows: rows per program (the partial sums cost 8 / this many bytes per element).
@@ -59,7 +62,9 @@ BACKWARD_GROUP_GRANULE = 16
 # Stage 2 of the backward: the tile of partial rows x columns each program sums.
 PARTIAL_BLOCK_GROUPS = 64
 PARTIAL_BLOCK_COLS = 64
-# Fixed configurations for Triton's interpreter, which must not autotune.
+# Fixed configurations for Triton's interpreter, which must not autotune; its rows of 9000 and 20000
+# columns (tests) take the looped shape.
+INTERPRETER_MAX_FUSED_ROW_BYTES = 32768
 INTERPRETER_LOOPED_BLOCK_COLS = 1024
 INTERPRETER_LOOPED_BACKWARD_BLOCK_COLS = 256
 
@@ -272,6 +277,7 @@ def _layer_norm_backward_kernel(
     SINGLE_PASS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
     ROWS_PER_TILE: tl.constexpr,
+    STAGES: tl.constexpr,
 ):
     """LayerNorm's backward, or with IS_RMS RMSNorm's (no mean, no c2, no bias gradient); HAS_GRAD_RESIDUAL
     adds the gradient that reaches the normalised input by the residual path."""
@@ -289,7 +295,9 @@ def _layer_norm_backward_kernel(
         weight = tl.load(weight_ptr + lane, mask=col_mask, other=0.0).to(tl.float32)
         grad_weight_sum = tl.zeros([ROWS_PER_TILE, BLOCK_COLS], tl.float32)
         grad_bias_sum = tl.zeros([ROWS_PER_TILE, BLOCK_COLS], tl.float32)
-        for tile_start in range(group_start, group_end, ROWS_PER_TILE):
+        # STAGES > 1: the tiles' loads are software-pipelined (cp.async), so the next tiles are in flight
+        # while this one is reduced; two programs an SM fit in registers, too few to hide latency alone.
+        for tile_start in tl.range(group_start, group_end, ROWS_PER_TILE, num_stages=STAGES):
             row = tile_start + tile
             row_mask = row < group_end
             mask = row_mask[:, None] & col_mask[None, :]
@@ -391,11 +399,11 @@ def _per_thread(rows: int, block_cols: int, num_warps: int) -> float:
 def _forward_configs() -> list[triton.Config]:
     """Whole-row tiles for each power-of-two row length, then looped tiles (Inductor's kernel shape)."""
     configs = []
-    for block_cols in (1 << n for n in range(15)):
+    for block_cols in (1 << n for n in range(16)):
         tiles = [
             (r, w)
             for r in (1, 2, 4, 8, 16, 32)
-            for w in (4, 8, 16)
+            for w in (4, 8, 16, 32)
             if 4 <= _per_thread(r, block_cols, w) <= 32
         ]
         for rows, warps in tiles or [(32, 4)]:
@@ -441,7 +449,12 @@ _forward_tuned = TunedKernel(
 
 _backward_fused_tuned = TunedKernel(
     _layer_norm_backward_kernel,
-    [triton.Config({"ROWS_PER_TILE": r}, num_warps=w) for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)],
+    [
+        triton.Config({"ROWS_PER_TILE": r, "STAGES": stages}, num_warps=w)
+        for r in (1, 2, 4, 8, 16)
+        for w in (4, 8, 16)
+        for stages in (1, 2)
+    ],
     key=["cols", "IS_RMS", "HAS_GRAD_RESIDUAL"],
     prune=_prune_backward,
 )
@@ -449,7 +462,7 @@ _backward_fused_tuned = TunedKernel(
 _backward_looped_tuned = TunedKernel(
     _layer_norm_backward_kernel,
     [
-        triton.Config({"BLOCK_COLS": block}, num_warps=warps)
+        triton.Config({"BLOCK_COLS": block, "STAGES": 1}, num_warps=warps)
         for block, warps in ((128, 4), (256, 4), (256, 8), (512, 8), (512, 16))
     ],
     key=["cols", "IS_RMS", "HAS_GRAD_RESIDUAL"],
@@ -510,7 +523,7 @@ def _norm_forward(
     flags = {"IS_RMS": is_rms, "HAS_RESIDUAL": residual is not None, "STORE_STATS": store_stats}
     if interpreting():
         block_cols = triton.next_power_of_2(cols)
-        if block_cols * x.element_size() <= MAX_FUSED_ROW_BYTES:
+        if block_cols * x.element_size() <= INTERPRETER_MAX_FUSED_ROW_BYTES:
             single_pass, per_program = True, _fused_rows_per_program(block_cols, rows)
         else:
             single_pass, per_program, block_cols = False, 1, INTERPRETER_LOOPED_BLOCK_COLS
@@ -600,7 +613,7 @@ def _norm_backward(
         else:
             tile, block_cols = LOOPED_BACKWARD_ROWS, INTERPRETER_LOOPED_BACKWARD_BLOCK_COLS
         _layer_norm_backward_kernel[(groups,)](
-            *args, **flags, SINGLE_PASS=single_pass, BLOCK_COLS=block_cols, ROWS_PER_TILE=tile
+            *args, **flags, SINGLE_PASS=single_pass, BLOCK_COLS=block_cols, ROWS_PER_TILE=tile, STAGES=1
         )
     elif single_pass:
         _backward_fused_tuned[(groups,)](*args, **flags, SINGLE_PASS=True, BLOCK_COLS=block_cols)

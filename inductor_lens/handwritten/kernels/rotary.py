@@ -11,14 +11,15 @@ The work is memory-bound: x is read once and the output written once. The tables
 against [batch, heads, seq, head_dim]), but read again for every head they would double the kernel's L2
 traffic (x, cos, sin in, out), and an H100's L2 bandwidth is under twice its DRAM bandwidth (argued, not
 measured); so a program takes a block of positions of one batch entry and keeps their cos/sin rows in
-registers while it loops over ``HEADS_PER_PROGRAM`` heads (Liger-Kernel's RoPE likewise reuses a position's
-cos/sin over all heads). x is addressed through its strides (models pass q and k as
+registers while it walks its heads (Liger-Kernel's RoPE likewise reuses a position's cos/sin over all heads),
+one at a time in a loop or ``BLOCK_HEADS`` at a time as a 3-D tile whose loads are all in flight together
+(the autotuner picks; on an H200 the tiles took the kernel from 2% slower than Inductor's to a tie). x is addressed through its strides (models pass q and k as
 ``[batch, seq, heads, head_dim]`` projections viewed as ``[batch, heads, seq, head_dim]``, which the input
 maker reproduces), with the head dimension contiguous; the output takes x's layout. Inductor fuses q's and
 k's rotation, and the cos/sin computation from the position ids, into one kernel; this one rotates one
 tensor from given tables, so Inductor's kernel does the work of two of its launches. The block sizes are
-autotuned on a GPU from a short list around 4-16 KiB of x per program (not yet measured on a GPU); the
-interpreter runs one small fixed configuration.
+autotuned on a GPU from a short list around 4-32 KiB of x per program; the interpreter runs one small fixed
+configuration.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from . import Implementation, interpreting
 ROPE_BASE = 10000.0
 # The interpreter's fixed configuration: small, and fewer heads a program than the checks' head counts, so
 # the head loop's bound is exercised.
-INTERPRETER_CONFIG = {"BLOCK_SEQ": 16, "HEADS_PER_PROGRAM": 2}
+INTERPRETER_CONFIG = {"BLOCK_SEQ": 16, "BLOCK_HEADS": 2, "HEAD_BLOCKS_PER_PROGRAM": 2}
 
 
 @triton.jit
@@ -59,27 +60,33 @@ def _rotary_kernel(
     HALF_PADDED: tl.constexpr,
     BACKWARD: tl.constexpr,
     BLOCK_SEQ: tl.constexpr,
-    HEADS_PER_PROGRAM: tl.constexpr,
+    BLOCK_HEADS: tl.constexpr,
+    HEAD_BLOCKS_PER_PROGRAM: tl.constexpr,
 ):
-    """Rotate (or, BACKWARD, rotate back) the rows of BLOCK_SEQ positions of HEADS_PER_PROGRAM heads."""
-    position = tl.program_id(0) * BLOCK_SEQ + tl.arange(0, BLOCK_SEQ)
-    head_groups = tl.cdiv(heads, HEADS_PER_PROGRAM)
+    """Rotate (or, BACKWARD, rotate back) BLOCK_SEQ positions of BLOCK_HEADS heads at a time, for
+    HEAD_BLOCKS_PER_PROGRAM blocks of heads, with the positions' cos/sin rows loaded once."""
+    heads_per_program = BLOCK_HEADS * HEAD_BLOCKS_PER_PROGRAM
+    head_groups = tl.cdiv(heads, heads_per_program)
     batch = tl.program_id(1) // head_groups
-    head_start = (tl.program_id(1) % head_groups) * HEADS_PER_PROGRAM
-    lane = tl.arange(0, HALF_PADDED)[None, :]
-    mask = (position < seq)[:, None] & (lane < HALF)
-    # evict_last: the tables are re-read by every batch entry and head group.
-    cos_rows = cos_ptr + position[:, None] * cos_stride_seq + lane
-    sin_rows = sin_ptr + position[:, None] * sin_stride_seq + lane
-    cos1 = tl.load(cos_rows, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    cos2 = tl.load(cos_rows + HALF, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    sin1 = tl.load(sin_rows, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    sin2 = tl.load(sin_rows + HALF, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    head_start = (tl.program_id(1) % head_groups) * heads_per_program
+    position = (tl.program_id(0) * BLOCK_SEQ + tl.arange(0, BLOCK_SEQ))[:, None, None]
+    head_lane = tl.arange(0, BLOCK_HEADS)[None, :, None]
+    lane = tl.arange(0, HALF_PADDED)[None, None, :]
+    table_mask = (position < seq) & (lane < HALF)
+    # [BLOCK_SEQ, 1, HALF_PADDED], broadcast over the heads; evict_last: every batch entry and head group
+    # re-reads them.
+    cos_rows = cos_ptr + position * cos_stride_seq + lane
+    sin_rows = sin_ptr + position * sin_stride_seq + lane
+    cos1 = tl.load(cos_rows, mask=table_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    cos2 = tl.load(cos_rows + HALF, mask=table_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    sin1 = tl.load(sin_rows, mask=table_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    sin2 = tl.load(sin_rows + HALF, mask=table_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     x_rows = x_ptr + batch.to(tl.int64) * x_stride_batch + head_start.to(tl.int64) * x_stride_head
-    x_rows += position[:, None].to(tl.int64) * x_stride_seq + lane
+    x_rows += position.to(tl.int64) * x_stride_seq + head_lane * x_stride_head + lane
     out_rows = out_ptr + batch.to(tl.int64) * out_stride_batch + head_start.to(tl.int64) * out_stride_head
-    out_rows += position[:, None].to(tl.int64) * out_stride_seq + lane
-    for _ in range(0, tl.minimum(HEADS_PER_PROGRAM, heads - head_start)):
+    out_rows += position.to(tl.int64) * out_stride_seq + head_lane * out_stride_head + lane
+    for block in range(0, tl.cdiv(tl.minimum(heads_per_program, heads - head_start), BLOCK_HEADS)):
+        mask = table_mask & (head_start + block * BLOCK_HEADS + head_lane < heads)
         x1 = tl.load(x_rows, mask=mask, other=0.0).to(tl.float32)
         x2 = tl.load(x_rows + HALF, mask=mask, other=0.0).to(tl.float32)
         if BACKWARD:
@@ -90,19 +97,30 @@ def _rotary_kernel(
             out2 = x2 * cos2 + x1 * sin2
         tl.store(out_rows, out1.to(out_ptr.dtype.element_ty), mask=mask)
         tl.store(out_rows + HALF, out2.to(out_ptr.dtype.element_ty), mask=mask)
-        x_rows += x_stride_head
-        out_rows += out_stride_head
+        x_rows += BLOCK_HEADS * x_stride_head
+        out_rows += BLOCK_HEADS * out_stride_head
 
 
-# About 4 to 16 KiB of x per program at head_dim 128 in bf16 (the shapes of Llama), with the tables' block
-# reused over 4 to 32 heads.
+# About 4 to 32 KiB of x per program at head_dim 128 in bf16 (the shapes of Llama): one head a step with the
+# tables' block reused over 4 to 32 heads in a loop, or a tile of 2 to 8 heads a step, whose loads are all in
+# flight at once (a loop's next loads wait for its stores: x and out may alias as far as the compiler knows).
 CONFIGS = [
-    triton.Config({"BLOCK_SEQ": block_seq, "HEADS_PER_PROGRAM": heads}, num_warps=warps)
+    triton.Config({"BLOCK_SEQ": block_seq, "BLOCK_HEADS": 1, "HEAD_BLOCKS_PER_PROGRAM": heads}, num_warps=warps)
     for block_seq, heads, warps in (
         (8, 4, 4), (16, 4, 4), (16, 8, 4), (32, 4, 8), (32, 8, 8), (8, 32, 4), (16, 32, 8), (64, 4, 8),
     )
+] + [
+    triton.Config({"BLOCK_SEQ": block_seq, "BLOCK_HEADS": tile, "HEAD_BLOCKS_PER_PROGRAM": steps}, num_warps=warps)
+    for block_seq, tile, steps, warps in (
+        (4, 8, 1, 4), (8, 4, 1, 4), (8, 8, 1, 8), (16, 4, 1, 8), (4, 8, 4, 4), (8, 4, 4, 4), (16, 8, 1, 8),
+    )
 ]  # fmt: skip
 _rotary_tuned = TunedKernel(_rotary_kernel, CONFIGS, key=["heads", "seq", "HALF", "BACKWARD"])
+
+
+def _grid(batch: int, heads: int, seq: int, meta: Mapping[str, Any]) -> tuple[int, int]:
+    heads_per_program = meta["BLOCK_HEADS"] * meta["HEAD_BLOCKS_PER_PROGRAM"]
+    return triton.cdiv(seq, meta["BLOCK_SEQ"]), batch * triton.cdiv(heads, heads_per_program)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, backward: bool) -> torch.Tensor:
@@ -130,20 +148,10 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, backward: 
     )  # fmt: skip
     constants = {"HALF": half, "HALF_PADDED": triton.next_power_of_2(half), "BACKWARD": backward}
     if interpreting():
-        grid = (
-            triton.cdiv(seq, INTERPRETER_CONFIG["BLOCK_SEQ"]),
-            batch * triton.cdiv(heads, INTERPRETER_CONFIG["HEADS_PER_PROGRAM"]),
-        )
-        _rotary_kernel[grid](*args, **constants, **INTERPRETER_CONFIG)
+        _rotary_kernel[_grid(batch, heads, seq, INTERPRETER_CONFIG)](*args, **constants, **INTERPRETER_CONFIG)
     else:
 
-        def tuned_grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-            return (
-                triton.cdiv(seq, meta["BLOCK_SEQ"]),
-                batch * triton.cdiv(heads, meta["HEADS_PER_PROGRAM"]),
-            )
-
-        _rotary_tuned[tuned_grid](*args, **constants)
+        _rotary_tuned[lambda meta: _grid(batch, heads, seq, meta)](*args, **constants)
     return out
 
 
