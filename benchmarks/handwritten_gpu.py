@@ -93,13 +93,15 @@ TIE = 0.01
 MATMUL_TARGET = 0.85
 
 
-def correctness(quick: bool) -> list[str]:
+def correctness(quick: bool, names: list[str] | None = None) -> list[str]:
     lines = [
         "| kernel | dtype | shapes checked | worst error / tolerance | result |",
         "|---|---|---|---|---|",
     ]
     failures = 0
     for equivalent in EQUIVALENTS:
+        if names and equivalent.name not in names:
+            continue
         for dtype in DTYPES:
             worst, texts, bad = 0.0, [], []
             # the family's GPU shapes, else the entry's own odd shapes (the interpreter tests')
@@ -161,8 +163,13 @@ def time_three(impl, inputs: tuple, compiled) -> tuple[float, float, float]:
 
 
 def speed(
-    ceiling_cache: dict[str, CeilingsData], families: list[str] | None = None, dtypes: list[str] | None = None
+    ceiling_cache: dict[str, CeilingsData],
+    families: list[str] | None = None,
+    dtypes: list[str] | None = None,
+    names: list[str] | None = None,
 ) -> list[str]:
+    # Memory-bound kernels with GPU time alone: (at 80% of copy, no slower than Inductor).
+    alone_verdicts: list[tuple[bool, bool]] = []
     lines = [
         "| kernel | shape | dtype | hand-written | rate | % of ceiling | Inductor (torch.compile) | torch eager | "
         "other | target | result |",
@@ -171,6 +178,8 @@ def speed(
     for name, values, dtype in SPEED_CASES:
         equivalent = get(name)
         if (families and equivalent.family not in families) or (dtypes and dtype not in dtypes):
+            continue
+        if names and name not in names:
             continue
         shape = equivalent.shape(values)
         if dtype not in ceiling_cache:
@@ -196,6 +205,7 @@ def speed(
                 alone = moved / (mine_graph * 1e-3) / 1e9 / limits.copy_gb_per_s
                 other += (f"; GPU alone {mine_graph * 1e3:,.1f} vs Inductor {inductor_graph * 1e3:,.1f} us "
                           f"({mine_graph / inductor_graph - 1:+.1%}), {alone:.0%} of copy")  # fmt: skip
+                alone_verdicts.append((alone >= MEMORY_TARGET, mine_graph <= inductor_graph * (1 + TIE)))
             target = f">= {MEMORY_TARGET:.0%} of copy, <= Inductor (+{TIE:.0%} tie)"
         elif equivalent.family == "matmul":
             fraction = flops / (mine * 1e-3) / 1e12 / limits.matmul_tflops
@@ -238,6 +248,13 @@ def speed(
         print(lines[-1], flush=True)
         inputs = None
         torch.cuda.empty_cache()
+    if alone_verdicts:
+        count = len(alone_verdicts)
+        lines.append(
+            f"\nMemory-bound, GPU time alone, {count} kernels: {sum(a for a, _ in alone_verdicts)} at >= "
+            f"{MEMORY_TARGET:.0%} of copy, {sum(b for _, b in alone_verdicts)} no slower than Inductor "
+            f"(+{TIE:.0%} tie), {sum(a and b for a, b in alone_verdicts)} both."
+        )
     return lines
 
 
@@ -252,6 +269,7 @@ def main() -> None:
         "--families", nargs="*", help="Time only these families (elementwise, row-wise, ...)."
     )
     parser.add_argument("--dtypes", nargs="*", help="Time only these dtypes (float32, bfloat16, ...).")
+    parser.add_argument("--names", nargs="*", help="Check and time only these catalog entries.")
     args = parser.parse_args()
     started = time.perf_counter()
     device = torch.cuda.get_device_name()
@@ -265,13 +283,13 @@ def main() -> None:
         "",
     ]
     cache: dict[str, CeilingsData] = {}
-    body = ["## Speed at large shapes", "", *speed(cache, args.families, args.dtypes), ""]
+    body = ["## Speed at large shapes", "", *speed(cache, args.families, args.dtypes, args.names), ""]
     copy = ", ".join(f"{d}: copy {c.copy_gb_per_s:,.0f} GB/s, matmul {c.matmul_tflops:,.1f} TFLOP/s"
                      for d, c in cache.items())  # fmt: skip
     body += [f"Measured ceilings (the 100% lines): {copy}.", ""]
     args.results.write_text("\n".join(header + body) + "\n")
     if not args.skip_correctness:
-        body += ["## Correctness on odd shapes (GPU)", "", *correctness(args.quick), ""]
+        body += ["## Correctness on odd shapes (GPU)", "", *correctness(args.quick, args.names), ""]
     body.append(f"Total {time.perf_counter() - started:.0f} s.")
     args.results.write_text("\n".join(header + body) + "\n")
 

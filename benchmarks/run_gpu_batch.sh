@@ -10,6 +10,8 @@ for step in "$@"; do
     conv-bwd) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-bwd.md --directions "input gradient" "weight gradient" --formats channels-last --limit-s 145 > $OUT/conv-bwd.log 2>&1 ;;
     attention) timeout 130 python3 benchmarks/handwritten_gpu.py --results $OUT/attention.md --skip-correctness --families attention > $OUT/attention.log 2>&1 ;;
     memory) timeout 420 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --dtypes bfloat16 --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
+    check) timeout 300 python3 benchmarks/handwritten_gpu.py --results $OUT/check.md --families none --names add bias_relu bias_gelu bias_gelu_tanh scale_bias bias_residual gelu gelu_backward cross_entropy cross_entropy_backward rotary rotary_backward > $OUT/check.log 2>&1 ;;
+    probe) timeout 200 python3 benchmarks/programs_per_sm.py --results $OUT/programs-per-sm.md > $OUT/probe.log 2>&1 ;;
     fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
       IFS=@ read -r name outer stage <<< "${step#fixture-}"
       rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/$name.tar.gz -C /tmp/fx
