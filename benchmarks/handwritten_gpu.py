@@ -109,6 +109,10 @@ def correctness(quick: bool, names: list[str] | None = None) -> list[str]:
             if "attention_backward" in equivalent.covers or "attention_causal_backward" in equivalent.covers:
                 # With one key dq and dk are zero: their error has no scale to be measured against.
                 shapes = [values for values in shapes if values[2] > 1]
+            if equivalent.name in ("rmsnorm_backward", "rmsnorm_residual_backward"):
+                # A one-column row's dx is a cancellation fp32 cannot resolve (kernels/norms.py): checked
+                # from three columns up, as the catalog's own check shapes are.
+                shapes = [values for values in shapes if values[1] >= 3]
             for values in shapes[: 3 if quick else None]:
                 result = check.check(equivalent.name, equivalent.shape(values), dtype, "cuda")
                 texts.append("x".join(map(str, values)))
