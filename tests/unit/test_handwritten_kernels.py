@@ -74,3 +74,26 @@ def test_only_triton_kernels_go_unannotated() -> None:
             if node.returns is None or any(a.annotation is None for a in parameters):
                 unannotated.append(f"{path.name}:{node.lineno} {node.name}")
     assert not unannotated
+
+
+def test_shown_source_defines_every_jit_helper_it_calls() -> None:
+    """The report's source of an entry is readable on its own: each @triton.jit function of the module that a
+    shown kernel calls is shown too (conv2d's _pixel, cross-entropy's _row_span, the GELU's Φ)."""
+    from inductor_lens.handwritten.source import kernel_source
+
+    for equivalent in EQUIVALENTS:
+        module = ast.parse((KERNELS_DIR / f"{equivalent.module}.py").read_text())
+        jit = {
+            node.name
+            for node in module.body
+            if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list)
+        }
+        shown = ast.parse(kernel_source(equivalent.name))
+        defined = {node.name for node in shown.body if isinstance(node, ast.FunctionDef)}
+        called = {
+            node.func.id
+            for node in ast.walk(shown)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in jit
+        }
+        assert called <= defined, (equivalent.name, called - defined)
+        assert set(equivalent.kernels) <= defined, equivalent.name
