@@ -77,6 +77,13 @@ def _pixel(index, width, height):
 
 
 @triton.jit
+def _blocked_tap(step, channel_blocks, kernel_w, BLOCK_K: tl.constexpr):
+    """(r, s, first channel) of a reduction step over taps x channel blocks, the channel block fastest."""
+    tap = step // channel_blocks
+    return tap // kernel_w, tap % kernel_w, (step % channel_blocks) * BLOCK_K
+
+
+@triton.jit
 def _flat_tap(index, group_in, kernel_w):
     """(r, s, c) of indices over the taps and channels as one axis (FLAT_TAPS), the channel fastest."""
     return index // (group_in * kernel_w), (index // group_in) % kernel_w, index % group_in
@@ -134,10 +141,8 @@ def conv2d_forward_kernel(
     else:
         channel_blocks = tl.cdiv(group_in, BLOCK_K)
         for step in range(0, kernel_h * kernel_w * channel_blocks):
-            tap = step // channel_blocks
-            r = tap // kernel_w
-            s = tap % kernel_w
-            c = (step % channel_blocks) * BLOCK_K + offs_k
+            r, s, first_channel = _blocked_tap(step, channel_blocks, kernel_w, BLOCK_K)
+            c = first_channel + offs_k
             h = top + r * dilation
             w = left + s * dilation
             pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
@@ -231,10 +236,8 @@ def conv2d_backward_input_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     channel_blocks = tl.cdiv(group_out, BLOCK_K)
     for step in range(0, kernel_h * kernel_w * channel_blocks):
-        tap = step // channel_blocks
-        r = tap // kernel_w
-        s = tap % kernel_w
-        k = (step % channel_blocks) * BLOCK_K + offs_k
+        r, s, first_channel = _blocked_tap(step, channel_blocks, kernel_w, BLOCK_K)
+        k = first_channel + offs_k
         # Output pixel (p, q) reads input pixel (h, w) through tap (r, s) when p * stride = h + padding -
         # r * dilation; rows where that is negative, fractional or past the output are masked.
         p_scaled = h + padding - r * dilation
