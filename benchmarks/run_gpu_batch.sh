@@ -7,6 +7,7 @@ for step in "$@"; do
     launch) timeout 150 python3 benchmarks/launch_overhead_handwritten.py --rounds 7 > $OUT/launch.md 2> $OUT/launch.err ;;
     kernels) timeout 330 python3 benchmarks/handwritten_gpu.py --results $OUT/kernels.md --quick --families attention "batch norm" pooling layout > $OUT/kernels.log 2>&1 ;;
     conv-fwd) timeout 180 python3 benchmarks/conv_resnet50.py --results $OUT/conv-fwd.md --directions forward --formats channels-last NCHW --limit-s 160 > $OUT/conv-fwd.log 2>&1 ;;
+    conv-wgrad) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-wgrad.md --directions "weight gradient" --formats channels-last --limit-s 150 > $OUT/conv-wgrad.log 2>&1 ;;
     conv-bwd) timeout 170 python3 benchmarks/conv_resnet50.py --results $OUT/conv-bwd.md --directions "input gradient" "weight gradient" --formats channels-last --limit-s 145 > $OUT/conv-bwd.log 2>&1 ;;
     attention) timeout 130 python3 benchmarks/handwritten_gpu.py --results $OUT/attention.md --skip-correctness --families attention > $OUT/attention.log 2>&1 ;;
     memory) timeout 420 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --dtypes bfloat16 --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;

@@ -277,7 +277,8 @@ _POOLING = _Family(
 )  # fmt: skip
 # (batch, in_channels, height, width, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups,
 # channels_last): 1x1 and stride 1; stride 2 with padding; dilation 2 with 2 groups; depthwise (multiplier 1
-# and 2, a 3x1 kernel); channel counts crossing the interpreter's 16- and 32-wide tiles; both layouts.
+# and 2, a 3x1 kernel); channel counts crossing the interpreter's 16- and 32-wide tiles; both layouts; a deep
+# layer's few pixels and long reduction.
 _CONVOLUTION_CHECK_SHAPES = (
     (1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0),
     (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0),
@@ -286,6 +287,7 @@ _CONVOLUTION_CHECK_SHAPES = (
     (2, 4, 8, 6, 8, 3, 1, 2, 1, 1, 4, 0),
     (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1),
     (2, 20, 9, 7, 18, 1, 1, 2, 0, 1, 1, 1),
+    (1, 40, 5, 5, 20, 3, 3, 1, 1, 1, 1, 0),
 )
 # The reference is float64: cuDNN runs float32 convolutions in TF32 by default (torch.backends.cudnn.allow_tf32),
 # errors of about 1e-3, where float32 matmuls stay exact; float64 convolutions are exact and still quick.

@@ -90,13 +90,44 @@ def test_depthwise_bias_keeps_channels_last(conv: ModuleType) -> None:
 
 
 def test_weight_gradient_splits_its_reduction_in_the_checks(conv: ModuleType) -> None:
-    """Of the catalog's check shapes, 1x1 on 2x9x9 pixels takes two slices (and the sum kernel), a 3x3 one."""
+    """Under the interpreter (16 programs wanted, slices of 64+ pixels): 1x1 on 2x9x9 pixels (3 tiles of 16x16)
+    takes two slices and the sum kernel; a 3x3 one on 2x5x6 pixels, one slice."""
     cpu = torch.device("cpu")
     with interpreter(True):
-        assert conv.weight_grad_splits(2 * 9 * 9, 1, 40, 33, cpu) == (2, 96)
-        assert conv.weight_grad_splits(2 * 5 * 6, 9, 7, 5, cpu)[0] == 1
+        assert conv.weight_grad_splits(1 * 3 * 3, 2 * 9 * 9, cpu) == 2
+        assert conv.weight_grad_splits(9 * 1 * 1, 2 * 5 * 6, cpu) == 1
     shapes = catalog.get("conv2d_backward_weight").check_shapes
-    assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0) in shapes
+    assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (
+        2,
+        5,
+        9,
+        11,
+        7,
+        3,
+        3,
+        2,
+        1,
+        1,
+        1,
+        0,
+    ) in shapes
+
+
+def test_weight_gradient_sums_the_slices_the_tile_asks_for(
+    conv: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slice count follows the configuration's tile: a grid for a larger tile has more slices, the sum
+    kernel adds the count of the configuration that ran (the last given a grid), never stale planes."""
+    cpu = torch.device("cpu")
+    with interpreter(True):
+        grid = conv._SplitGrid(1, 40, 33, 1, 64 * 64, cpu)
+        assert grid({"BLOCK_M": 16, "BLOCK_N": 16}) == (9, 2, 1) and grid.last == 2
+        assert grid({"BLOCK_M": 64, "BLOCK_N": 64}) == (1, 16, 1) and grid.last == 16
+        generator = torch.Generator().manual_seed(5)
+        grad_out = torch.randn(2, 40, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+        x = torch.randn(2, 33, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+        grad_weight = conv.conv2d_backward_weight(grad_out, x, (1, 1))
+    assert _close(grad_weight, torch.nn.grad.conv2d_weight(x.double(), (40, 33, 1, 1), grad_out.double()))
 
 
 def test_launchers_refuse_mismatched_sizes(conv: ModuleType) -> None:
@@ -159,7 +190,12 @@ def test_pointwise_channels_last_convolution_runs_as_a_plain_gemm(conv: ModuleTy
 
 @pytest.mark.parametrize(
     ("channels", "kernel", "stride", "padding", "dilation", "groups", "channels_last"),
-    [(3, 7, 2, 3, 1, 1, True), (3, 7, 2, 3, 1, 1, False), (4, 3, 1, 2, 2, 2, True), (6, 5, 3, 1, 1, 3, False)],
+    [
+        (3, 7, 2, 3, 1, 1, True),
+        (3, 7, 2, 3, 1, 1, False),
+        (4, 3, 1, 2, 2, 2, True),
+        (6, 5, 3, 1, 1, 3, False),
+    ],
 )
 def test_few_channels_reduce_over_channels_and_taps_as_one_axis(
     conv: ModuleType, channels: int, kernel: int, stride: int, padding: int, dilation: int, groups: int,
@@ -184,3 +220,39 @@ def test_few_channels_reduce_over_channels_and_taps_as_one_axis(
         x.double(), weight.shape, grad_out.double(), stride, padding, dilation, groups
     )
     assert _close(grad_weight, want_weight)
+
+
+def test_one_tap_and_dense_pixel_paths(conv: ModuleType) -> None:
+    """1x1 unpadded convolutions take the loops without index math: the forward on NCHW (rows gathered once,
+    channels strided) and the weight gradient on channels-last pixels; a sliced view is not dense and takes
+    the general loop. All against float64 torch."""
+    generator = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 24, 7, 5, generator=generator)
+    weight = torch.randn(20, 24, 1, 1, generator=generator) / 5
+    grad_out = torch.randn(2, 20, 7, 5, generator=generator).contiguous(memory_format=torch.channels_last)
+    x_last = x.contiguous(memory_format=torch.channels_last)
+    sliced = torch.randn(2, 24, 7, 9, generator=generator).contiguous(memory_format=torch.channels_last)[
+        ..., 2:7
+    ]
+    assert conv._dense_pixels(x_last) and conv._dense_pixels(grad_out) and not conv._dense_pixels(sliced)
+    with interpreter(True):
+        y = conv.conv2d(x, weight)
+        dense = conv.conv2d_backward_weight(grad_out, x_last, (1, 1))
+        general = conv.conv2d_backward_weight(grad_out, sliced, (1, 1))
+    assert _close(y, F.conv2d(x.double(), weight.double()))
+    assert _close(dense, torch.nn.grad.conv2d_weight(x.double(), (20, 24, 1, 1), grad_out.double()))
+    assert _close(general, torch.nn.grad.conv2d_weight(sliced.double(), (20, 24, 1, 1), grad_out.double()))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "padding"), [((3, 3), 0), ((7, 5), 2), ((3, 3), 1)], ids=["unpadded", "35-taps", "tap-bits"]
+)
+def test_forward_tap_paths(conv: ModuleType, kernel: tuple[int, int], padding: int) -> None:
+    """The forward's blocked loop: without padding no bounds; over 32 taps the four bounds per step; padded up
+    to 32 taps one bit per tap (TAP_BITS). Channels-last, 16+ channels so no FLAT_TAPS, odd sizes."""
+    generator = torch.Generator().manual_seed(13)
+    x = torch.randn(2, 18, 9, 8, generator=generator).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(17, 18, *kernel, generator=generator) / 30
+    with interpreter(True):
+        y = conv.conv2d(x, weight, None, conv.Conv2dArgs(padding=padding))
+    assert _close(y, F.conv2d(x.double(), weight.double(), padding=padding))

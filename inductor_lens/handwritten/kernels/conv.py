@@ -8,8 +8,13 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
 
 * forward: rows are output pixels (n, p, q) (N·P·Q of them), columns a group's output channels, and the
   reduction runs over (r, s, c) (R·S·C/G), one flat loop over the taps times the channel blocks (as
-  Inductor's template does: a nested loop pipelines only its inner part). A tap whose input pixel falls
-  in the padding is masked per row. The program's output-channel tiles are numbered fastest, so tiles
+  Inductor's template does: a nested loop pipelines only its inner part), with (r, s, block) carried from
+  step to step rather than divided out. A tap whose input pixel falls in the padding is masked per row:
+  each row's in-bounds taps are found once, as bits of an int32 (``TAP_BITS``, up to 32 taps), so a step
+  tests a bit instead of four bounds; without padding nothing is masked, and a 1x1 unpadded convolution
+  (any stride: ``ONE_TAP``) is a GEMM over rows gathered once, its pointers stepping along the channels.
+  Compiled for sm_90, a padded 3x3 step of 128x128x128 went from 374 to 190 instructions a warp (its
+  8 tensor-core instructions unchanged). The program's output-channel tiles are numbered fastest, so tiles
   that run together read the same input rows (the weight is small and stays in L2).
 * grad_input (a transposed convolution): rows are input pixels (n, h, w), columns a group's input
   channels, the reduction runs over (r, s, k): input pixel h meets output row p = (h + padding - r·dilation)
@@ -20,10 +25,15 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
   so that both tiles are rectangular slices of grad_out and x, and the reduction runs over the N·P·Q
   output pixels. That reduction is long (100 352 pixels for a ResNet-50 layer at batch 32) while the
   output is small (a 64x64x3x3 weight is 9 tiles of 64x64), so the reduction is split (split-K) into
-  enough slices to give every SM about two programs, each slice at least 512 pixels long. Each
-  slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices and
-  casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the same final
-  cast pass anyway), at the price of one extra read of slices x weight floats, small next to x.
+  enough slices to give every SM about two programs under the tile of the configuration that runs, each
+  slice at least 512 pixels long (one program per SM measured slower on an H200: 70% of cuDNN, not 78%).
+  Each slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices, 16
+  at a time, and casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the same final
+  cast pass anyway), at the price of one extra read of slices x weight floats. A step's pixels are its
+  first pixel moved on with carries (no division in the loop); a 1x1 stride-1 unpadded convolution whose
+  pixels are one run of equal strides in both tensors (channels-last: ``DENSE_PIXELS``) is a plain GEMM.
+  The forward's reduction is not split: tried on an H200, its output-sized fp32 partials cost more than
+  the idle SMs they filled (ResNet-50's 14x14 3x3 layer went from 25 to 38 us).
 * ``conv2d_backward`` launches the grad_input and grad_weight kernels one after the other, as
   ``aten.convolution_backward`` does when both are asked for.
 
@@ -43,10 +53,11 @@ tolerance (``float32_products``); the interpreter has no TF32 and stays exact. O
 GPU the launchers autotune over the configurations of Inductor's conv list that won at ResNet-50's shapes
 (block sizes, stages, warps), pruned to the tiles the channel counts can fill. A 1x1, stride-1, ungrouped
 convolution on channels-last activations is a plain GEMM on the [N*H*W, C] matrix they are stored as, and
-runs as the matmul kernel (forward and input gradient). Measured against cuDNN on an H200 (bf16, ResNet-50,
-benchmarks/conv_resnet50.py, GPU time alone): forward 60-74%, input gradient 92%, weight gradient 47% of
-cuDNN's speed. Fewer than ``FLAT_TAPS_BELOW`` channels per group (the 3-channel stem) reduce over channels and
-taps as one axis (``FLAT_TAPS``), in the forward and the weight gradient.
+runs as the matmul kernel (forward and input gradient). Measured against cuDNN on an H200 (bf16, ResNet-50 at
+batch 32, benchmarks/conv_resnet50.py, GPU time alone, the model's convolutions summed): forward 82% on
+channels-last and 66% on NCHW, input gradient 91%, weight gradient 75-78% of cuDNN's speed
+(benchmarks/results/2026-11-24-h200-conv2d.md). Fewer than ``FLAT_TAPS_BELOW`` channels per group (the 3-channel
+stem) reduce over channels and taps as one axis (``FLAT_TAPS``), in the forward and the weight gradient.
 
 The stride, padding, dilation and groups of a call are not in any tensor's shape, so the catalog's input
 makers pass them (with the kernel and input sizes a gradient cannot infer) in a small CPU int64 tensor
@@ -72,8 +83,24 @@ from .matmul import matmul
 
 @triton.jit
 def _pixel(index, width, height):
-    """(image, row, column) of flat pixel indices over [N, height, width], the column fastest."""
-    return index // (width * height), (index // width) % height, index % width
+    """(image, row, column) of flat pixel indices over [N, height, width], the column fastest: two
+    divisions (each a dozen instructions on a GPU for a divisor known only at run time), the rests by
+    multiply-subtract."""
+    rows = index // width
+    images = rows // height
+    return images, rows - images * height, index - rows * width
+
+
+@triton.jit
+def _advance_pixel(n, p, q, dn, dp, dq, width, height):
+    """Pixel (n, p, q) moved on by dn images, dp rows and dq columns, with dp < height and dq < width: each
+    carry is at most one, so a compare and a select do what a division would."""
+    q = q + dq
+    q_carry = q >= width
+    q = tl.where(q_carry, q - width, q)
+    p = p + dp + q_carry.to(tl.int32)
+    p_carry = p >= height
+    return n + dn + p_carry.to(tl.int32), tl.where(p_carry, p - height, p), q
 
 
 @triton.jit
@@ -90,6 +117,23 @@ def _flat_tap(index, group_in, kernel_w):
 
 
 @triton.jit
+def _dot_steps(
+    acc, a_ptrs, b_ptrs, a_stride, b_stride, first, last, INPUT_PRECISION: tl.constexpr, BLOCK_K: tl.constexpr
+):  # fmt: skip
+    """acc + a @ b over the reduction indices [first, last), a[:, k] at a_ptrs + k * a_stride and b[k, :] at
+    b_ptrs + k * b_stride: a plain GEMM's loop, pointers stepped and only the reduction's tail masked."""
+    offs_k = tl.arange(0, BLOCK_K)
+    for start in range(first, last, BLOCK_K):
+        k_ok = offs_k < last - start
+        a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * a_stride
+        b_ptrs += BLOCK_K * b_stride
+    return acc
+
+
+@triton.jit
 def conv2d_forward_kernel(
     x_ptr, w_ptr, y_ptr, bias_ptr,
     batch, height, width, out_h, out_w, group_in, group_out,
@@ -98,6 +142,7 @@ def conv2d_forward_kernel(
     stride_wk, stride_wc, stride_wr, stride_ws,
     stride_yn, stride_yk, stride_yp, stride_yq,
     HAS_BIAS: tl.constexpr, INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr,
+    PADDED: tl.constexpr, ONE_TAP: tl.constexpr, TAP_BITS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # Axis 0: (pixel tile, channel tile) with the channel tile fastest; axis 1: the group.
@@ -107,22 +152,30 @@ def conv2d_forward_kernel(
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
 
-    # Rows: output pixels (n, p, q); columns: the group's output channels.
+    # Rows: output pixels (n, p, q); columns: the group's output channels. Rows and columns past the edge are
+    # wrapped onto valid ones (as in the matmul kernel), so loads need no mask for them; the store drops them.
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    n, p, q = _pixel(offs_m, out_w, out_h)
-    row_ok = n < batch
+    pixels = batch * out_h * out_w
+    row_ok = offs_m < pixels
     col_ok = offs_n < group_out
+    n, p, q = _pixel(offs_m % pixels, out_w, out_h)
     if INT64_OFFSETS:
         n = n.to(tl.int64)
     top = p * stride - padding
     left = q * stride - padding
     x_rows = x_ptr + n * stride_xn + group * group_in * stride_xc
-    w_cols = w_ptr + (group * group_out + offs_n) * stride_wk
+    w_cols = w_ptr + (group * group_out + offs_n % group_out) * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if FLAT_TAPS:
+    if ONE_TAP:
+        # 1x1 without padding (any stride): every pixel reads inside the input, so this is a GEMM whose rows
+        # are gathered once and whose pointers then step along the channels, no index math in the loop.
+        x_ptrs = x_rows[:, None] + (top * stride_xh + left * stride_xw)[:, None] + offs_k[None, :] * stride_xc
+        w_ptrs = w_cols[None, :] + offs_k[:, None] * stride_wc
+        acc = _dot_steps(acc, x_ptrs, w_ptrs, stride_xc, stride_wc, 0, group_in, INPUT_PRECISION, BLOCK_K)
+    elif FLAT_TAPS:
         # Few input channels (the 3-channel stem): one reduction axis over (r, s, c) together, so a block
         # of 16+ is not mostly padding; each element finds its own tap.
         reduction = kernel_h * kernel_w * group_in
@@ -132,26 +185,52 @@ def conv2d_forward_kernel(
             f_ok = f < reduction
             h = top[:, None] + (r * dilation)[None, :]
             w = left[:, None] + (s * dilation)[None, :]
-            pixel_ok = row_ok[:, None] & f_ok[None, :] & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            pixel_ok = row_ok[:, None] & f_ok[None, :]
+            if PADDED:
+                pixel_ok = pixel_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
             x_ptrs = x_rows[:, None] + h * stride_xh + w * stride_xw + c[None, :] * stride_xc
             a = tl.load(x_ptrs, mask=pixel_ok, other=0.0)
             w_ptrs = w_cols[None, :] + (c * stride_wc + r * stride_wr + s * stride_ws)[:, None]
             b = tl.load(w_ptrs, mask=f_ok[:, None] & col_ok[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     else:
+        # Each row's pointer at tap (0, 0), and (TAP_BITS) bit r*S + s set where tap (r, s) lands inside the
+        # input: found once, so a step adds one offset per row and tests one bit instead of four bounds.
+        x_base = x_rows + top * stride_xh + left * stride_xw
+        if TAP_BITS:
+            inside = tl.zeros((BLOCK_M,), dtype=tl.int32)
+            for tap in range(0, kernel_h * kernel_w):
+                h = top + (tap // kernel_w) * dilation
+                w = left + (tap % kernel_w) * dilation
+                inside = inside | (((h >= 0) & (h < height) & (w >= 0) & (w < width)).to(tl.int32) << tap)
+        # The steps run over taps x channel blocks, the block fastest, (r, s, block) carried along.
         channel_blocks = tl.cdiv(group_in, BLOCK_K)
-        for step in range(0, kernel_h * kernel_w * channel_blocks):
-            r, s, first_channel = _blocked_tap(step, channel_blocks, kernel_w, BLOCK_K)
-            c = first_channel + offs_k
-            h = top + r * dilation
-            w = left + s * dilation
-            pixel_ok = row_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+        r = tl.full((), 0, tl.int32)
+        s = tl.full((), 0, tl.int32)
+        block = tl.full((), 0, tl.int32)
+        for _ in range(0, kernel_h * kernel_w * channel_blocks):
+            c = block * BLOCK_K + offs_k
+            if TAP_BITS:
+                pixel_ok = ((inside >> (r * kernel_w + s)) & 1) != 0
+            elif PADDED:
+                h = top + r * dilation
+                w = left + s * dilation
+                pixel_ok = (h >= 0) & (h < height) & (w >= 0) & (w < width)
+            else:  # every tap of an output pixel lands inside the input (rows are wrapped, not masked)
+                pixel_ok = offs_m >= 0
             c_ok = c < group_in
-            x_ptrs = x_rows[:, None] + (h * stride_xh + w * stride_xw)[:, None] + c[None, :] * stride_xc
+            x_ptrs = (x_base + (r * stride_xh + s * stride_xw) * dilation)[:, None] + c[None, :] * stride_xc
             a = tl.load(x_ptrs, mask=pixel_ok[:, None] & c_ok[None, :], other=0.0)
             w_ptrs = w_cols[None, :] + c[:, None] * stride_wc + r * stride_wr + s * stride_ws
-            b = tl.load(w_ptrs, mask=c_ok[:, None] & col_ok[None, :], other=0.0)
+            b = tl.load(w_ptrs, mask=c_ok[:, None], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            block += 1
+            next_tap = block == channel_blocks
+            block = tl.where(next_tap, 0, block)
+            s = tl.where(next_tap, s + 1, s)
+            next_row = s == kernel_w
+            s = tl.where(next_row, 0, s)
+            r = tl.where(next_row, r + 1, r)
 
     out_channel = group * group_out + offs_n
     if HAS_BIAS:
@@ -268,12 +347,12 @@ def conv2d_backward_input_kernel(
 def conv2d_backward_weight_kernel(
     dy_ptr, x_ptr, dw_ptr,
     batch, height, width, out_h, out_w, group_in, group_out,
-    kernel_h, kernel_w, stride, padding, dilation, split_pixels, split_stride,
+    kernel_h, kernel_w, stride, padding, dilation, split_stride,
     stride_dyn, stride_dyk, stride_dyp, stride_dyq,
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_dwk, stride_dwc, stride_dwr, stride_dws,
-    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr, PADDED: tl.constexpr,
+    DENSE_PIXELS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # Axis 0: (output-channel tile, input-channel tile, tap) with the tap fastest, so programs that run
     # together read the same grad_out pixels; axis 1: the slice of pixels; axis 2: the group. FLAT_TAPS
@@ -300,36 +379,59 @@ def conv2d_backward_weight_kernel(
         s = tap % kernel_w
 
     # Rows: the group's output channels; columns: its input channels (and taps); reduction: output pixels.
+    # Rows and columns past the edge are wrapped onto valid ones for the loads; the store drops them.
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = offs_m < group_out
-    dy_cols = dy_ptr + (group * group_out + offs_m) * stride_dyk
-    x_cols = x_ptr + (group * group_in + c) * stride_xc
+    dy_cols = dy_ptr + (group * group_out + offs_m % group_out) * stride_dyk
+    x_cols = x_ptr + (group * group_in + c % group_in) * stride_xc
 
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # This slice's pixels: whole blocks, as many slices as the grid has (the last may be short or empty).
     pixels = batch * out_h * out_w
+    split_pixels = tl.cdiv(tl.cdiv(pixels, tl.num_programs(axis=1)), BLOCK_K) * BLOCK_K
     first = split * split_pixels
     last = tl.minimum(first + split_pixels, pixels)
-    for start in range(first, last, BLOCK_K):
-        j = start + offs_k
-        n, p, q = _pixel(j, out_w, out_h)
+    # A step's pixels are its first pixel (n0, p0, q0) moved on by 0 .. BLOCK_K-1: the divisions happen here,
+    # once, and each step only adds with carries (the index math, not the tensor cores, bounded this loop).
+    n0, p0, q0 = _pixel(first, out_w, out_h)
+    offset_n, offset_p, offset_q = _pixel(offs_k, out_w, out_h)
+    block_n, block_p, block_q = _pixel(tl.full((), BLOCK_K, tl.int32), out_w, out_h)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if DENSE_PIXELS:
+        # 1x1, stride 1, no padding, and in both tensors pixel j at j times one stride (channels-last): a
+        # plain GEMM whose pointers step along the pixels, no index math in the loop.
+        j = first + offs_k
         if INT64_OFFSETS:
-            n = n.to(tl.int64)
-        j_ok = j < last
-        dy_ptrs = dy_cols[:, None] + (n * stride_dyn + p * stride_dyp + q * stride_dyq)[None, :]
-        a = tl.load(dy_ptrs, mask=row_ok[:, None] & j_ok[None, :], other=0.0)
-        if FLAT_TAPS:
-            h = (p * stride - padding)[:, None] + (r * dilation)[None, :]
-            w = (q * stride - padding)[:, None] + (s * dilation)[None, :]
-            pixel_ok = j_ok[:, None] & col_ok[None, :] & (h >= 0) & (h < height) & (w >= 0) & (w < width)
-            x_ptrs = x_cols[None, :] + (n * stride_xn)[:, None] + h * stride_xh + w * stride_xw
-            b = tl.load(x_ptrs, mask=pixel_ok, other=0.0)
-        else:
-            h = p * stride - padding + r * dilation
-            w = q * stride - padding + s * dilation
-            pixel_ok = j_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
-            x_ptrs = x_cols[None, :] + (n * stride_xn + h * stride_xh + w * stride_xw)[:, None]
-            b = tl.load(x_ptrs, mask=pixel_ok[:, None] & col_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            j = j.to(tl.int64)
+        dy_ptrs = dy_cols[:, None] + (j * stride_dyq)[None, :]
+        x_ptrs = x_cols[None, :] + (j * stride_xw)[:, None]
+        acc = _dot_steps(acc, dy_ptrs, x_ptrs, stride_dyq, stride_xw, first, last, INPUT_PRECISION, BLOCK_K)
+    else:
+        for start in range(first, last, BLOCK_K):
+            j_ok = start + offs_k < last
+            n, p, q = _advance_pixel(n0, p0, q0, offset_n, offset_p, offset_q, out_w, out_h)
+            n0, p0, q0 = _advance_pixel(n0, p0, q0, block_n, block_p, block_q, out_w, out_h)
+            if INT64_OFFSETS:
+                n = n.to(tl.int64)
+            dy_ptrs = dy_cols[:, None] + (n * stride_dyn + p * stride_dyp + q * stride_dyq)[None, :]
+            a = tl.load(dy_ptrs, mask=j_ok[None, :], other=0.0)
+            if FLAT_TAPS:
+                h = (p * stride - padding)[:, None] + (r * dilation)[None, :]
+                w = (q * stride - padding)[:, None] + (s * dilation)[None, :]
+                pixel_ok = j_ok[:, None] & col_ok[None, :]
+                if PADDED:
+                    pixel_ok = pixel_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+                x_ptrs = x_cols[None, :] + (n * stride_xn)[:, None] + h * stride_xh + w * stride_xw
+                b = tl.load(x_ptrs, mask=pixel_ok, other=0.0)
+            else:
+                h = p * stride - padding + r * dilation
+                w = q * stride - padding + s * dilation
+                pixel_ok = j_ok
+                if PADDED:
+                    pixel_ok = pixel_ok & (h >= 0) & (h < height) & (w >= 0) & (w < width)
+                x_ptrs = x_cols[None, :] + (n * stride_xn + h * stride_xh + w * stride_xw)[:, None]
+                b = tl.load(x_ptrs, mask=pixel_ok[:, None], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
     # Into grad_weight itself (one slice), or into this slice's fp32 copy of it in the workspace.
     out_channel = group * group_out + offs_m
@@ -339,14 +441,18 @@ def conv2d_backward_weight_kernel(
 
 
 @triton.jit
-def conv2d_sum_splits_kernel(partial_ptr, out_ptr, numel, splits, BLOCK: tl.constexpr):
-    """out (dense, any memory format) = the sum of the splits' fp32 partials, laid out as out's storage."""
+def conv2d_sum_splits_kernel(partial_ptr, out_ptr, numel, splits, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
+    """out (dense, any memory format) = the sum of the splits' fp32 partials, laid out as out's storage.
+    SPLIT_BLOCK slices are loaded at once: with one load per step, a small weight split 200 ways (a 64x64
+    1x1 layer over 100 352 pixels) would wait out the memory's latency 200 times in a row."""
     offs = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < numel
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    for split in range(0, splits):
-        total += tl.load(partial_ptr + split * numel + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, total.to(out_ptr.dtype.element_ty), mask=mask)
+    total = tl.zeros((SPLIT_BLOCK, BLOCK), dtype=tl.float32)
+    for first in range(0, splits, SPLIT_BLOCK):
+        split = first + tl.arange(0, SPLIT_BLOCK)
+        ptrs = partial_ptr + split[:, None] * numel + offs[None, :]
+        total += tl.load(ptrs, mask=(split < splits)[:, None] & mask[None, :], other=0.0)
+    tl.store(out_ptr + offs, tl.sum(total, axis=0).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 # --- autotuning (GPU only) -------------------------------------------------------------------------
@@ -379,8 +485,18 @@ GEMM_CONFIGS = [
     )
 ]
 # The weight gradient's reduction over pixels is long: the matmul tutorial's square tiles won it at every
-# ResNet-50 shape measured (within 0.1% of the whole 21-entry list with these three).
-WEIGHT_GRAD_CONFIGS = [_config(*c) for c in ((64, 64, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 32, 2, 8))]
+# ResNet-50 shape measured (within 0.1% of the whole 21-entry list with the first three). The 256-wide tiles
+# halve the index math per multiply-add (compiled for sm_90, padded 3x3: 401 instructions a warp per
+# 256x128x64 step against 263 per 128x128x64 step, while the tensor cores' work doubles).
+WEIGHT_GRAD_CONFIGS = [
+    _config(*c)
+    for c in ((64, 64, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 32, 2, 8), (256, 128, 64, 3, 8), (128, 256, 64, 3, 8))
+]  # fmt: skip
+# The sum of grad_weight's slices: one configuration, through TunedKernel for its light launch; BLOCK (from
+# 64 to 1024 elements) so that the weight gives about PROGRAMS_PER_SM programs per SM, SUM_SPLIT_BLOCK
+# slices a step.
+SUM_SPLITS_CONFIGS = [triton.Config({}, num_warps=4)]
+SUM_SPLIT_BLOCK = 16
 # Depthwise: a memory-bound tile, wider along channels (contiguous when channels-last) where they exist.
 DEPTHWISE_CONFIGS = [
     triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_stages=1, num_warps=warps)
@@ -390,7 +506,7 @@ DEPTHWISE_CONFIGS = [
 
 
 def _fits(
-    config: triton.Config, args: Mapping[str, Any], rows: str | None, cols: str, reduction: str
+    config: triton.Config, args: Mapping[str, Any], rows: str | None, cols: str, reduction: str | None
 ) -> bool:
     """A tile no more than one power of two past what the sizes fill (16 is tl.dot's minimum)."""
     kwargs = config.kwargs
@@ -410,7 +526,7 @@ def _fits(
     )
 
 
-def _pruner(rows: str | None, cols: str, reduction: str) -> Callable[..., list[triton.Config]]:
+def _pruner(rows: str | None, cols: str, reduction: str | None) -> Callable[..., list[triton.Config]]:
     """An early_config_prune keeping the tiles the channel counts can fill; the smallest when none can."""
 
     def prune(configs: list[triton.Config], named_args: dict[str, Any], **kwargs: Any) -> list[triton.Config]:
@@ -428,9 +544,9 @@ conv2d_forward_tuned = TunedKernel(
     conv2d_forward_kernel,
     GEMM_CONFIGS,
     key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride", "stride_xc",
-         "FLAT_TAPS"],
+         "FLAT_TAPS", "PADDED", "ONE_TAP"],
     prune=_pruner(None, "group_out", "group_in"),
-)
+)  # fmt: skip
 conv2d_depthwise_tuned = TunedKernel(
     conv2d_depthwise_kernel,
     DEPTHWISE_CONFIGS,
@@ -445,10 +561,11 @@ conv2d_backward_input_tuned = TunedKernel(
 conv2d_backward_weight_tuned = TunedKernel(
     conv2d_backward_weight_kernel,
     WEIGHT_GRAD_CONFIGS,
-    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "split_pixels", "stride_xc",
-         "FLAT_TAPS"],
-    prune=_pruner("group_out", "group_in", "split_pixels"),
+    key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride_xc", "FLAT_TAPS",
+         "PADDED", "DENSE_PIXELS"],
+    prune=_pruner("group_out", "group_in", None),
 )  # fmt: skip
+conv2d_sum_splits_tuned = TunedKernel(conv2d_sum_splits_kernel, SUM_SPLITS_CONFIGS, key=[])
 
 # Fewer input channels per group than this: the reduction (forward) or the columns (weight gradient) run
 # over channels and taps as one axis, since a channel block of tl.dot's minimum 16 would be mostly padding
@@ -459,13 +576,13 @@ FLAT_TAPS_BELOW = 16
 INTERPRETER_GEMM_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}
 INTERPRETER_WEIGHT_GRAD_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32}
 INTERPRETER_DEPTHWISE_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
-SUM_SPLITS_BLOCK = 1024
 
-# Split-K of grad_weight: aim for this many programs per SM, each slice at least MIN_SPLIT_PIXELS long.
+# Split-K of grad_weight: aim for PROGRAMS_PER_SM programs per SM, each slice at least MIN_SPLIT_PIXELS long.
 PROGRAMS_PER_SM = 2
 MIN_SPLIT_PIXELS = 512
-# Under the interpreter: up to 16 programs, slices of at least 64 pixels, so the check shapes take both paths.
-INTERPRETER_SPLIT = (16, 64)
+# Under the interpreter: 16 programs, slices of at least 64 pixels, so the check shapes take both paths.
+INTERPRETER_PROGRAMS = 16
+INTERPRETER_MIN_SPLIT_PIXELS = 64
 
 
 # --- launchers -------------------------------------------------------------------------------------
@@ -525,6 +642,12 @@ def _plain_gemm(activations: torch.Tensor, kernel_h: int, kernel_w: int, args: C
     )
 
 
+def _dense_pixels(t: torch.Tensor) -> bool:
+    """Pixel (n, h, w) of t[N, C, H, W] at (n*H*W + h*W + w) times one stride, as in channels-last storage."""
+    _, _, height, width = t.shape
+    return t.stride(2) == width * t.stride(3) and t.stride(0) == height * t.stride(2)
+
+
 def _pixels_by_channels(t: torch.Tensor) -> torch.Tensor:
     """A channels-last [N, C, H, W] tensor as the [N*H*W, C] matrix it is stored as (a view)."""
     return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
@@ -562,7 +685,7 @@ def conv2d(
         return y
     group_out = out_channels // groups
     geometry = (kernel_h, kernel_w, stride, padding, dilation)
-    switches = dict(HAS_BIAS=bias is not None, INT64_OFFSETS=_int64_offsets(x, y))
+    switches: dict[str, Any] = dict(HAS_BIAS=bias is not None, INT64_OFFSETS=_int64_offsets(x, y))
     pixels = batch * out_h * out_w
     if group_in == 1:
         launch_args = (
@@ -586,10 +709,11 @@ def conv2d(
         batch, height, width, out_h, out_w, group_in, group_out, *geometry,
         *x.stride(), *weight.stride(), *y.stride(),
     )  # fmt: skip
-    _launch_gemm(
-        conv2d_forward_kernel, conv2d_forward_tuned, launch_args,
-        dict(switches, INPUT_PRECISION=_precision(x), FLAT_TAPS=group_in < FLAT_TAPS_BELOW), pixels, group_out, groups,
+    switches |= dict(
+        INPUT_PRECISION=_precision(x), FLAT_TAPS=group_in < FLAT_TAPS_BELOW, PADDED=padding > 0,
+        ONE_TAP=(kernel_h, kernel_w, padding) == (1, 1, 0), TAP_BITS=padding > 0 and kernel_h * kernel_w <= 32,
     )  # fmt: skip
+    _launch_gemm(conv2d_forward_kernel, conv2d_forward_tuned, launch_args, switches, pixels, group_out, groups)
     return y
 
 
@@ -654,23 +778,37 @@ def _sm_count(device: torch.device) -> int:
     return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
-def weight_grad_splits(
-    pixels: int, tiles: int, group_out: int, group_in: int, device: torch.device
-) -> tuple[int, int]:
-    """(number of slices, pixels per slice) of grad_weight's reduction over ``pixels``, for ``tiles``
-    (groups x taps) planes of a group_out x group_in tile grid (tiles counted at 64 x 64 on a GPU)."""
+def weight_grad_splits(tiles: int, pixels: int, device: torch.device) -> int:
+    """Slices of grad_weight's reduction over ``pixels`` under ``tiles`` output tiles (all groups and taps):
+    enough for about PROGRAMS_PER_SM programs per SM, each slice at least MIN_SPLIT_PIXELS long."""
     if interpreting():
-        config = INTERPRETER_WEIGHT_GRAD_CONFIG
-        (programs_wanted, min_slice), granule = INTERPRETER_SPLIT, config["BLOCK_K"]
-        tile_m, tile_n = config["BLOCK_M"], config["BLOCK_N"]
+        wanted, shortest = INTERPRETER_PROGRAMS, INTERPRETER_MIN_SPLIT_PIXELS
     else:
-        programs_wanted, min_slice = PROGRAMS_PER_SM * _sm_count(device), MIN_SPLIT_PIXELS
-        granule, tile_m, tile_n = max(c.kwargs["BLOCK_K"] for c in WEIGHT_GRAD_CONFIGS), 64, 64
-    programs = tiles * triton.cdiv(group_out, tile_m) * triton.cdiv(group_in, tile_n)
-    splits = max(1, min(triton.cdiv(programs_wanted, programs), pixels // min_slice))
-    # Slices a multiple of every BLOCK_K, so only the last block of the last slice is partial.
-    split_pixels = triton.cdiv(triton.cdiv(pixels, splits), granule) * granule
-    return triton.cdiv(pixels, split_pixels), split_pixels
+        wanted, shortest = PROGRAMS_PER_SM * _sm_count(device), MIN_SPLIT_PIXELS
+    return max(1, min(triton.cdiv(wanted, tiles), pixels // shortest))
+
+
+class _SplitGrid:
+    """The grid of grad_weight's kernel, (tiles, slices, groups), whose slice count follows the tile of the
+    configuration the autotuner tries; ``last`` is the count of the last configuration given a grid, the one
+    that ran, and ``most`` the count of the configuration with the most (the workspace's planes)."""
+
+    def __init__(self, planes: int, rows: int, columns: int, groups: int, pixels: int, device: torch.device) -> None:
+        self.planes, self.rows, self.columns, self.groups = planes, rows, columns, groups
+        self.pixels, self.device = pixels, device
+        configs = [INTERPRETER_WEIGHT_GRAD_CONFIG] if interpreting() else [c.kwargs for c in WEIGHT_GRAD_CONFIGS]
+        self.most = max(self.splits(config) for config in configs)
+        self.last = self.most
+
+    def tiles(self, meta: Mapping[str, Any]) -> int:
+        return self.planes * triton.cdiv(self.rows, meta["BLOCK_M"]) * triton.cdiv(self.columns, meta["BLOCK_N"])
+
+    def splits(self, meta: Mapping[str, Any]) -> int:
+        return weight_grad_splits(self.groups * self.tiles(meta), self.pixels, self.device)
+
+    def __call__(self, meta: Mapping[str, Any]) -> tuple[int, int, int]:
+        self.last = self.splits(meta)
+        return (self.tiles(meta), self.last, self.groups)
 
 
 def conv2d_backward_weight(
@@ -699,41 +837,48 @@ def conv2d_backward_weight(
     flat = group_in < FLAT_TAPS_BELOW
     # tile planes per group and their columns: one plane per tap of input channels, or one of channels x taps
     plane_count, columns = (1, group_in * taps) if flat else (taps, group_in)
-    splits, split_pixels = weight_grad_splits(pixels, groups * plane_count, group_out, columns, x.device)
+
+    grid = _SplitGrid(plane_count, group_out, columns, groups, pixels, x.device)
     # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice.
     target = (
         grad_weight
-        if splits == 1
-        else torch.empty((splits, grad_weight.numel()), device=x.device, dtype=torch.float32)
+        if grid.most == 1
+        else torch.empty((grid.most, grad_weight.numel()), device=x.device, dtype=torch.float32)
     )
     launch_args = (
         grad_out, x, target,
         batch, height, width, out_h, out_w, group_in, group_out,
-        kernel_h, kernel_w, stride, padding, dilation, split_pixels, 0 if splits == 1 else grad_weight.numel(),
+        kernel_h, kernel_w, stride, padding, dilation, 0 if grid.most == 1 else grad_weight.numel(),
         *grad_out.stride(), *x.stride(), *grad_weight.stride(),
     )  # fmt: skip
-    switches = dict(INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x), FLAT_TAPS=flat)
+    switches = dict(
+        INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x), FLAT_TAPS=flat,
+        PADDED=padding > 0, DENSE_PIXELS=(kernel_h, kernel_w, stride, padding) == (1, 1, 1, 0)
+        and _dense_pixels(grad_out) and _dense_pixels(x),
+    )  # fmt: skip
     if interpreting():
         config = INTERPRETER_WEIGHT_GRAD_CONFIG
-        programs = (
-            plane_count * triton.cdiv(group_out, config["BLOCK_M"]) * triton.cdiv(columns, config["BLOCK_N"]),
-            splits,
-            groups,
-        )
-        conv2d_backward_weight_kernel[programs](*launch_args, **switches, **config)
+        conv2d_backward_weight_kernel[grid(config)](*launch_args, **switches, **config)
     else:
-
-        def grid(meta: Mapping[str, Any]) -> tuple[int, int, int]:
-            tiles = triton.cdiv(group_out, meta["BLOCK_M"]) * triton.cdiv(columns, meta["BLOCK_N"])
-            return (plane_count * tiles, splits, groups)
-
         conv2d_backward_weight_tuned[grid](*launch_args, **switches)
-    if splits > 1:
-        numel = grad_weight.numel()
-        conv2d_sum_splits_kernel[(triton.cdiv(numel, SUM_SPLITS_BLOCK),)](
-            target, grad_weight, numel, splits, BLOCK=SUM_SPLITS_BLOCK
-        )
+    if grid.most > 1:
+        _sum_splits(target, grad_weight, grid.last)
     return grad_weight
+
+
+def _sum_splits(partials: torch.Tensor, out: torch.Tensor, splits: int) -> None:
+    numel = out.numel()
+    if interpreting():
+        block = 64
+        conv2d_sum_splits_kernel[(triton.cdiv(numel, block),)](
+            partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK
+        )
+        return
+    wanted = PROGRAMS_PER_SM * _sm_count(out.device)
+    block = min(1024, max(64, triton.next_power_of_2(triton.cdiv(numel, wanted))))
+    conv2d_sum_splits_tuned[(triton.cdiv(numel, block),)](
+        partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK
+    )
 
 
 def conv2d_backward(
