@@ -97,25 +97,10 @@ def test_weight_gradient_splits_its_reduction_in_the_checks(conv: ModuleType) ->
         assert conv.weight_grad_splits(1 * 3 * 3, 2 * 9 * 9, cpu) == 2
         assert conv.weight_grad_splits(9 * 1 * 1, 2 * 5 * 6, cpu) == 1
     shapes = catalog.get("conv2d_backward_weight").check_shapes
-    assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (
-        2,
-        5,
-        9,
-        11,
-        7,
-        3,
-        3,
-        2,
-        1,
-        1,
-        1,
-        0,
-    ) in shapes
+    assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0) in shapes
 
 
-def test_weight_gradient_sums_the_slices_the_tile_asks_for(
-    conv: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_weight_gradient_sums_the_slices_the_tile_asks_for(conv: ModuleType) -> None:
     """The slice count follows the configuration's tile: a grid for a larger tile has more slices, the sum
     kernel adds the count of the configuration that ran (the last given a grid), never stale planes."""
     cpu = torch.device("cpu")
@@ -190,12 +175,7 @@ def test_pointwise_channels_last_convolution_runs_as_a_plain_gemm(conv: ModuleTy
 
 @pytest.mark.parametrize(
     ("channels", "kernel", "stride", "padding", "dilation", "groups", "channels_last"),
-    [
-        (3, 7, 2, 3, 1, 1, True),
-        (3, 7, 2, 3, 1, 1, False),
-        (4, 3, 1, 2, 2, 2, True),
-        (6, 5, 3, 1, 1, 3, False),
-    ],
+    [(3, 7, 2, 3, 1, 1, True), (3, 7, 2, 3, 1, 1, False), (4, 3, 1, 2, 2, 2, True), (6, 5, 3, 1, 1, 3, False)],
 )
 def test_few_channels_reduce_over_channels_and_taps_as_one_axis(
     conv: ModuleType, channels: int, kernel: int, stride: int, padding: int, dilation: int, groups: int,
@@ -231,9 +211,8 @@ def test_one_tap_and_dense_pixel_paths(conv: ModuleType) -> None:
     weight = torch.randn(20, 24, 1, 1, generator=generator) / 5
     grad_out = torch.randn(2, 20, 7, 5, generator=generator).contiguous(memory_format=torch.channels_last)
     x_last = x.contiguous(memory_format=torch.channels_last)
-    sliced = torch.randn(2, 24, 7, 9, generator=generator).contiguous(memory_format=torch.channels_last)[
-        ..., 2:7
-    ]
+    wide = torch.randn(2, 24, 7, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+    sliced = wide[..., 2:7]
     assert conv._dense_pixels(x_last) and conv._dense_pixels(grad_out) and not conv._dense_pixels(sliced)
     with interpreter(True):
         y = conv.conv2d(x, weight)

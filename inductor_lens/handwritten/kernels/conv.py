@@ -13,7 +13,7 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
   each row's in-bounds taps are found once, as bits of an int32 (``TAP_BITS``, up to 32 taps), so a step
   tests a bit instead of four bounds; without padding nothing is masked, and a 1x1 unpadded convolution
   (any stride: ``ONE_TAP``) is a GEMM over rows gathered once, its pointers stepping along the channels.
-  Compiled for sm_90, a padded 3x3 step of 128x128x128 went from 374 to 190 instructions a warp (its
+  Compiled for sm_90, a padded 3x3 step of 128x128x128 went from 352 to 190 instructions a warp (its
   8 tensor-core instructions unchanged). The program's output-channel tiles are numbered fastest, so tiles
   that run together read the same input rows (the weight is small and stays in L2).
 * grad_input (a transposed convolution): rows are input pixels (n, h, w), columns a group's input
@@ -28,10 +28,11 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
   enough slices to give every SM about two programs under the tile of the configuration that runs, each
   slice at least 512 pixels long (one program per SM measured slower on an H200: 70% of cuDNN, not 78%).
   Each slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices, 16
-  at a time, and casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the same final
-  cast pass anyway), at the price of one extra read of slices x weight floats. A step's pixels are its
-  first pixel moved on with carries (no division in the loop); a 1x1 stride-1 unpadded convolution whose
-  pixels are one run of equal strides in both tensors (channels-last: ``DENSE_PIXELS``) is a plain GEMM.
+  at a time, and casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the
+  same final cast pass anyway), at the price of one extra read of slices x weight floats. A step's pixels
+  are its first pixel moved on with carries (no division in the loop); a 1x1 stride-1 unpadded convolution
+  whose pixels are one run of equal strides in both tensors (channels-last: ``DENSE_PIXELS``) is a plain
+  GEMM.
   The forward's reduction is not split: tried on an H200, its output-sized fp32 partials cost more than
   the idle SMs they filled (ResNet-50's 14x14 3x3 layer went from 25 to 38 us).
 * ``conv2d_backward`` launches the grad_input and grad_weight kernels one after the other, as
@@ -55,7 +56,7 @@ GPU the launchers autotune over the configurations of Inductor's conv list that 
 convolution on channels-last activations is a plain GEMM on the [N*H*W, C] matrix they are stored as, and
 runs as the matmul kernel (forward and input gradient). Measured against cuDNN on an H200 (bf16, ResNet-50 at
 batch 32, benchmarks/conv_resnet50.py, GPU time alone, the model's convolutions summed): forward 82% on
-channels-last and 66% on NCHW, input gradient 91%, weight gradient 75-78% of cuDNN's speed
+channels-last and 66% on NCHW, input gradient 90%, weight gradient 75-78% of cuDNN's speed
 (benchmarks/results/2026-11-24-h200-conv2d.md). Fewer than ``FLAT_TAPS_BELOW`` channels per group (the 3-channel
 stem) reduce over channels and taps as one axis (``FLAT_TAPS``), in the forward and the weight gradient.
 
@@ -210,17 +211,17 @@ def conv2d_forward_kernel(
         block = tl.full((), 0, tl.int32)
         for _ in range(0, kernel_h * kernel_w * channel_blocks):
             c = block * BLOCK_K + offs_k
+            c_ok = c < group_in
+            # Unpadded, every tap of an output pixel lands inside the input (rows are wrapped, not masked).
+            a_ok = c_ok[None, :]
             if TAP_BITS:
-                pixel_ok = ((inside >> (r * kernel_w + s)) & 1) != 0
+                a_ok = a_ok & (((inside >> (r * kernel_w + s)) & 1) != 0)[:, None]
             elif PADDED:
                 h = top + r * dilation
                 w = left + s * dilation
-                pixel_ok = (h >= 0) & (h < height) & (w >= 0) & (w < width)
-            else:  # every tap of an output pixel lands inside the input (rows are wrapped, not masked)
-                pixel_ok = offs_m >= 0
-            c_ok = c < group_in
+                a_ok = a_ok & ((h >= 0) & (h < height) & (w >= 0) & (w < width))[:, None]
             x_ptrs = (x_base + (r * stride_xh + s * stride_xw) * dilation)[:, None] + c[None, :] * stride_xc
-            a = tl.load(x_ptrs, mask=pixel_ok[:, None] & c_ok[None, :], other=0.0)
+            a = tl.load(x_ptrs, mask=a_ok, other=0.0)
             w_ptrs = w_cols[None, :] + c[:, None] * stride_wc + r * stride_wr + s * stride_ws
             b = tl.load(w_ptrs, mask=c_ok[:, None], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
@@ -778,14 +779,16 @@ def _sm_count(device: torch.device) -> int:
     return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
+def _programs_wanted(device: torch.device) -> int:
+    """How many programs fill the device: PROGRAMS_PER_SM per SM (INTERPRETER_PROGRAMS under the interpreter)."""
+    return INTERPRETER_PROGRAMS if interpreting() else PROGRAMS_PER_SM * _sm_count(device)
+
+
 def weight_grad_splits(tiles: int, pixels: int, device: torch.device) -> int:
     """Slices of grad_weight's reduction over ``pixels`` under ``tiles`` output tiles (all groups and taps):
     enough for about PROGRAMS_PER_SM programs per SM, each slice at least MIN_SPLIT_PIXELS long."""
-    if interpreting():
-        wanted, shortest = INTERPRETER_PROGRAMS, INTERPRETER_MIN_SPLIT_PIXELS
-    else:
-        wanted, shortest = PROGRAMS_PER_SM * _sm_count(device), MIN_SPLIT_PIXELS
-    return max(1, min(triton.cdiv(wanted, tiles), pixels // shortest))
+    shortest = INTERPRETER_MIN_SPLIT_PIXELS if interpreting() else MIN_SPLIT_PIXELS
+    return max(1, min(triton.cdiv(_programs_wanted(device), tiles), pixels // shortest))
 
 
 class _SplitGrid:
@@ -868,17 +871,9 @@ def conv2d_backward_weight(
 
 def _sum_splits(partials: torch.Tensor, out: torch.Tensor, splits: int) -> None:
     numel = out.numel()
-    if interpreting():
-        block = 64
-        conv2d_sum_splits_kernel[(triton.cdiv(numel, block),)](
-            partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK
-        )
-        return
-    wanted = PROGRAMS_PER_SM * _sm_count(out.device)
-    block = min(1024, max(64, triton.next_power_of_2(triton.cdiv(numel, wanted))))
-    conv2d_sum_splits_tuned[(triton.cdiv(numel, block),)](
-        partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK
-    )
+    block = min(1024, max(64, triton.next_power_of_2(triton.cdiv(numel, _programs_wanted(out.device)))))
+    kernel = conv2d_sum_splits_kernel if interpreting() else conv2d_sum_splits_tuned
+    kernel[(triton.cdiv(numel, block),)](partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK)
 
 
 def conv2d_backward(

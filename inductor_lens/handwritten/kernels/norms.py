@@ -16,9 +16,9 @@ group of rows, computes their grad_x (``dx = (w·dy - (x̂·c1 + c2))·rstd`` wi
 ``c2 = mean(w·dy)``) and sums ``dy·x̂`` and ``dy`` over its rows in fp32 registers, writing one partial
 row per program; stage 2 sums those partials per column. Two programs an SM is the most the registers
 allow at 4096 columns (more per SM were slower on an H200: benchmarks/programs_per_sm.py), too few to hide
-memory latency alone, so the autotuner may software-pipeline the row tiles' loads (``STAGES``). Rows too long for registers (over 8192
-columns) take one tile of rows per program, sweeping the columns twice: the row constants c1 and c2
-first, then grad_x and the tile's partial sums.
+memory latency alone, so the autotuner may software-pipeline the row tiles' loads (``STAGES``). Rows too
+long for registers (over 8192 columns) take one tile of rows per program, sweeping the columns twice: the
+row constants c1 and c2 first, then grad_x and the tile's partial sums.
 
 Pre-norm transformers (Llama) add the residual stream and normalise the sum in one step, ``h = x + residual;
 y = rmsnorm(h) · w``, and need h again as the next residual: the forward's ``HAS_RESIDUAL`` switch reads x and

@@ -13,9 +13,10 @@ traffic (x, cos, sin in, out), and an H100's L2 bandwidth is under twice its DRA
 measured); so a program takes a block of positions of one batch entry and keeps their cos/sin rows in
 registers while it walks its heads (Liger-Kernel's RoPE likewise reuses a position's cos/sin over all heads),
 one at a time in a loop or ``BLOCK_HEADS`` at a time as a 3-D tile whose loads are all in flight together
-(the autotuner picks; on an H200 the tiles took the kernel from 2% slower than Inductor's to a tie). x is addressed through its strides (models pass q and k as
-``[batch, seq, heads, head_dim]`` projections viewed as ``[batch, heads, seq, head_dim]``, which the input
-maker reproduces), with the head dimension contiguous; the output takes x's layout. Inductor fuses q's and
+(the autotuner picks; on an H200 the tiles took the kernel from 2% slower than Inductor's to a tie). x is
+addressed through its strides (models pass q and k as ``[batch, seq, heads, head_dim]`` projections
+viewed as ``[batch, heads, seq, head_dim]``, which the input maker reproduces), with the head dimension
+contiguous; the output takes x's layout. Inductor fuses q's and
 k's rotation, and the cos/sin computation from the position ids, into one kernel; this one rotates one
 tensor from given tables, so Inductor's kernel does the work of two of its launches. The block sizes are
 autotuned on a GPU from a short list around 4-32 KiB of x per program; the interpreter runs one small fixed
