@@ -8,7 +8,9 @@ configuration list apart, and picks the configuration of each launch itself:
 1. a key this process has seen: its winner (memoised);
 2. else the winner stored in the autotune cache on disk (``caches.handwritten_dir()``, one JSON file
    per key): the jit kernel is launched with it directly, nothing is benchmarked;
-3. else ``triton.autotune`` runs once, and its best configuration and measured time are stored.
+3. else ``triton.autotune`` runs once, and its best configuration and measured time are stored. A kernel
+   may bring its own timer (``graph_benchmark``: the GPU's time alone, replayed from a CUDA graph) and a
+   post hook timed with each launch (the weight gradient's sum of its slices).
 
 The key is the kernel, its version (a hash of its module's source and of its configuration list, so
 two lists for one kernel never share a winner), its *shape class*, the dtypes of
@@ -62,6 +64,8 @@ FORMAT = 1
 # The autotuner's timer, ``(kernel_call, quantiles) -> [median, p20, p80]`` in ms; None: Triton's own
 # benchmarker for the device. Read when a kernel first tunes (tests put a counting fake here).
 BENCHMARK: Callable[..., Any] | None = None
+# graph_benchmark's CUDA graph holds about this many ms of launches; Triton's do_bench_cudagraph replays it ten times.
+GRAPH_REP_MS = 10
 # How this process served each key the first time: "tuned" (an autotuner run) or "cache".
 FIRST_USES: Counter[str] = Counter()
 # Off: every launch takes the full path (tuning key, memo, note, ``kernel[grid]``), for comparing the two.
@@ -278,23 +282,28 @@ class TunedKernel:
         *,
         prune: Callable[..., list[Any]] | None = None,
         heuristics: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
+        post_hook: Callable[..., None] | None = None,
+        benchmark: Callable[..., Any] | None = None,
     ) -> None:
-        """``configs``: triton.Config; ``key``: the parameters Triton's autotune key would name; ``prune``:
-        triton.autotune's early_config_prune; ``heuristics``: meta-parameters computed from the arguments
-        and the chosen configuration (triton.heuristics)."""
-        import triton
-
+        """``configs``: triton.Config, whose fields that name no parameter of the kernel are the launcher's
+        (the heuristics and the grid read them, the kernel never gets them); ``key``: the parameters
+        Triton's autotune key would name; ``prune``: triton.autotune's early_config_prune; ``heuristics``:
+        parameters computed from the arguments and the chosen configuration (triton.heuristics); ``post_hook``: triton.autotune's, run after each
+        timed launch (and timed with it); ``benchmark``: the tuner's timer when ``BENCHMARK`` is None."""
         self.kernel = kernel
         self.configs = list(configs)
         self.key = tuple(key)
         self.prune = prune
+        self.post_hook = post_hook
+        self.benchmark = benchmark
         base = _base_function(kernel)
         self.name: str = base.__name__
         listed = json.dumps([config_fields(c) for c in self.configs], sort_keys=True, default=str)
         self.version = hashlib.sha256(f"{_module_source(base)}\n{listed}\n{self.key}".encode()).hexdigest()[:16]
         self._arg_names: list[str] = list(kernel.arg_names)
         self._heuristics = dict(heuristics or {})
-        self._launcher = triton.heuristics(self._heuristics)(kernel) if heuristics else kernel
+        fields = {name for config in self.configs for name in config.kwargs} - set(kernel.arg_names)
+        self._launcher = _Launcher(kernel, self._heuristics, fields) if heuristics or fields else kernel
         self._autotuner: Any = None
         # Winners by Triton's exact key (the full path), and by tuning key.
         self._by_exact_key: dict[tuple[Any, ...], _Choice] = {}
@@ -494,9 +503,39 @@ class TunedKernel:
 
             prune = {"early_config_prune": self.prune} if self.prune else None
             self._autotuner = triton.autotune(
-                configs=self.configs, key=list(self.key), prune_configs_by=prune, do_bench=BENCHMARK
+                configs=self.configs, key=list(self.key), prune_configs_by=prune, post_hook=self.post_hook,
+                do_bench=BENCHMARK or self.benchmark,
             )(self._launcher)
         return self._autotuner
+
+
+class _Launcher:
+    """The kernel as the autotuner and the full path launch it: ``triton.heuristics``' values computed,
+    then the configuration's fields that are the launcher's dropped (given to ``JITFunction.run``, an
+    unknown keyword is a compile option, and the same kernel would be compiled once per value)."""
+
+    def __init__(self, kernel: Any, heuristics: Mapping[str, Callable[[dict[str, Any]], Any]], fields: set[str]):
+        self.fn, self.arg_names = kernel, kernel.arg_names
+        self.heuristics, self.fields = heuristics, frozenset(fields)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        for name, heuristic in self.heuristics.items():  # as triton.heuristics, each seeing the ones before
+            kwargs[name] = heuristic({**dict(zip(self.arg_names, args, strict=False)), **kwargs})
+        for name in self.fields:
+            kwargs.pop(name, None)
+        return self.fn.run(*args, **kwargs)
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return functools.partial(self.run, grid=grid, warmup=False)
+
+
+def graph_benchmark(kernel_call: Callable[[], Any], quantiles: Sequence[float]) -> Any:
+    """A tuner's timer (``TunedKernel(benchmark=...)``) that replays the timed call from a CUDA graph: the
+    GPU's time alone, for a call of several small kernels whose Python launches outweigh them (Triton's
+    ``do_bench`` launches from the host each time)."""
+    import triton.testing
+
+    return triton.testing.do_bench_cudagraph(kernel_call, rep=GRAPH_REP_MS, quantiles=list(quantiles))
 
 
 def _tensors(arguments: Mapping[str, Any]) -> list[Any]:

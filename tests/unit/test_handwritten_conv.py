@@ -89,28 +89,46 @@ def test_depthwise_bias_keeps_channels_last(conv: ModuleType) -> None:
     assert _close(y, F.conv2d(x.double(), weight.double(), bias.double(), padding=1, groups=6))
 
 
+def _weight_grad_meta(grad_out: torch.Tensor, x: torch.Tensor, kernel: int) -> dict[str, object]:
+    """What the weight gradient's tuner reads of its arguments (stride 1, unpadded)."""
+    return dict(dy_ptr=grad_out, x_ptr=x, batch=grad_out.shape[0], out_h=grad_out.shape[2], out_w=grad_out.shape[3],
+                group_in=x.shape[1], group_out=grad_out.shape[1], kernel_h=kernel, kernel_w=kernel,
+                FLAT_TAPS=False)  # fmt: skip
+
+
 def test_weight_gradient_splits_its_reduction_in_the_checks(conv: ModuleType) -> None:
-    """Under the interpreter (16 programs wanted, slices of 64+ pixels): 1x1 on 2x9x9 pixels (3 tiles of 16x16)
-    takes two slices and the sum kernel; a 3x3 one on 2x5x6 pixels, one slice."""
-    cpu = torch.device("cpu")
+    """Under the interpreter (8 SMs, slices of 64+ pixels, the checks at 4 programs per SM): 1x1 on 2x9x9
+    pixels in 9 tiles of 16x16 takes two slices and the sum kernel; a 3x3 one on 2x5x6 pixels, one slice."""
+    tile = {**conv.INTERPRETER_WEIGHT_GRAD_CONFIG, "programs_per_sm": 4}
+    one_by_one = _weight_grad_meta(torch.empty(2, 40, 9, 9), torch.empty(2, 33, 9, 9), 1)
+    three_by_three = _weight_grad_meta(torch.empty(2, 7, 5, 6), torch.empty(2, 16, 7, 8), 3)
     with interpreter(True):
-        assert conv.weight_grad_splits(1 * 3 * 3, 2 * 9 * 9, cpu) == 2
-        assert conv.weight_grad_splits(9 * 1 * 1, 2 * 5 * 6, cpu) == 1
+        assert conv._slice_count({**one_by_one, **tile}) == 2  # 32 programs // 9 tiles, 162 // 64 pixels
+        assert conv._slice_count({**three_by_three, **tile}) == 1  # 60 pixels
+        assert conv._slice_count({**one_by_one, **tile, "programs_per_sm": 0}) == 1
     shapes = catalog.get("conv2d_backward_weight").check_shapes
     assert (2, 33, 9, 9, 40, 1, 1, 1, 0, 1, 1, 1) in shapes and (2, 5, 9, 11, 7, 3, 3, 2, 1, 1, 1, 0) in shapes
 
 
-def test_weight_gradient_sums_the_slices_the_tile_asks_for(conv: ModuleType) -> None:
-    """The slice count follows the configuration's tile: a grid for a larger tile has more slices, the sum
-    kernel adds the count of the configuration that ran (the last given a grid), never stale planes."""
-    cpu = torch.device("cpu")
+def test_weight_gradient_tunes_the_tile_and_the_slice_count_together(conv: ModuleType) -> None:
+    """The pruner keeps the tiles the channels fill, each with the fills that give distinct slice counts
+    (40x33 channels over 2x32x32 pixels: one 64x64 tile, 8, 16 and 32 programs on 8 SMs for fills 1, 2, 4);
+    the grid takes the slice count of the configuration given it and keeps it for the sum."""
+    meta = _weight_grad_meta(torch.empty(2, 40, 32, 32), torch.empty(2, 33, 32, 32), 1)
     with interpreter(True):
-        grid = conv._SplitGrid(1, 40, 33, 1, 64 * 64, cpu)
-        assert grid({"BLOCK_M": 16, "BLOCK_N": 16}) == (9, 2, 1) and grid.last == 2
-        assert grid({"BLOCK_M": 64, "BLOCK_N": 64}) == (1, 16, 1) and grid.last == 16
-        generator = torch.Generator().manual_seed(5)
-        grad_out = torch.randn(2, 40, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
-        x = torch.randn(2, 33, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+        kept = conv._weight_grad_prune(conv.WEIGHT_GRAD_CONFIGS, meta)
+        slices = [conv._slice_count({**meta, **c.kwargs}) for c in kept]
+    assert [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["programs_per_sm"]) for c in kept] == [
+        (64, 64, 0), (64, 64, 1), (64, 64, 2), (64, 64, 4)
+    ]  # fmt: skip
+    assert slices == [1, 8, 16, 32]
+    grid = conv._WeightGradGrid(1)
+    assert grid({**meta, "BLOCK_M": 16, "BLOCK_N": 16, "slices": 2}) == (9, 2, 1) and grid.slices == 2
+    assert grid({**meta, "BLOCK_M": 64, "BLOCK_N": 64, "slices": 16}) == (1, 16, 1) and grid.slices == 16
+    generator = torch.Generator().manual_seed(5)
+    grad_out = torch.randn(2, 40, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+    x = torch.randn(2, 33, 9, 9, generator=generator).contiguous(memory_format=torch.channels_last)
+    with interpreter(True):
         grad_weight = conv.conv2d_backward_weight(grad_out, x, (1, 1))
     assert _close(grad_weight, torch.nn.grad.conv2d_weight(x.double(), (40, 33, 1, 1), grad_out.double()))
 

@@ -369,6 +369,21 @@ def test_recording_lists_each_key_once_a_session(fake: SimpleNamespace) -> None:
     assert [c.origin for c in second] == ["reused"] and fake.calls["_note"] == noted + 1
 
 
+def test_a_configurations_own_fields_reach_the_heuristics_and_never_the_kernel(cache_dir: Path) -> None:
+    """A field that names no parameter (the weight gradient's programs per SM) is the launcher's: the
+    heuristics read it, and Triton never gets it as a compile option (one compile per value)."""
+    import triton
+
+    jit = FakeJit(scale_kernel)
+    configs = [triton.Config({"BLOCK": 16, "waves": waves}, num_warps=4) for waves in (1, 2, 3)]
+    kernel = tuning.TunedKernel(jit, configs, key=["n"], heuristics={"EVEN": lambda a: a["waves"] == 2})
+    x = torch.zeros(64)
+    for config in configs:
+        kernel._launch(config, (1,), (x, torch.empty_like(x), 64, 16, 0.5), {})
+    assert len(jit.compiled) == 2 and not any("waves" in options for _, options in jit.compiled)
+    assert sorted(specialisation[6] for specialisation, _ in jit.compiled) == [("constexpr", False), ("constexpr", True)]
+
+
 def test_the_launch_key_is_never_coarser_than_tritons_specialisation() -> None:
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend

@@ -69,7 +69,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreter, interpreting
+from . import Implementation, cdiv, interpreter, interpreting
 
 # Masked scores get this instead of -inf, so that a row whose block is fully masked computes
 # exp2(-1e6 - m) = 0 rather than exp2(-inf - -inf) = NaN.
@@ -723,12 +723,12 @@ def _forward(
         STORE_LSE=with_lse,
     )
     if interpreting():
-        programs = (triton.cdiv(seq, INTERPRETER_CONFIG["BLOCK_M"]), batch * heads)
+        programs = (cdiv(seq, INTERPRETER_CONFIG["BLOCK_M"]), batch * heads)
         flash_attention_kernel[programs](*launch_args, **constants, **INTERPRETER_CONFIG)
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-            return (triton.cdiv(seq, meta["BLOCK_M"]), batch * heads)
+            return (cdiv(seq, meta["BLOCK_M"]), batch * heads)
 
         flash_attention_tuned[grid](*launch_args, **constants)
     return o, lse
@@ -778,7 +778,7 @@ def attention_backward(
     head_dim_padded = max(16, triton.next_power_of_2(head_dim))
     grad_out, lse = grad_out.to(q.dtype), lse.to(torch.float32)
     block_rows = INTERPRETER_ROWS_BLOCK if interpreting() else max(16, ROWS_KERNEL_VALUES // head_dim_padded)
-    _attention_backward_rows_kernel[(triton.cdiv(seq, block_rows), batch * heads)](
+    _attention_backward_rows_kernel[(cdiv(seq, block_rows), batch * heads)](
         out, grad_out, lse, delta, lse2, *out.stride(), *grad_out.stride(), *lse.stride(),
         heads, seq, HEAD_DIM=head_dim, HEAD_DIM_PADDED=head_dim_padded, BLOCK_M=block_rows,
     )  # fmt: skip
@@ -790,12 +790,12 @@ def attention_backward(
         HEAD_DIM=head_dim, HEAD_DIM_PADDED=head_dim_padded, CAUSAL=causal, DOT_PRECISION=_dot_precision(q)
     )
     if interpreting():
-        programs = (triton.cdiv(seq, INTERPRETER_BACKWARD_CONFIG["BLOCK_OWN"]), batch * heads)
+        programs = (cdiv(seq, INTERPRETER_BACKWARD_CONFIG["BLOCK_OWN"]), batch * heads)
         flash_attention_backward_kernel[programs](*launch_args, **constants, **INTERPRETER_BACKWARD_CONFIG)
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-            return (triton.cdiv(seq, meta["BLOCK_OWN"]), batch * heads)
+            return (cdiv(seq, meta["BLOCK_OWN"]), batch * heads)
 
         flash_attention_backward_tuned[grid](*launch_args, **constants)
     return dq, dk, dv

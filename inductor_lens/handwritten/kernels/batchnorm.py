@@ -48,7 +48,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 EPS = 1e-5
 # Reductions: about this many programs per SM in all, and at least this many elements a program.
@@ -405,12 +405,12 @@ def _pointwise(
     )
     if interpreting():
         tile = _interpreter_tile(cols, rows)
-        grid = (triton.cdiv(rows, tile["BLOCK_ROWS"]), triton.cdiv(cols, tile["BLOCK_COLS"]))
+        grid = (cdiv(rows, tile["BLOCK_ROWS"]), cdiv(cols, tile["BLOCK_COLS"]))
         _batchnorm_pointwise_kernel[grid](*args, **switches, **tile)
     else:
 
         def tiles(meta: dict[str, Any]) -> tuple[int, int]:
-            return (triton.cdiv(rows, meta["BLOCK_ROWS"]), triton.cdiv(cols, meta["BLOCK_COLS"]))
+            return (cdiv(rows, meta["BLOCK_ROWS"]), cdiv(cols, meta["BLOCK_COLS"]))
 
         _pointwise_tuned[tiles](*args, **switches)
     return out
@@ -435,27 +435,27 @@ def _channel_sums(
         return first.zero_(), second.zero_()
     # Channels-last: rows are pixels of C channels; NCHW: rows are images, one channel's plane each.
     rows, cols = (n * h * w, channels) if channels_last else (n, h * w)
-    channel_programs = triton.cdiv(channels, SPLIT_CHANNEL_BLOCK) if channels_last else channels
+    channel_programs = cdiv(channels, SPLIT_CHANNEL_BLOCK) if channels_last else channels
     row_elements = min(channels, SPLIT_CHANNEL_BLOCK) if channels_last else h * w
-    wanted = triton.cdiv(REDUCE_PROGRAMS_PER_SM * _sm_count(a.device), channel_programs)
+    wanted = cdiv(REDUCE_PROGRAMS_PER_SM * _sm_count(a.device), channel_programs)
     splits = max(1, min(wanted, rows * row_elements // MIN_SPLIT_ELEMENTS, rows))
-    rows_per_split = triton.cdiv(rows, splits)
-    splits = triton.cdiv(rows, rows_per_split)
+    rows_per_split = cdiv(rows, splits)
+    splits = cdiv(rows, rows_per_split)
     partial = torch.empty((2, splits, channels), dtype=torch.float32, device=a.device)
     mean = mean if mean is not None else first  # never read with STATS
     args = (a, x if x is not None else a, saved if saved is not None else a, mean, partial, rows, cols, channels, rows_per_split)
     switches = dict(STATS=stats, RELU_MASK=saved is not None, CHANNELS_LAST=channels_last)
     if interpreting():
         tile = _interpreter_tile(cols, rows_per_split)
-        grid = (triton.cdiv(channels, tile["BLOCK_COLS"]) if channels_last else channels, splits)
+        grid = (cdiv(channels, tile["BLOCK_COLS"]) if channels_last else channels, splits)
         _channel_sums_kernel[grid](*args, **switches, **tile, STAGES=1)
     else:
 
         def programs(meta: dict[str, Any]) -> tuple[int, int]:
-            return (triton.cdiv(channels, meta["BLOCK_COLS"]) if channels_last else channels, splits)
+            return (cdiv(channels, meta["BLOCK_COLS"]) if channels_last else channels, splits)
 
         _sums_tuned[programs](*args, **switches)
-    _channel_finish_kernel[(triton.cdiv(channels, FINISH_BLOCK_CHANNELS),)](
+    _channel_finish_kernel[(cdiv(channels, FINISH_BLOCK_CHANNELS),)](
         partial, a, rstd if rstd is not None else first, first, second, splits, channels,
         1 if channels_last else h * w, float(n * h * w), EPS,
         STATS=stats, BLOCK_SPLITS=FINISH_BLOCK_SPLITS, BLOCK_CHANNELS=FINISH_BLOCK_CHANNELS,

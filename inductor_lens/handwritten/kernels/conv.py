@@ -25,11 +25,14 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
   so that both tiles are rectangular slices of grad_out and x, and the reduction runs over the N·P·Q
   output pixels. That reduction is long (100 352 pixels for a ResNet-50 layer at batch 32) while the
   output is small (a 64x64x3x3 weight is 9 tiles of 64x64), so the reduction is split (split-K) into
-  enough slices to give every SM about two programs under the tile of the configuration that runs, each
-  slice at least 512 pixels long (one program per SM measured slower on an H200: 70% of cuDNN, not 78%).
+  slices of at least 512 pixels. How many is tuned with the tile: each configuration names the programs
+  per SM its split aims at (0, 1, 2 or 4; the slice count keeps the programs within that, so no wave runs
+  part-empty), and the tuner times each with the sum of its slices, replayed from a CUDA graph. The deep
+  layers, whose weights are large next to their pixels, run unsplit; the large-pixel ones split most.
   Each slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices, 16
   at a time, and casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the
-  same final cast pass anyway), at the price of one extra read of slices x weight floats. A step's pixels
+  same final cast pass anyway), at the price of one extra read of slices x weight floats; one slice writes
+  grad_weight itself. A step's pixels
   are its first pixel moved on with carries (no division in the loop); a 1x1 stride-1 unpadded convolution
   whose pixels are one run of equal strides in both tensors (channels-last: ``DENSE_PIXELS``) is a plain
   GEMM.
@@ -56,7 +59,7 @@ GPU the launchers autotune over the configurations of Inductor's conv list that 
 convolution on channels-last activations is a plain GEMM on the [N*H*W, C] matrix they are stored as, and
 runs as the matmul kernel (forward and input gradient). Measured against cuDNN on an H200 (bf16, ResNet-50 at
 batch 32, benchmarks/conv_resnet50.py, GPU time alone, the model's convolutions summed): forward 82% on
-channels-last and 66% on NCHW, input gradient 90%, weight gradient 75-78% of cuDNN's speed
+channels-last and 66% on NCHW, input gradient 90%, weight gradient 93% of cuDNN's speed
 (benchmarks/results/2026-11-24-h200-conv2d.md). Fewer than ``FLAT_TAPS_BELOW`` channels per group (the 3-channel
 stem) reduce over channels and taps as one axis (``FLAT_TAPS``), in the forward and the weight gradient.
 
@@ -77,8 +80,8 @@ import triton
 import triton.language as tl
 from torch.nn.grad import conv2d_input, conv2d_weight
 
-from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from ..tuning import TunedKernel, graph_benchmark
+from . import Implementation, cdiv, interpreting
 from .matmul import matmul
 
 
@@ -344,14 +347,15 @@ def conv2d_backward_input_kernel(
     tl.store(dx_ptrs, acc.to(dx_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["slices"])  # one compiled kernel for every slice count the tuner tries
 def conv2d_backward_weight_kernel(
-    dy_ptr, x_ptr, dw_ptr,
+    dy_ptr, x_ptr, dw_ptr, partial_ptr,
     batch, height, width, out_h, out_w, group_in, group_out,
     kernel_h, kernel_w, stride, padding, dilation, split_stride,
     stride_dyn, stride_dyk, stride_dyp, stride_dyq,
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_dwk, stride_dwc, stride_dwr, stride_dws,
+    slices,
     INPUT_PRECISION: tl.constexpr, INT64_OFFSETS: tl.constexpr, FLAT_TAPS: tl.constexpr, PADDED: tl.constexpr,
     DENSE_PIXELS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
@@ -386,9 +390,9 @@ def conv2d_backward_weight_kernel(
     dy_cols = dy_ptr + (group * group_out + offs_m % group_out) * stride_dyk
     x_cols = x_ptr + (group * group_in + c % group_in) * stride_xc
 
-    # This slice's pixels: whole blocks, as many slices as the grid has (the last may be short or empty).
+    # This slice's pixels: whole blocks, ``slices`` of them (the grid's; the last may be short or empty).
     pixels = batch * out_h * out_w
-    split_pixels = tl.cdiv(tl.cdiv(pixels, tl.num_programs(axis=1)), BLOCK_K) * BLOCK_K
+    split_pixels = tl.cdiv(tl.cdiv(pixels, slices), BLOCK_K) * BLOCK_K
     first = split * split_pixels
     last = tl.minimum(first + split_pixels, pixels)
     # A step's pixels are its first pixel (n0, p0, q0) moved on by 0 .. BLOCK_K-1: the divisions happen here,
@@ -434,11 +438,14 @@ def conv2d_backward_weight_kernel(
                 b = tl.load(x_ptrs, mask=pixel_ok[:, None], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
-    # Into grad_weight itself (one slice), or into this slice's fp32 copy of it in the workspace.
+    # Into grad_weight itself (one slice), or into this slice's fp32 plane of the workspace, laid out as
+    # grad_weight's storage.
     out_channel = group * group_out + offs_m
-    dw_ptrs = dw_ptr + split * split_stride + out_channel[:, None] * stride_dwk
-    dw_ptrs = dw_ptrs + (c * stride_dwc + r * stride_dwr + s * stride_dws)[None, :]
-    tl.store(dw_ptrs, acc.to(dw_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+    offsets = out_channel[:, None] * stride_dwk + (c * stride_dwc + r * stride_dwr + s * stride_dws)[None, :]
+    if slices == 1:
+        tl.store(dw_ptr + offsets, acc.to(dw_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+    else:
+        tl.store(partial_ptr + split * split_stride + offsets, acc, mask=row_ok[:, None] & col_ok[None, :])
 
 
 @triton.jit
@@ -459,9 +466,9 @@ def conv2d_sum_splits_kernel(partial_ptr, out_ptr, numel, splits, BLOCK: tl.cons
 # --- autotuning (GPU only) -------------------------------------------------------------------------
 
 
-def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -> triton.Config:
+def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int, **more: int) -> triton.Config:
     return triton.Config(
-        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}, num_stages=stages, num_warps=warps
+        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, **more}, num_stages=stages, num_warps=warps
     )
 
 
@@ -488,11 +495,15 @@ GEMM_CONFIGS = [
 # The weight gradient's reduction over pixels is long: the matmul tutorial's square tiles won it at every
 # ResNet-50 shape measured (within 0.1% of the whole 21-entry list with the first three). The 256-wide tiles
 # halve the index math per multiply-add (compiled for sm_90, padded 3x3: 401 instructions a warp per
-# 256x128x64 step against 263 per 128x128x64 step, while the tensor cores' work doubles).
-WEIGHT_GRAD_CONFIGS = [
-    _config(*c)
-    for c in ((64, 64, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 32, 2, 8), (256, 128, 64, 3, 8), (128, 256, 64, 3, 8))
-]  # fmt: skip
+# 256x128x64 step against 263 per 128x128x64 step, while the tensor cores' work doubles). Each tile comes
+# with each of SPLIT_FILLS, the programs per SM its split-K aims at (0: no split; a launcher's field, which
+# the kernel never gets: _slice_count turns it into the shape's slice count), and the tuner picks the two
+# together, each configuration timed with the sum of its slices. A fixed fill lost either way on an H200:
+# the deep layers, whose weights are large next to their pixels, ran 2.3x slower split for two programs per
+# SM than unsplit (their fp32 slices cost more than the idle SMs), the large-pixel layers faster with more.
+WEIGHT_GRAD_TILES = ((64, 64, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 32, 2, 8), (256, 128, 64, 3, 8), (128, 256, 64, 3, 8))  # fmt: skip
+SPLIT_FILLS = (0, 1, 2, 4)
+WEIGHT_GRAD_CONFIGS = [_config(*tile, programs_per_sm=fill) for tile in WEIGHT_GRAD_TILES for fill in SPLIT_FILLS]
 # The sum of grad_weight's slices: one configuration, through TunedKernel for its light launch; BLOCK (from
 # 64 to 1024 elements) so that the weight gives about PROGRAMS_PER_SM programs per SM, SUM_SPLIT_BLOCK
 # slices a step.
@@ -540,6 +551,54 @@ def _pruner(rows: str | None, cols: str, reduction: str | None) -> Callable[...,
     return prune
 
 
+def _weight_grad_tiles(meta: Mapping[str, Any], config: Mapping[str, Any]) -> int:
+    """Output tiles per group of grad_weight's kernel for the arguments ``meta`` and a tile: one plane of
+    tiles per tap of input channels, or one of channels x taps (FLAT_TAPS)."""
+    taps = meta["kernel_h"] * meta["kernel_w"]
+    planes, columns = (1, meta["group_in"] * taps) if meta["FLAT_TAPS"] else (taps, meta["group_in"])
+    return planes * cdiv(meta["group_out"], config["BLOCK_M"]) * cdiv(columns, config["BLOCK_N"])
+
+
+def _slice_count(meta: Mapping[str, Any]) -> int:
+    """grad_weight's slice count for the kernel's arguments and a configuration (``meta``): as many as keep
+    its programs within ``programs_per_sm`` per SM (one for 0, or where the tiles alone are as many), each
+    slice at least MIN_SPLIT_PIXELS long."""
+    fill = meta["programs_per_sm"]
+    if fill == 0:
+        return 1
+    groups = meta["dy_ptr"].shape[1] // meta["group_out"]
+    tiles = groups * _weight_grad_tiles(meta, meta)
+    pixels = meta["batch"] * meta["out_h"] * meta["out_w"]
+    shortest = INTERPRETER_MIN_SPLIT_PIXELS if interpreting() else MIN_SPLIT_PIXELS
+    return max(1, min(fill * _sms(meta["x_ptr"].device) // tiles, pixels // shortest))
+
+
+def _weight_grad_prune(
+    configs: list[triton.Config], named_args: dict[str, Any], **kwargs: Any
+) -> list[triton.Config]:
+    """grad_weight's early_config_prune: the tiles the channel counts can fill, each with the fills that
+    give it distinct slice counts (the first fill of each)."""
+    meta = {**named_args, **kwargs}
+    fitting = {_tile(c) for c in _pruner("group_out", "group_in", None)(configs, named_args, **kwargs)}
+    kept: dict[tuple[Any, ...], triton.Config] = {}
+    for config in configs:
+        if _tile(config) in fitting:
+            kept.setdefault((*_tile(config), _slice_count({**meta, **config.kwargs})), config)
+    return list(kept.values())
+
+
+def _tile(config: triton.Config) -> tuple[Any, ...]:
+    kwargs = config.kwargs
+    return (kwargs["BLOCK_M"], kwargs["BLOCK_N"], kwargs["BLOCK_K"], config.num_warps, config.num_stages)
+
+
+def _sum_tuned_slices(nargs: dict[str, Any], exception: BaseException | None = None) -> None:
+    """The tuner's post hook for grad_weight: a configuration's time includes the sum of its slices."""
+    slices = _slice_count(nargs)
+    if exception is None and slices > 1:
+        _sum_splits(nargs["partial_ptr"], nargs["dw_ptr"], slices)
+
+
 # Layout is in the keys through the channel stride (1 when channels-last).
 conv2d_forward_tuned = TunedKernel(
     conv2d_forward_kernel,
@@ -564,7 +623,10 @@ conv2d_backward_weight_tuned = TunedKernel(
     WEIGHT_GRAD_CONFIGS,
     key=["batch", "out_h", "out_w", "group_in", "group_out", "kernel_h", "kernel_w", "stride_xc", "FLAT_TAPS",
          "PADDED", "DENSE_PIXELS"],
-    prune=_pruner("group_out", "group_in", None),
+    prune=_weight_grad_prune,
+    heuristics={"slices": _slice_count},
+    post_hook=_sum_tuned_slices,
+    benchmark=graph_benchmark,
 )  # fmt: skip
 conv2d_sum_splits_tuned = TunedKernel(conv2d_sum_splits_kernel, SUM_SPLITS_CONFIGS, key=[])
 
@@ -578,11 +640,11 @@ INTERPRETER_GEMM_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}
 INTERPRETER_WEIGHT_GRAD_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32}
 INTERPRETER_DEPTHWISE_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 16}
 
-# Split-K of grad_weight: aim for PROGRAMS_PER_SM programs per SM, each slice at least MIN_SPLIT_PIXELS long.
+# Split-K of grad_weight: slices at least MIN_SPLIT_PIXELS long. The slices' sum: PROGRAMS_PER_SM programs per SM.
 PROGRAMS_PER_SM = 2
 MIN_SPLIT_PIXELS = 512
-# Under the interpreter: 16 programs, slices of at least 64 pixels, so the check shapes take both paths.
-INTERPRETER_PROGRAMS = 16
+# Under the interpreter: 8 SMs, slices of at least 64 pixels, so the check shapes take both paths.
+INTERPRETER_SMS = 8
 INTERPRETER_MIN_SPLIT_PIXELS = 64
 
 
@@ -696,12 +758,12 @@ def conv2d(
         )  # fmt: skip
         if interpreting():
             config = INTERPRETER_DEPTHWISE_CONFIG
-            programs = (triton.cdiv(pixels, config["BLOCK_M"]), triton.cdiv(out_channels, config["BLOCK_N"]))
+            programs = (cdiv(pixels, config["BLOCK_M"]), cdiv(out_channels, config["BLOCK_N"]))
             conv2d_depthwise_kernel[programs](*launch_args, **switches, **config)
         else:
 
             def depthwise_grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-                return (triton.cdiv(pixels, meta["BLOCK_M"]), triton.cdiv(out_channels, meta["BLOCK_N"]))
+                return (cdiv(pixels, meta["BLOCK_M"]), cdiv(out_channels, meta["BLOCK_N"]))
 
             conv2d_depthwise_tuned[depthwise_grid](*launch_args, **switches)
         return y
@@ -725,12 +787,12 @@ def _launch_gemm(
     """Launch a (pixel tile x channel tile, group) GEMM kernel: fixed tiles under the interpreter."""
     if interpreting():
         config = INTERPRETER_GEMM_CONFIG
-        programs = (triton.cdiv(rows, config["BLOCK_M"]) * triton.cdiv(cols, config["BLOCK_N"]), groups)
+        programs = (cdiv(rows, config["BLOCK_M"]) * cdiv(cols, config["BLOCK_N"]), groups)
         kernel[programs](*launch_args, **switches, **config)
         return
 
     def grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-        return (triton.cdiv(rows, meta["BLOCK_M"]) * triton.cdiv(cols, meta["BLOCK_N"]), groups)
+        return (cdiv(rows, meta["BLOCK_M"]) * cdiv(cols, meta["BLOCK_N"]), groups)
 
     tuned[grid](*launch_args, **switches)
 
@@ -779,39 +841,31 @@ def _sm_count(device: torch.device) -> int:
     return int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
+def _sms(device: torch.device) -> int:
+    """The device's SMs (INTERPRETER_SMS under the interpreter)."""
+    return INTERPRETER_SMS if interpreting() else _sm_count(device)
+
+
 def _programs_wanted(device: torch.device) -> int:
-    """How many programs fill the device: PROGRAMS_PER_SM per SM (INTERPRETER_PROGRAMS under the interpreter)."""
-    return INTERPRETER_PROGRAMS if interpreting() else PROGRAMS_PER_SM * _sm_count(device)
+    """How many programs fill the device: PROGRAMS_PER_SM per SM."""
+    return PROGRAMS_PER_SM * _sms(device)
 
 
-def weight_grad_splits(tiles: int, pixels: int, device: torch.device) -> int:
-    """Slices of grad_weight's reduction over ``pixels`` under ``tiles`` output tiles (all groups and taps):
-    enough for about PROGRAMS_PER_SM programs per SM, each slice at least MIN_SPLIT_PIXELS long."""
-    shortest = INTERPRETER_MIN_SPLIT_PIXELS if interpreting() else MIN_SPLIT_PIXELS
-    return max(1, min(triton.cdiv(_programs_wanted(device), tiles), pixels // shortest))
+class _WeightGradGrid:
+    """grad_weight's grid, (tiles, slices, groups), for the configuration's tile and slice count; ``slices``
+    is the count of the last configuration given it: the one that ran."""
 
-
-class _SplitGrid:
-    """The grid of grad_weight's kernel, (tiles, slices, groups), whose slice count follows the tile of the
-    configuration the autotuner tries; ``last`` is the count of the last configuration given a grid, the one
-    that ran, and ``most`` the count of the configuration with the most (the workspace's planes)."""
-
-    def __init__(self, planes: int, rows: int, columns: int, groups: int, pixels: int, device: torch.device) -> None:
-        self.planes, self.rows, self.columns, self.groups = planes, rows, columns, groups
-        self.pixels, self.device = pixels, device
-        configs = [INTERPRETER_WEIGHT_GRAD_CONFIG] if interpreting() else [c.kwargs for c in WEIGHT_GRAD_CONFIGS]
-        self.most = max(self.splits(config) for config in configs)
-        self.last = self.most
-
-    def tiles(self, meta: Mapping[str, Any]) -> int:
-        return self.planes * triton.cdiv(self.rows, meta["BLOCK_M"]) * triton.cdiv(self.columns, meta["BLOCK_N"])
-
-    def splits(self, meta: Mapping[str, Any]) -> int:
-        return weight_grad_splits(self.groups * self.tiles(meta), self.pixels, self.device)
+    def __init__(self, groups: int) -> None:
+        self.groups, self.slices = groups, 0
 
     def __call__(self, meta: Mapping[str, Any]) -> tuple[int, int, int]:
-        self.last = self.splits(meta)
-        return (self.tiles(meta), self.last, self.groups)
+        self.slices = int(meta["slices"])
+        return (_weight_grad_tiles(meta, meta), self.slices, self.groups)
+
+
+# The slice count each grad_weight launch took, by its sizes, strides, dtype and device: later calls size
+# the workspace for it alone (the first sizes it for every count the tuner may try).
+_weight_grad_slices: dict[tuple[Any, ...], int] = {}
 
 
 def conv2d_backward_weight(
@@ -836,44 +890,49 @@ def conv2d_backward_weight(
     pixels = batch * out_h * out_w
     if pixels == 0:
         return grad_weight.zero_()
-    taps = kernel_h * kernel_w
-    flat = group_in < FLAT_TAPS_BELOW
-    # tile planes per group and their columns: one plane per tap of input channels, or one of channels x taps
-    plane_count, columns = (1, group_in * taps) if flat else (taps, group_in)
-
-    grid = _SplitGrid(plane_count, group_out, columns, groups, pixels, x.device)
-    # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice.
-    target = (
-        grad_weight
-        if grid.most == 1
-        else torch.empty((grid.most, grad_weight.numel()), device=x.device, dtype=torch.float32)
-    )
-    launch_args = (
-        grad_out, x, target,
-        batch, height, width, out_h, out_w, group_in, group_out,
-        kernel_h, kernel_w, stride, padding, dilation, 0 if grid.most == 1 else grad_weight.numel(),
-        *grad_out.stride(), *x.stride(), *grad_weight.stride(),
-    )  # fmt: skip
     switches = dict(
-        INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x), FLAT_TAPS=flat,
-        PADDED=padding > 0, DENSE_PIXELS=(kernel_h, kernel_w, stride, padding) == (1, 1, 1, 0)
+        INPUT_PRECISION=_precision(x), INT64_OFFSETS=_int64_offsets(grad_out, x),
+        FLAT_TAPS=group_in < FLAT_TAPS_BELOW, PADDED=padding > 0,
+        DENSE_PIXELS=(kernel_h, kernel_w, stride, padding) == (1, 1, 1, 0)
         and _dense_pixels(grad_out) and _dense_pixels(x),
     )  # fmt: skip
+    # What the pruner and the tile count read of the kernel's arguments.
+    meta = dict(dy_ptr=grad_out, x_ptr=x, batch=batch, out_h=out_h, out_w=out_w, group_in=group_in,
+                group_out=group_out, kernel_h=kernel_h, kernel_w=kernel_w, **switches)  # fmt: skip
+    launch_key = (grad_out.shape, grad_out.stride(), grad_out.dtype, x.shape, x.stride(), x.dtype, x.device, kernel_size, args)
+    config: dict[str, Any] = {}
+    if interpreting():  # the largest fill, so that the checks take the sum's path
+        planes = _slice_count({**meta, **INTERPRETER_WEIGHT_GRAD_CONFIG, "programs_per_sm": max(SPLIT_FILLS)})
+        config = {**INTERPRETER_WEIGHT_GRAD_CONFIG, "slices": planes}
+    else:
+        planes = _weight_grad_slices.get(launch_key) or max(
+            _slice_count({**meta, **c.kwargs}) for c in _weight_grad_prune(WEIGHT_GRAD_CONFIGS, meta)
+        )
+    # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice. One
+    # slice writes grad_weight itself; its workspace is an empty fp32 tensor, so the compiled kernel is the same.
+    partials = torch.empty((planes if planes > 1 else 0, grad_weight.numel()), device=x.device, dtype=torch.float32)
+    launch_args = (
+        grad_out, x, grad_weight, partials,
+        batch, height, width, out_h, out_w, group_in, group_out,
+        kernel_h, kernel_w, stride, padding, dilation, grad_weight.numel(),
+        *grad_out.stride(), *x.stride(), *grad_weight.stride(),
+    )  # fmt: skip
+    grid = _WeightGradGrid(groups)
     if interpreting():
-        config = INTERPRETER_WEIGHT_GRAD_CONFIG
-        conv2d_backward_weight_kernel[grid(config)](*launch_args, **switches, **config)
+        conv2d_backward_weight_kernel[grid](*launch_args, **switches, **config)
     else:
         conv2d_backward_weight_tuned[grid](*launch_args, **switches)
-    if grid.most > 1:
-        _sum_splits(target, grad_weight, grid.last)
+        _weight_grad_slices[launch_key] = grid.slices
+    if grid.slices > 1:
+        _sum_splits(partials, grad_weight, grid.slices)
     return grad_weight
 
 
 def _sum_splits(partials: torch.Tensor, out: torch.Tensor, splits: int) -> None:
     numel = out.numel()
-    block = min(1024, max(64, triton.next_power_of_2(triton.cdiv(numel, _programs_wanted(out.device)))))
+    block = min(1024, max(64, triton.next_power_of_2(cdiv(numel, _programs_wanted(out.device)))))
     kernel = conv2d_sum_splits_kernel if interpreting() else conv2d_sum_splits_tuned
-    kernel[(triton.cdiv(numel, block),)](partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK)
+    kernel[(cdiv(numel, block),)](partials, out, numel, splits, BLOCK=block, SPLIT_BLOCK=SUM_SPLIT_BLOCK)
 
 
 def conv2d_backward(

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 # The interpreter's fixed tile.
 INTERPRETER_BLOCK = 32
@@ -68,11 +68,11 @@ def transpose_copy(x: torch.Tensor) -> torch.Tensor:
         return out
     if interpreting():
         block = INTERPRETER_BLOCK
-        _transpose_copy_kernel[(triton.cdiv(rows, block), triton.cdiv(cols, block))](
+        _transpose_copy_kernel[(cdiv(rows, block), cdiv(cols, block))](
             x, out, rows, cols, BLOCK_R=block, BLOCK_C=block, num_warps=4
         )
     else:
-        _transpose_copy_tuned[lambda meta: (triton.cdiv(rows, meta["BLOCK_R"]), triton.cdiv(cols, meta["BLOCK_C"]))](
+        _transpose_copy_tuned[lambda meta: (cdiv(rows, meta["BLOCK_R"]), cdiv(cols, meta["BLOCK_C"]))](
             x, out, rows, cols
         )
     return out

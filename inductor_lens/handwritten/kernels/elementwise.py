@@ -46,7 +46,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 # The interpreter's fixed config, and the best single one measured on an H200 (relu, 8192 x 8192): 4 KiB
@@ -275,11 +275,11 @@ def bias_act(
     )
     if interpreting():
         block = BLOCK_BYTES // x.element_size()
-        _bias_act_kernel[(triton.cdiv(numel, block),)](
+        _bias_act_kernel[(cdiv(numel, block),)](
             *launch_args, BLOCK=block, **switches, num_warps=NUM_WARPS
         )
     else:
-        _bias_act_tuned[lambda meta: (triton.cdiv(numel, meta["BLOCK"]),)](*launch_args, **switches)
+        _bias_act_tuned[lambda meta: (cdiv(numel, meta["BLOCK"]),)](*launch_args, **switches)
     return out
 
 
@@ -308,14 +308,14 @@ def _bias_act_tiles(
     if interpreting():
         block_cols = min(INTERPRETER_TILE_COLS, triton.next_power_of_2(cols))
         block_rows = max(1, BLOCK_BYTES // x.element_size() // block_cols)
-        programs = triton.cdiv(rows, block_rows) * triton.cdiv(cols, block_cols)
+        programs = cdiv(rows, block_rows) * cdiv(cols, block_cols)
         _bias_act_tiles_kernel[(programs,)](
             *args, BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols, **switches, num_warps=NUM_WARPS
         )
     else:
 
         def tiles(meta: Mapping[str, Any]) -> tuple[int]:
-            return (triton.cdiv(rows, meta["BLOCK_ROWS"]) * triton.cdiv(cols, meta["BLOCK_COLS"]),)
+            return (cdiv(rows, meta["BLOCK_ROWS"]) * cdiv(cols, meta["BLOCK_COLS"]),)
 
         _bias_act_tiles_tuned[tiles](*args, **switches)
 
@@ -411,11 +411,11 @@ def activation_backward(
         )
         if interpreting():
             block = BLOCK_BYTES // x.element_size()
-            _activation_backward_kernel[(triton.cdiv(numel, block),)](
+            _activation_backward_kernel[(cdiv(numel, block),)](
                 *launch_args, BLOCK=block, **switches, num_warps=NUM_WARPS
             )
         else:
-            _activation_backward_tuned[lambda meta: (triton.cdiv(numel, meta["BLOCK"]),)](
+            _activation_backward_tuned[lambda meta: (cdiv(numel, meta["BLOCK"]),)](
                 *launch_args, **switches
             )
     return grad_x if grad_up is None else (grad_x, grad_up)

@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 # The interpreter's fixed configurations (small tiles: the checks' dims are a few dozen columns).
 INTERPRETER_FORWARD = {"BLOCK_TOKENS": 16, "BLOCK_DIM": 32}
@@ -121,12 +121,12 @@ def embedding(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         args = (flat_ids, table, out, tokens, dim, table.stride(0), out.stride(0))
         if interpreting():
             config = INTERPRETER_FORWARD
-            grid = (triton.cdiv(tokens, config["BLOCK_TOKENS"]), triton.cdiv(dim, config["BLOCK_DIM"]))
+            grid = (cdiv(tokens, config["BLOCK_TOKENS"]), cdiv(dim, config["BLOCK_DIM"]))
             _embedding_kernel[grid](*args, **config)
         else:
 
             def tuned_grid(meta: Mapping[str, Any]) -> tuple[int, int]:
-                return (triton.cdiv(tokens, meta["BLOCK_TOKENS"]), triton.cdiv(dim, meta["BLOCK_DIM"]))
+                return (cdiv(tokens, meta["BLOCK_TOKENS"]), cdiv(dim, meta["BLOCK_DIM"]))
 
             _embedding_tuned[tuned_grid](*args)
     return out.view(*ids.shape, dim)
@@ -150,9 +150,9 @@ def embedding_backward(grad: torch.Tensor, ids: torch.Tensor, vocab: int) -> tor
     args = (grad_rows, order, run_starts, out, dim, grad_rows.stride(0))
     if interpreting():
         config = INTERPRETER_BACKWARD
-        _embedding_backward_kernel[(vocab, triton.cdiv(dim, config["BLOCK_DIM"]))](*args, **config)
+        _embedding_backward_kernel[(vocab, cdiv(dim, config["BLOCK_DIM"]))](*args, **config)
     else:
-        _embedding_backward_tuned[lambda meta: (vocab, triton.cdiv(dim, meta["BLOCK_DIM"]))](*args)
+        _embedding_backward_tuned[lambda meta: (vocab, cdiv(dim, meta["BLOCK_DIM"]))](*args)
     return out
 
 

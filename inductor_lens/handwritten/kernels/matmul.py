@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 ACTIVATIONS = ("none", "relu", "gelu")
 
@@ -172,12 +172,12 @@ def matmul(
     )
     if interpreting():
         config = INTERPRETER_CONFIG
-        programs = (triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]),)
+        programs = (cdiv(M, config["BLOCK_M"]) * cdiv(N, config["BLOCK_N"]),)
         matmul_kernel[programs](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
     else:
 
         def grid(meta: Mapping[str, Any]) -> tuple[int]:
-            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+            return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
 
         matmul_tuned[grid](*args, **switches)
     return c

@@ -45,7 +45,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 LAYER_NORM_EPS = 1e-5
 RMS_NORM_EPS = 1e-6
@@ -527,13 +527,13 @@ def _norm_forward(
             single_pass, per_program = True, _fused_rows_per_program(block_cols, rows)
         else:
             single_pass, per_program, block_cols = False, 1, INTERPRETER_LOOPED_BLOCK_COLS
-        _norm_forward_kernel[(triton.cdiv(rows, per_program),)](
+        _norm_forward_kernel[(cdiv(rows, per_program),)](
             *args, **flags, SINGLE_PASS=single_pass, BLOCK_COLS=block_cols, ROWS_PER_PROGRAM=per_program
         )
     else:
 
         def grid(meta: dict[str, Any]) -> tuple[int]:
-            return (triton.cdiv(rows, meta["ROWS_PER_PROGRAM"]),)
+            return (cdiv(rows, meta["ROWS_PER_PROGRAM"]),)
 
         _forward_tuned[grid](*args, **flags)
     return y.view(x.shape), mean, rstd, h.view(x.shape)
@@ -594,11 +594,11 @@ def _norm_backward(
     single_pass = cols <= MAX_FUSED_BACKWARD_COLS
     if single_pass:
         programs = BACKWARD_PROGRAMS_PER_SM * _sm_count(x.device)
-        rows_per_group = triton.cdiv(triton.cdiv(rows, programs), BACKWARD_GROUP_GRANULE)
+        rows_per_group = cdiv(cdiv(rows, programs), BACKWARD_GROUP_GRANULE)
         rows_per_group *= BACKWARD_GROUP_GRANULE
     else:
         rows_per_group = LOOPED_BACKWARD_ROWS
-    groups = triton.cdiv(rows, rows_per_group)
+    groups = cdiv(rows, rows_per_group)
     partial = torch.empty((planes, groups, cols), dtype=torch.float32, device=x.device)
     args = (
         grad_out_rows, x_rows, weight.contiguous(), mean, rstd, grad_residual_rows, grad_x, partial,
@@ -622,7 +622,7 @@ def _norm_backward(
             *args, **flags, SINGLE_PASS=False, ROWS_PER_TILE=LOOPED_BACKWARD_ROWS
         )
     grads = torch.empty((planes, cols), dtype=weight.dtype, device=x.device)
-    _sum_partials_kernel[(triton.cdiv(cols, PARTIAL_BLOCK_COLS), planes)](
+    _sum_partials_kernel[(cdiv(cols, PARTIAL_BLOCK_COLS), planes)](
         partial, grads, groups, cols, BLOCK_GROUPS=PARTIAL_BLOCK_GROUPS, BLOCK_COLS=PARTIAL_BLOCK_COLS
     )
     return grad_x.view(x.shape), grads

@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 # An int8 offset holds kh * kernel + kw.
 MAX_WINDOW = 127
@@ -243,12 +243,12 @@ def _launch(tuned: TunedKernel, kernel: Any, args: tuple[Any, ...], rows: int, c
     if interpreting():
         block_cols = min(triton.next_power_of_2(cols), INTERPRETER_BLOCK_COLS)
         block_rows = min(triton.next_power_of_2(rows), INTERPRETER_TILE_ELEMENTS // block_cols)
-        grid = (triton.cdiv(rows, block_rows), triton.cdiv(cols, block_cols))
+        grid = (cdiv(rows, block_rows), cdiv(cols, block_cols))
         kernel[grid](*args, **switches, BLOCK_ROWS=block_rows, BLOCK_COLS=block_cols)
     else:
 
         def tiles(meta: dict[str, Any]) -> tuple[int, int]:
-            return (triton.cdiv(rows, meta["BLOCK_ROWS"]), triton.cdiv(cols, meta["BLOCK_COLS"]))
+            return (cdiv(rows, meta["BLOCK_ROWS"]), cdiv(cols, meta["BLOCK_COLS"]))
 
         tuned[tiles](*args, **switches)
 

@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from ..tuning import TunedKernel
-from . import Implementation, interpreting
+from . import Implementation, cdiv, interpreting
 
 ROPE_BASE = 10000.0
 # The interpreter's fixed configuration: small, and fewer heads a program than the checks' head counts, so
@@ -121,7 +121,7 @@ _rotary_tuned = TunedKernel(_rotary_kernel, CONFIGS, key=["heads", "seq", "HALF"
 
 def _grid(batch: int, heads: int, seq: int, meta: Mapping[str, Any]) -> tuple[int, int]:
     heads_per_program = meta["BLOCK_HEADS"] * meta["HEAD_BLOCKS_PER_PROGRAM"]
-    return triton.cdiv(seq, meta["BLOCK_SEQ"]), batch * triton.cdiv(heads, heads_per_program)
+    return cdiv(seq, meta["BLOCK_SEQ"]), batch * cdiv(heads, heads_per_program)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, backward: bool) -> torch.Tensor:

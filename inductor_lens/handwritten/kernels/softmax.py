@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from . import Implementation
+from . import Implementation, cdiv
 
 # Most float32 working values a single-pass program holds (one padded row forward, two backward): at
 # 32 warps, 32 a thread, which fits the 64 registers a thread has when 1024 threads share an SM.
@@ -184,7 +184,7 @@ def _launch(
     rows_held = 2 if backward else 1
     if block_cols is None and padded_cols * rows_held <= MAX_SINGLE_PASS_ELEMENTS:
         block_rows = min(max(1, PACKED_TILE_ELEMENTS // padded_cols), triton.next_power_of_2(n_rows))
-        _softmax_rows_kernel[(triton.cdiv(n_rows, block_rows),)](
+        _softmax_rows_kernel[(cdiv(n_rows, block_rows),)](
             a_rows,
             b_rows,
             out,
