@@ -11,7 +11,7 @@ from .common import finish_comparison, finish_report, lens_command, open_option,
 
 
 @click.command("report")
-@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("folder", type=click.Path(path_type=Path))
 @out_option(
     "Report folder [default: the folder itself for an inductor-lens report, "
     "else inductor-lens-reports/<name>/]."
@@ -22,7 +22,8 @@ from .common import finish_comparison, finish_report, lens_command, open_option,
 def report_command(
     folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool
 ) -> None:
-    """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine) or a report."""
+    """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine), a report, or
+    TORCH_TRACE logs alone (a folder of them, or one file): graphs rebuilt from the trace."""
     if api.is_comparison(folder):
         finish_comparison(api.rerender_comparison(folder, out_dir), open_browser)
         return

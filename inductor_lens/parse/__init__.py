@@ -22,11 +22,11 @@ from typing import Any
 from ..options import MODE_OPTIONS, infer_mode
 from ..records import CaptureOutcome, CompileRun, CompileSettings, Environment, GraphBreak, GraphRecord
 from ..version import __version__
-from . import readers, registry
+from . import compat, readers, registry
 from .autotune import link_tables
 from .diagnostics import Diagnostics
 from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
-from .graph import GraphContext, parse_graph_folder
+from .graph import GraphContext, parse_graph_files, parse_graph_folder, traced_graph_files
 from .layout import DebugLayout, locate
 from .readers import REGISTRY
 from .sources import read_sources
@@ -54,7 +54,8 @@ def parse_debug_folder(
     """
     layout = locate(folder, allow_empty=allow_empty)
     diagnostics = Diagnostics(strict=strict)
-    traces = read_traces(list(layout.trace_files), layout.root, diagnostics)
+    bare_trace = not layout.graph_folders and bool(layout.trace_files)
+    traces = read_traces(list(layout.trace_files), layout.root, diagnostics, keep_graphs=bare_trace)
     log_text = _read_logs(layout, diagnostics)
     context = GraphContext(
         layout=layout,
@@ -63,17 +64,21 @@ def parse_debug_folder(
         diagnostics=diagnostics,
         multiple_runs=len(layout.run_dirs) > 1,
     )
-    graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
+    if bare_trace:
+        graphs = _unique_ids(parse_graph_files(traced_graph_files(t), context) for t in traces.traced_graphs)
+        _note_bare_trace(layout, traces, diagnostics)
+    else:
+        graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
     frame_traces = fold_restarts(traces.frames)
     own_breaks = own_graph_breaks(frame_traces)
     frames = tuple(dynamo_frame(trace, own_breaks.get(trace.compile_id)) for trace in frame_traces)
     breaks = tuple(b for trace in frame_traces for b in graph_breaks(trace))
     if not layout.trace_files:
         breaks = tuple(_debug_log_breaks(layout, diagnostics))
-    if not graphs and (capture is None or capture.status == "ok"):
+    if not graphs and not bare_trace and (capture is None or capture.status == "ok"):
         diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
-    inferred = _infer_environment(traces, runnable_facts, graphs)
+    inferred = _infer_environment(traces, runnable_facts, graphs, "TORCH_TRACE log" if bare_trace else "debug folder")
     clock = now or (lambda: _dt.datetime.now(_dt.timezone.utc))
     return CompileRun(
         title=title or _default_title(layout, capture),
@@ -90,6 +95,19 @@ def parse_debug_folder(
         sources=read_sources(graphs, frames, breaks, diagnostics),
         log_text=log_text,
         stats=diagnostics.stats(),
+    )
+
+
+def _note_bare_trace(layout: DebugLayout, traces: TraceSummary, diagnostics: Diagnostics) -> None:
+    """What a report of a TORCH_TRACE log alone lacks, said once."""
+    where = ", ".join(traces.files) or layout.relative(layout.root)
+    if not traces.traced_graphs:
+        diagnostics.warn(where, "no debug folder and no inductor_output_code in the TORCH_TRACE log: no graphs to show")
+        return
+    diagnostics.note(
+        where,
+        f"no debug folder: {len(traces.traced_graphs)} graph(s) rebuilt from the TORCH_TRACE log's output code and "
+        f"FX graphs; not in a trace: Inductor's IR dumps ({', '.join(compat.TRACE_MISSING_FILES)})",
     )
 
 
@@ -164,7 +182,7 @@ def _runnable_header(layout: DebugLayout, diagnostics: Diagnostics) -> tuple[dic
 
 
 def _infer_environment(
-    traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...]
+    traces: TraceSummary, facts: dict[str, str], graphs: tuple[GraphRecord, ...], source: str
 ) -> Environment:
     device: Mapping[str, Any] = {}
     backends = set()
@@ -189,7 +207,7 @@ def _infer_environment(
         multiprocessor_count=device.get("multi_processor_count")
         if isinstance(device.get("multi_processor_count"), int)
         else None,
-        source="debug folder",
+        source=source,
     )
 
 

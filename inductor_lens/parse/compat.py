@@ -265,3 +265,35 @@ CUDAGRAPH_LOG_MARKERS = {
     "recording a new graph for each distinct input size": "CUDA graphs re-recorded for new input sizes",
     "CUDAGraph supports dynamic shapes by recording a new graph": "CUDA graphs re-recorded for new input sizes",
 }
+
+
+# A bare TORCH_TRACE log (no debug folder): the records and artifacts that hold a graph folder's files,
+# by (record kind, artifact name or None) -> the file they stand for. Their FX graphs print types with
+# strides and device (``f32[4, 8][8, 1]cuda:0``: ``print_readable(include_stride=True, include_device=True)``),
+# which ``plain_fx_types`` cuts to the folder's ``f32[4, 8]``. Seen in 2.11 and 2.13; the post-grad
+# graph is an artifact there and a record of its own in older releases (and on an FX graph cache hit).
+TRACE_GRAPH_FILES: dict[tuple[str, str | None], str] = {
+    ("inductor_output_code", None): "output_code.py",
+    ("artifact", "before_post_grad_graph"): "fx_graph_readable.py",
+    ("artifact", "inductor_post_grad_graph"): "fx_graph_transformed.py",
+    ("inductor_post_grad_graph", None): "fx_graph_transformed.py",
+    ("artifact", "fx_graph_runnable"): "fx_graph_runnable.py",
+}
+# AOTAutograd's graph records, logged before Inductor compiles each: which kind of graph a compile id made.
+TRACE_AOT_GRAPH_KINDS = {"aot_forward_graph": "forward", "aot_backward_graph": "backward",
+                         "aot_inference_graph": "inference"}  # fmt: skip
+# What a debug folder has and a trace does not: Inductor's IR dumps (TORCH_COMPILE_DEBUG only).
+TRACE_MISSING_FILES = ("ir_pre_fusion.txt", "ir_post_fusion.txt")
+_STRIDE_DEVICE = re.compile(r'"(\w+\[[^\]"]*\])\[[^\]"]*\][a-z]+(?::\d+)?"')
+
+
+def trace_graph_file(kind: str, body: Any) -> str | None:
+    """The graph-folder file a trace record stands for, or None."""
+    artifact = body.get("name") if kind == "artifact" and isinstance(body, dict) else None
+    return TRACE_GRAPH_FILES.get((kind, artifact if isinstance(artifact, str) else None))
+
+
+def plain_fx_types(text: str) -> str:
+    """An FX graph as the trace prints it, with the types as a graph folder's file has them."""
+    return _STRIDE_DEVICE.sub(r'"\1"', text)
+

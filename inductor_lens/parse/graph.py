@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, cast, get_args
 
 from ..records import (
     FxGraph,
@@ -35,7 +35,7 @@ from .provenance import build_provenance
 from .readers import REGISTRY
 from .source_lines import from_traceback, user_frames
 from .symbolic import SYM_TYPE
-from .trace import GraphTrace, TraceSummary
+from .trace import GraphTrace, TracedGraph, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -50,10 +50,41 @@ class GraphContext:
     multiple_runs: bool
 
 
+@dataclass(frozen=True)
+class GraphFiles:
+    """One graph's files: a graph folder's, or those a bare TORCH_TRACE log holds."""
+
+    id: str
+    name: str  # the folder's name
+    where: str  # the folder, or the trace file and line of the output code
+    files: tuple[str, ...]
+    texts: dict[str, str]  # the text of each file a registered parser reads
+    kind: GraphKind | None = None  # None: from the folder's name
+    compile_id: str | None = None  # None: from the trace (or log) through the output code's md5
+    sibling_key: tuple[str, str] | None = None  # (run folder, graph folder): other processes' kernel info
+
+
 def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecord:
-    diagnostics = context.diagnostics
     where_folder = context.layout.relative(folder.path)
-    files, texts = _read_files(folder, where_folder, diagnostics)
+    files, texts = _read_files(folder, where_folder, context.diagnostics)
+    name = folder.path.name
+    graph = GraphFiles(_graph_id(folder, context), name, where_folder, tuple(files), texts,
+                       sibling_key=(folder.path.parent.parent.name, name))  # fmt: skip
+    return parse_graph_files(graph, context)
+
+
+def traced_graph_files(traced: TracedGraph) -> GraphFiles:
+    """A graph of a bare trace, named by its compile id and kind (``0/1 inference``)."""
+    kind = cast(GraphKind, traced.kind if traced.kind in get_args(GraphKind) else "unknown")
+    name = f"{traced.compile_id} {traced.kind}"
+    graph_id = "trace-" + (_SLUG_UNSAFE.sub("_", f"{traced.compile_id}_{traced.kind}").strip("._") or "graph")
+    return GraphFiles(graph_id, name, traced.where, tuple(traced.files), dict(traced.files), kind=kind,
+                      compile_id=traced.compile_id)  # fmt: skip
+
+
+def parse_graph_files(graph: GraphFiles, context: GraphContext) -> GraphRecord:
+    diagnostics = context.diagnostics
+    where_folder, files, texts = graph.where, graph.files, graph.texts
 
     def where(name: str) -> str:
         return f"{where_folder}/{name}"
@@ -85,10 +116,10 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     md5 = hashlib.md5(output_code.encode("utf-8")).hexdigest() if output_code else None
     traced = context.traces.graphs.get(md5) if md5 else None
     provenance = _provenance(texts, results(readers.PROVENANCE), traced, where, diagnostics)
-    name = folder.path.name
-    compile_id = traced.compile_id if traced else context.logged_compile_ids.get(name)
+    name = graph.name
+    compile_id = graph.compile_id or (traced.compile_id if traced else context.logged_compile_ids.get(name))
     match = compat.GRAPH_FOLDER.match(name)
-    kind: GraphKind = match["kind"] if match else "unknown"  # type: ignore[assignment]
+    kind: GraphKind = graph.kind or (match["kind"] if match else "unknown")  # type: ignore[assignment]
 
     frame = context.traces.frames.get(compile_id) if compile_id else None
     fx_graphs = tuple(_with_roles(g, kind, frame.placeholders if frame else []) for g in fx_graphs)
@@ -101,7 +132,7 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
             kernels, launches, provenance, transformed, where_folder, diagnostics
         )
     kernel_info = frame.kernel_info if frame else {}
-    sibling_info = context.traces.module_kernel_info.get((folder.path.parent.parent.name, name), {})
+    sibling_info = context.traces.module_kernel_info.get(graph.sibling_key, {}) if graph.sibling_key else {}
     kernels = tuple(
         replace(
             k,
@@ -113,13 +144,13 @@ def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecor
     for benchmarks in results(readers.BENCHMARKS):
         kernels = _join_benchmarks(kernels, benchmarks)
 
-    if match is None:
+    if match is None and graph.kind is None:
         diagnostics.note(where_folder, "folder name does not follow <model>__<aot>_<kind>_<n>.<k>")
     buffers = {n.name: n.type for g in fx_graphs for n in g.nodes if n.op == "placeholder" and n.type}
     buffers.update(parsed.buffers)
     symbols = graph_symbols(fx_graphs, parsed, frame, where_folder, diagnostics)
     return GraphRecord(
-        id=_graph_id(folder, context),
+        id=graph.id,
         name=match.group(0).rsplit(".", 1)[0] if match and match["counter"] else name,
         folder=where_folder,
         kind=kind,

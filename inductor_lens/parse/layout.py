@@ -4,6 +4,8 @@ Accepted: a report folder written by ``inductor-lens compile``, any folder holdi
 ``torch_compile_debug`` tree (a copy from a GPU machine), the tree itself, one ``run_*`` folder of
 it, or a single graph folder. Graph folders live at
 ``torch_compile_debug/run_<timestamp>-pid_<pid>/torchinductor/<model>__<aot>_<kind>_<n>.<k>/``.
+Without any, a folder of TORCH_TRACE logs, or one log file, is a *bare trace*: its graphs are rebuilt
+from the log (``parse/__init__.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ def locate(folder: Path, *, allow_empty: bool = False) -> DebugLayout:
     if not folder.exists():
         raise InputFolderError(f"{folder}: no such folder")
     if not folder.is_dir():
-        raise InputFolderError(f"{folder}: not a folder (give the folder that holds torch_compile_debug)")
+        if not _is_trace_log(folder):
+            raise InputFolderError(
+                f"{folder}: not a folder or a TORCH_TRACE log (give the folder that holds torch_compile_debug)"
+            )
+        path = folder.resolve()
+        return DebugLayout(path.parent, (), (), (path,), (), None)
     root = folder.resolve()
     run_dirs, graph_folders = _graph_folders(root)
     trace_files = tuple(sorted(p for p in _walk_files(root) if compat.TRACE_FILE.match(p.name)))
@@ -67,6 +74,18 @@ def locate(folder: Path, *, allow_empty: bool = False) -> DebugLayout:
         log_files=_log_files(root, trace_files),
         capture_json=capture_json,
     )
+
+
+def _is_trace_log(path: Path) -> bool:
+    """A TORCH_TRACE log by its name, or (renamed) by its first record."""
+    if compat.TRACE_FILE.match(path.name):
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(1 << 16)
+    except OSError:
+        return False
+    return compat.TRACE_LINE.match(first.rstrip("\n")) is not None
 
 
 def _graph_folders(root: Path) -> tuple[tuple[Path, ...], tuple[GraphFolder, ...]]:

@@ -23,30 +23,39 @@ from .readers import REGISTRY
 from .trace_records import (
     FrameTrace,
     GraphTrace,
+    TracedGraph,
     TraceRecord,
     TraceState,
     TraceSummary,
     format_compile_id,
+    keep_graph_file,
+    note_aot_graph,
 )
 
-__all__ = ["FrameTrace", "GraphTrace", "TraceSummary", "format_compile_id", "read_traces"]
+__all__ = ["FrameTrace", "GraphTrace", "TraceSummary", "TracedGraph", "format_compile_id", "read_traces"]
 
 # Envelope fields that hold a compile id; torch writes them as integers.
 _ID_FIELDS = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id")
 
 
-def read_traces(paths: list[Path], root: Path, diagnostics: Diagnostics) -> TraceSummary:
+def read_traces(
+    paths: list[Path], root: Path, diagnostics: Diagnostics, *, keep_graphs: bool = False
+) -> TraceSummary:
+    """``keep_graphs``: a bare trace (no debug folder): also keep the payloads that stand for a graph
+    folder's files (``compat.TRACE_GRAPH_FILES``), as ``TraceSummary.traced_graphs``."""
     summary = TraceSummary()
     for path in paths:
         where = _relative(path, root)
         summary.files.append(where)
         diagnostics.files_seen += 1
         state = TraceState(summary=summary, registry=REGISTRY)
-        for record in _records(path, where, diagnostics):
+        for record in _records(path, where, diagnostics, keep_graphs):
             summary.record_kinds[record.kind or "unknown"] += 1
             if not record.kind:
                 diagnostics.warn(where, f"line {record.line}: record has no kind; skipped")
                 continue
+            if keep_graphs and _ids_are_ints(record, diagnostics):
+                _keep_graph_file(record, state)
             parser = REGISTRY.find("trace record", record.kind)
             if parser is None:
                 diagnostics.warn(where, registry.not_known("trace record", record.kind))
@@ -65,7 +74,15 @@ def _ids_are_ints(record: TraceRecord, diagnostics: Diagnostics) -> bool:
     return True
 
 
-def _records(path: Path, where: str, diagnostics: Diagnostics) -> Iterator[TraceRecord]:
+def _keep_graph_file(record: TraceRecord, state: TraceState) -> None:
+    if record.kind in compat.TRACE_AOT_GRAPH_KINDS:
+        note_aot_graph(record, state, compat.TRACE_AOT_GRAPH_KINDS[record.kind])
+    file_name = compat.trace_graph_file(record.kind, record.body)
+    if file_name is not None:
+        keep_graph_file(record, state, file_name)
+
+
+def _records(path: Path, where: str, diagnostics: Diagnostics, keep_graphs: bool) -> Iterator[TraceRecord]:
     header: dict[str, Any] | None = None
     header_line = 0
     payload: list[str] | None = None
@@ -98,7 +115,8 @@ def _records(path: Path, where: str, diagnostics: Diagnostics) -> Iterator[Trace
                 diagnostics.warn(where, f"line {number}: envelope is not a JSON object")
                 continue
             header, header_line = parsed, number
-            payload = [] if _keeps_payload(parsed) else None
+            keep = _keeps_payload(parsed) or (keep_graphs and compat.trace_graph_file(_kind(parsed), parsed.get(_kind(parsed))) is not None)
+            payload = [] if keep else None
         if header is not None:
             yield _finish(header, payload, where, header_line)
 

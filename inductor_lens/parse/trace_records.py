@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
-from . import registry
+from . import compat, registry
 from .diagnostics import Diagnostics
 
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
@@ -73,9 +73,21 @@ class FrameTrace:
     cudagraph_open: list[float] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TracedGraph:
+    """A graph rebuilt from a bare TORCH_TRACE log: the graph-folder files its records stand for."""
+
+    compile_id: str
+    kind: str  # "forward", "backward", "inference", or "unknown"
+    where: str  # the trace file and the line of its output code
+    files: dict[str, str]  # file name (as in a graph folder) -> text
+
+
 @dataclass
 class TraceSummary:
     files: list[str] = field(default_factory=list)
+    # Only when read for a bare trace (read_traces(keep_graphs=True)), in the order they were logged.
+    traced_graphs: list[TracedGraph] = field(default_factory=list)
     graphs: dict[str, GraphTrace] = field(default_factory=dict)
     frames: dict[str, FrameTrace] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
@@ -128,6 +140,10 @@ class TraceState:
     registry: registry.Registry
     strings: dict[int, str] = field(default_factory=dict)
     last_graph: GraphTrace | None = None
+    # A bare trace: per compile id, the graph files logged since its last output code, and the kinds
+    # of AOTAutograd graph it logged.
+    pending_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    aot_kinds: dict[str, set[str]] = field(default_factory=dict)
 
 
 def format_compile_id(meta: dict[str, Any]) -> str | None:
@@ -309,6 +325,32 @@ def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Dia
     elif frame.cudagraph_open:
         frame.cudagraph_recordings += 1
         frame.cudagraph_record_us += max(float(ts) - frame.cudagraph_open.pop(), 0.0)
+
+
+# --- a bare trace's graphs ------------------------------------------------------------------------
+
+
+def keep_graph_file(record: TraceRecord, state: TraceState, file_name: str) -> None:
+    """A payload that stands for a graph folder's file: held for the compile id until its output code,
+    which closes the graph (forward first, then backward, unless AOTAutograd made an inference graph)."""
+    compile_id = record.compile_id
+    if compile_id is None or record.payload is None:
+        return
+    files = state.pending_files.setdefault(compile_id, {})
+    files[file_name] = compat.plain_fx_types(record.payload) if file_name.startswith("fx_graph_") else record.payload
+    if file_name != "output_code.py":
+        return
+    del state.pending_files[compile_id]
+    kinds = state.aot_kinds.get(compile_id, set())
+    earlier = sum(g.compile_id == compile_id for g in state.summary.traced_graphs)
+    kind = "inference" if "inference" in kinds else ("forward" if earlier == 0 else "backward") if kinds else "unknown"
+    where = f"{record.where}:{record.line}"
+    state.summary.traced_graphs.append(TracedGraph(compile_id, kind, where, files))
+
+
+def note_aot_graph(record: TraceRecord, state: TraceState, kind: str) -> None:
+    if record.compile_id is not None:
+        state.aot_kinds.setdefault(record.compile_id, set()).add(kind)
 
 
 # --- artifacts -------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ class Environment:
     device_capability: str | None = None
     multiprocessor_count: int | None = None
     platform: str | None = None
-    # "capture": measured in the child process; "debug folder": inferred from the files.
+    # "capture": measured in the child process; "debug folder" or "TORCH_TRACE log": inferred from the files.
     source: str = "debug folder"
 
 

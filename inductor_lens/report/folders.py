@@ -66,6 +66,10 @@ def input_fingerprint(folder: Path, *, skip: Path | None = None, strict: bool = 
     and this inductor-lens's code (its version and the hash of its modules). Pages this tool wrote into
     ``folder`` (a report re-rendered in place) and the folder ``skip`` (the report, when inside) do not count."""
     digest = hashlib.sha256(f"{_code_fingerprint()}\0strict={strict}\n".encode())
+    if folder.is_file():  # a TORCH_TRACE log given alone
+        info = folder.stat()
+        digest.update(f"{folder.name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
     ours = set(REPORT_PAGES)
     skipped = skip.resolve() if skip is not None else None
     for root, dirs, names in os.walk(folder):
