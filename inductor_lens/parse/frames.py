@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..records import CompilePhase, DynamoFrame, GraphBreak, SourceLine
+from .graph_break_registry import registry_entry
 from .source_lines import from_traceback, is_tool_file, is_user_file, user_frames
 from .trace import FrameTrace
 
@@ -204,6 +205,7 @@ def graph_breaks(trace: FrameTrace) -> list[GraphBreak]:
                 (f for f in reversed(frames) if f.filename == location.filename and f.line == location.line),
                 location,
             )
+        entry = registry_entry(text)
         breaks.append(
             GraphBreak(
                 compile_id=trace.compile_id,
@@ -211,6 +213,9 @@ def graph_breaks(trace: FrameTrace) -> list[GraphBreak]:
                 detail=text.strip(),
                 location=location,
                 user_stack=stack,
+                code=entry.code if entry else None,
+                explanation=entry.explanation if entry else "",
+                hints=entry.hints if entry else (),
             )
         )
     return breaks

@@ -35,6 +35,9 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
   10: the launch configuration each autotuned hand-written kernel ran with on a GPU, and whether it was
      tuned in the run or read from the hand-written autotune cache (HandwrittenRun.configs, KernelConfig).
      A version 9 run reads with none.
+  11: graph breaks' entries in torch's graph-break registry (GraphBreak.code, .explanation, .hints), and
+     Environment.source "TORCH_TRACE log" for a report of a bare trace (graphs rebuilt from the log). A
+     version 10 run reads with none of them.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 10
+RUN_SCHEMA_VERSION = 11
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
@@ -270,6 +273,10 @@ class GraphBreak:
     location: SourceLine | None = None
     # The frames that led to it: the user's own; for a break inside a library, with no user frame, the library's.
     user_stack: tuple[SourceLine, ...] = ()
+    # Its entry in torch's graph-break registry: "GB0124", what it means and what to do.
+    code: str | None = None
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,28 @@ class KernelTuning:
 
 
 @dataclass(frozen=True)
+class BreakSite:
+    """One place Dynamo broke the graph, with every compile that broke there (a loop's body breaks each time)."""
+
+    first: GraphBreak
+    compile_ids: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.compile_ids)
+
+
+def break_sites(breaks: tuple[GraphBreak, ...]) -> tuple[BreakSite, ...]:
+    """The graph breaks deduplicated by where they happened and why (registry code, else the reason), most first."""
+    sites: dict[tuple[str, str], list[GraphBreak]] = {}
+    for b in breaks:
+        where = b.location.label if b.location else ""
+        sites.setdefault((where, b.code or b.reason), []).append(b)
+    found = [BreakSite(group[0], tuple(b.compile_id for b in group)) for group in sites.values()]
+    return tuple(sorted(found, key=lambda site: -site.count))
+
+
+@dataclass(frozen=True)
 class CompilePage:
     run: CompileRun
     frames: tuple[FrameView, ...]
@@ -82,6 +104,7 @@ class CompilePage:
     summary: str = ""
     # Breaks of no known compile (read from Dynamo's debug.log when there is no TORCH_TRACE log).
     unframed_breaks: tuple[GraphBreak, ...] = ()
+    break_sites: tuple[BreakSite, ...] = ()
 
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
@@ -138,6 +161,7 @@ def compile_page(run: CompileRun) -> CompilePage:
         ),
         summary=compile_summary(run),
         unframed_breaks=tuple(b for b in run.graph_breaks if b.compile_id not in framed),
+        break_sites=break_sites(run.graph_breaks),
     )
 
 
