@@ -35,6 +35,7 @@ def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
         target = folded[later[-1]]
         target.graph_breaks[:0] = trace.graph_breaks
         target.recompile_reasons[:0] = trace.recompile_reasons
+        target.stages[:0] = trace.stages
         target.stack = target.stack or trace.stack
         # The restarted attempt traces again and creates its symbols and guards anew.
         target.symbols = target.symbols or trace.symbols
@@ -112,6 +113,7 @@ def dynamo_frame(trace: FrameTrace, graph_breaks: int | None = None) -> DynamoFr
         shape_guards=tuple(trace.shape_guards),
         cudagraph_recordings=trace.cudagraph_recordings or None,
         cudagraph_record_s=trace.cudagraph_record_us / 1e6 if trace.cudagraph_recordings else None,
+        stages=tuple(trace.stages),
     )
 
 

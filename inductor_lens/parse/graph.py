@@ -39,6 +39,8 @@ from .trace import GraphTrace, TracedGraph, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# The ids of graphs rebuilt from a bare TORCH_TRACE log (a folder's name never starts so).
+TRACE_GRAPH_PREFIX = "trace-"
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def traced_graph_files(traced: TracedGraph) -> GraphFiles:
     """A graph of a bare trace, named by its compile id and kind (``0/1 inference``)."""
     kind = cast(GraphKind, traced.kind if traced.kind in get_args(GraphKind) else "unknown")
     name = f"{traced.compile_id} {traced.kind}"
-    graph_id = "trace-" + (_SLUG_UNSAFE.sub("_", f"{traced.compile_id}_{traced.kind}").strip("._") or "graph")
+    graph_id = TRACE_GRAPH_PREFIX + (_SLUG_UNSAFE.sub("_", f"{traced.compile_id}_{traced.kind}").strip("._") or "graph")
     return GraphFiles(graph_id, name, traced.where, tuple(traced.files), dict(traced.files), kind=kind,
                       compile_id=traced.compile_id)  # fmt: skip
 

@@ -38,17 +38,9 @@ _TRACE_RECORDS = (
             "bwd_compilation_metrics_runtime"),
     *_known("trace record", "the fake tensors Dynamo made for the inputs", "shapes and dtypes come from the "
             "FX graphs", "seen in 2.11 and 2.13", "describe_storage", "describe_tensor", "describe_source"),
-    *_known("trace record", "AOTAutograd's graphs", "the graph folder's fx_graph_readable.py holds the graph "
-            "Inductor received", "seen in 2.11 and 2.13", "aot_joint_graph", "aot_forward_graph",
-            "aot_backward_graph", "aot_inference_graph"),
     *_known("trace record", "AOTAutograd's graphs around saved-tensor hooks", "not shown",
             "2.13 _functorch/_aot_autograd/graph_compile.py:maybe_log_graph",
             "aot_*_saved_tensors_hooks", "aot_saved_tensors_hooks_*"),
-    *_known("trace record", "Inductor's pre-grad / post-grad FX graph as a record of its own (older "
-            "releases; post-grad also on an FX graph cache hit)",
-            "the graph folder's FX graph files are read instead",
-            "inductor_post_grad_graph: 2.13 _inductor/codecache.py; inductor_pre_grad_graph: older "
-            "_inductor/compile_fx.py", "inductor_pre_grad_graph", "inductor_post_grad_graph"),
     *_known("trace record", "the guards as a structured list", "dynamo_cpp_guards_str is read instead",
             "2.13 _dynamo/guards.py", "dynamo_guards"),
     *_known("trace record", "dynamic-shape reasoning: every symbolic expression built (TORCH_DTRACE), sizes "
@@ -75,18 +67,15 @@ _TRACE_RECORDS = (
 )  # fmt: skip
 
 _TRACE_ARTIFACTS = (
-    *_known("trace artifact", "FX graphs before and after Inductor's passes", "the graph folder's FX graph "
-            "files are read instead", "the first six seen in 2.11 and 2.13; the rest 2.13 _inductor/"
-            "compile_fx.py, fx_passes/, _functorch/_aot_autograd/graph_compile.py", "before_pre_grad_graph",
-            "after_pre_grad_graph", "before_joint_graph", "after_joint_graph", "before_post_grad_graph",
-            "inductor_post_grad_graph", "aot_inference_graph_after_hop_passes", "*_pre_grad", "*_post_grad",
-            "optimus_*", "cff_*"),
+    *_known("trace artifact", "FX graphs after single passes of Inductor's (the IR stages before and after "
+            "each group of passes are read)", "not shown", "2.13 _inductor/compile_fx.py, fx_passes/, "
+            "_functorch/_aot_autograd/graph_compile.py", "aot_inference_graph_after_hop_passes", "*_pre_grad",
+            "*_post_grad", "optimus_*", "cff_*"),
     *_known("trace artifact", "the standalone repro script",
             "the graph folder's fx_graph_runnable.py is read instead", "seen in 2.11 and 2.13",
             "fx_graph_runnable"),
-    *_known("trace artifact", "AOTAutograd's view of inputs and outputs (mutations, aliasing)", "not shown",
-            "fw_metadata seen in 2.11 and 2.13; fw_subclass_metadata 2.13 _functorch/_aot_autograd/",
-            "aot_forward_graph_fw_metadata", "aot_forward_graph_fw_subclass_metadata"),
+    *_known("trace artifact", "AOTAutograd's view of tensor subclasses' inputs and outputs", "not shown",
+            "2.13 _functorch/_aot_autograd/", "aot_forward_graph_fw_subclass_metadata"),
     *_known("trace artifact", "configuration and versions at compile time", "versions come from "
             "compilation_metrics and fx_graph_runnable.py", "seen in 2.11 and 2.13",
             "torch._functorch.config", "torch_version"),

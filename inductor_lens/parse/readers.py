@@ -33,6 +33,7 @@ SETTINGS = "CompileRun.environment, CompileRun.settings.options"
 AUTOTUNE = "CompileRun.autotune"
 COMPILE_IDS = "GraphRecord.compile_id"
 DEBUG_LOG_BREAKS = "CompileRun.graph_breaks (without a TORCH_TRACE log)"
+IR_STAGES = "DynamoFrame.stages"
 
 
 def _fx(stage: Any) -> Any:
@@ -99,6 +100,16 @@ TRACE_RECORDS = (
            "DynamoFrame.shape_guards", ts.read_guard_added),
     Parser("trace record", "guard_added", "a guard on symbolic sizes (the TORCH_DTRACE form)",
            "DynamoFrame.shape_guards", ts.read_guard_added),
+    # AOTAutograd's graphs, and the post-grad graph as a record of its own (older releases; 2.13 on an FX
+    # graph cache hit, _inductor/codecache.py): the compile's IR stages.
+    *(Parser("trace record", name, description, IR_STAGES, tr.read_ir_stage, payload=True)
+      for name, description in (
+          ("aot_joint_graph", "AOTAutograd's joint forward-backward graph"),
+          ("aot_forward_graph", "AOTAutograd's forward graph (of a graph that needs gradients)"),
+          ("aot_backward_graph", "AOTAutograd's backward graph"),
+          ("aot_inference_graph", "AOTAutograd's graph when no gradient is needed"),
+          ("inductor_pre_grad_graph", "the pre-grad graph, as a record (older releases)"),
+          ("inductor_post_grad_graph", "the post-grad graph, as a record"))),
 )  # fmt: skip
 
 # Artifact names this version reads. Seen in 2.11 and 2.13.
@@ -119,6 +130,17 @@ TRACE_ARTIFACTS = (
            "DynamoFrame.recompile_reasons", tr.read_recompile_reasons, payload=True),
     Parser("trace artifact", "triton_kernel_info", "per Triton kernel: configs, autotune cache, compile time",
            "KernelRecord.autotune_info", tr.read_kernel_info, payload=True),
+    # The graph before and after each group of Inductor's passes, and AOTAutograd's view of the inputs and
+    # outputs: the compile's IR stages (seen in 2.11 and 2.13).
+    *(Parser("trace artifact", name, description, IR_STAGES, tr.read_ir_stage, payload=True)
+      for name, description in (
+          ("before_pre_grad_graph", "the graph Inductor received from Dynamo, before its pre-grad passes"),
+          ("after_pre_grad_graph", "the same graph after the pre-grad passes"),
+          ("aot_forward_graph_fw_metadata", "AOTAutograd's view of the inputs and outputs (mutations, aliasing)"),
+          ("before_joint_graph", "the joint graph before Inductor's joint-graph passes"),
+          ("after_joint_graph", "the joint graph after them"),
+          ("before_post_grad_graph", "the graph Inductor lowers, before its post-grad passes"),
+          ("inductor_post_grad_graph", "the graph after the post-grad passes: what the kernels compute"))),
 )  # fmt: skip
 
 # The process log saved beside the debug tree (capture.log, run.log).

@@ -29,11 +29,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
+from ..records import IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
 from . import compat, registry
 from .diagnostics import Diagnostics
 
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
+# An IR stage's text is kept up to this many characters (a report of a 48-layer model stays small).
+IR_STAGE_LIMIT = 1 << 20
 _NUMBER = (int, float)
 
 
@@ -71,6 +73,8 @@ class FrameTrace:
     cudagraph_recordings: int = 0
     cudagraph_record_us: float = 0.0
     cudagraph_open: list[float] = field(default_factory=list)
+    # The graph's forms the trace logged (Dynamo's, pre-grad, AOT, post-grad), in order.
+    stages: list[IrStage] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -239,16 +243,32 @@ def read_guards(record: TraceRecord, state: TraceState, diagnostics: Diagnostics
 
 
 def read_output_graph(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """The ``forward(self, L_x_: "f32[...]", ...)`` parameters of Dynamo's output graph."""
+    """The ``forward(self, L_x_: "f32[...]", ...)`` parameters of Dynamo's output graph, and the graph as
+    the compile's first IR stage."""
     compile_id = record.compile_id
     if compile_id is None or not record.payload:
         return
+    read_ir_stage(record, state, diagnostics)
     for line in record.payload.splitlines():
         stripped = line.strip()
         if stripped.startswith("def forward(self"):
             state.summary.frame(compile_id).placeholders = _PLACEHOLDER.findall(stripped)
             return
     state.summary.frame(compile_id).placeholders = []
+
+
+def read_ir_stage(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """A form of the compile's graph (or AOTAutograd's metadata of it), kept as text in the order logged;
+    past IR_STAGE_LIMIT characters it is cut at a line's end, and what was cut is counted."""
+    compile_id = record.compile_id
+    if compile_id is None or record.payload is None:
+        return
+    name = record.body.get("name") if record.kind == "artifact" and isinstance(record.body, dict) else record.kind
+    text = record.payload
+    if len(text) > IR_STAGE_LIMIT:
+        text = text[:IR_STAGE_LIMIT].rsplit("\n", 1)[0] + "\n"
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    state.summary.frame(compile_id).stages.append(IrStage(str(name), text, lines, len(record.payload) - len(text)))
 
 
 # The compilation_metrics fields the report reads, with the JSON type torch writes (null allowed).

@@ -35,9 +35,10 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
   10: the launch configuration each autotuned hand-written kernel ran with on a GPU, and whether it was
      tuned in the run or read from the hand-written autotune cache (HandwrittenRun.configs, KernelConfig).
      A version 9 run reads with none.
-  11: graph breaks' entries in torch's graph-break registry (GraphBreak.code, .explanation, .hints), and
-     Environment.source "TORCH_TRACE log" for a report of a bare trace (graphs rebuilt from the log). A
-     version 10 run reads with none of them.
+  11: graph breaks' entries in torch's graph-break registry (GraphBreak.code, .explanation, .hints),
+     Environment.source "TORCH_TRACE log" for a report of a bare trace (graphs rebuilt from the log), and
+     each compile's IR stages from the trace (DynamoFrame.stages, IrStage). A version 10 run reads with none
+     of them.
 """
 
 from __future__ import annotations
@@ -229,6 +230,17 @@ class ShapeSpecialization:
 
 
 @dataclass(frozen=True)
+class IrStage:
+    """One form of a compile's graph as the TORCH_TRACE log holds it (Dynamo's graph, the pre-grad graph, the
+    AOT joint/forward/backward graphs, the post-grad graph...), in the order it was logged."""
+
+    name: str  # the trace's name for it: "dynamo_output_graph", "aot_forward_graph", "before_pre_grad_graph"
+    text: str
+    lines: int
+    cut_chars: int = 0  # characters left out past the parser's limit (0: whole)
+
+
+@dataclass(frozen=True)
 class DynamoFrame:
     """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
 
@@ -255,6 +267,7 @@ class DynamoFrame:
     # (``CUDAGraphNode.record`` spans) and their time; None where the trace logged none.
     cudagraph_recordings: int | None = None
     cudagraph_record_s: float | None = None
+    stages: tuple[IrStage, ...] = ()
 
     @property
     def frame_key(self) -> str:

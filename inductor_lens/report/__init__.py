@@ -24,7 +24,7 @@ from .handwritten_view import handwritten_page
 from .highlight import forget_prepared, prepare, stylesheet
 from .kernel_view import kernel_pages, kernel_source_blocks
 from .source_view import line_anchor, line_urls, source_page
-from .text_view import text_pages
+from .text_view import stage_pages, text_pages
 from .timing_view import timing_view
 from .views import graph_url, index_page, kernel_url, log_lines
 
@@ -64,6 +64,9 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
                 "kernel.html.j2", "../../", page=kernel_page
             )
     files["compile.html"] = page("compile.html.j2", "", page=compile_page(run))
+    for frame in run.frames:
+        for url, text_page in stage_pages(frame).items():
+            files[url] = page("text.html.j2", "../../", page=text_page)
     files["handwritten.html"] = page("handwritten.html.j2", "", page=handwritten_page(run))
     files["source.html"] = page("source.html.j2", "", page=source_page(run), anchor=line_anchor)
     files["log.html"] = page("log.html.j2", "", lines=log_lines(run))

@@ -15,10 +15,11 @@ from ..records import (
     DynamoFrame,
     GraphBreak,
     GraphRecord,
+    IrStage,
     ShapeSymbol,
 )
 from .kernel_view import autotune_summary
-from .views import compile_summary, frame_anchor, graph_url, kernel_url
+from .views import compile_summary, frame_anchor, graph_url, kernel_url, stage_url
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class FrameView:
     dynamic_summary: str = ""
     # "compile 2 of 2 of this frame" where the Python frame was compiled more than once.
     compile_of: str = ""
+
+    @property
+    def stages(self) -> tuple[tuple[str, IrStage], ...]:
+        """Each IR stage of the compile with its page."""
+        return tuple((stage_url(self.frame, i, s.name), s) for i, s in enumerate(self.frame.stages, start=1))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ INPUT_STAMP = ".inductor-lens-input"
 REPORTS_ROOT = Path("inductor-lens-reports")
 # What a report folder holds that this tool wrote and may replace.
 REPORT_PAGES = ("index.html", "compile.html", "handwritten.html", "source.html", "log.html", LENS_JSON, "graphs",
-                "kernels", INPUT_STAMP)  # fmt: skip
+                "kernels", "compile", INPUT_STAMP)  # fmt: skip
 # The same for a comparison: its pages, and the reports of its configurations.
 CONFIGS_DIR = "configs"
 COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)

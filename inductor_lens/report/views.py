@@ -32,6 +32,12 @@ def text_url(graph: GraphRecord, name: str, line: int = 1) -> str:
     return f"graphs/{graph.id}/{name}{'' if number == 1 else f'-{number}'}.html"
 
 
+def stage_url(frame: DynamoFrame, index: int, name: str, line: int = 1) -> str:
+    """The page of a compile's ``index``-th IR stage that holds ``line``."""
+    number = (max(line, 1) - 1) // TEXT_PAGE_LINES + 1
+    return f"compile/{frame_anchor(frame.compile_id)}/{index:02d}-{name}{'' if number == 1 else f'-{number}'}.html"
+
+
 def file_name(url: str) -> str:
     """A page's link from another page in the same folder (the parts of a drawing, the pages of a text)."""
     return url.rsplit("/", 1)[-1]

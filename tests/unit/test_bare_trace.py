@@ -2,7 +2,8 @@
 
 Every committed capture that has both a debug folder and a trace is read twice, whole and with its trace
 logs alone: the two must find the same graphs (by compile id and kind) with the same kernels, launch order,
-FX graph stages and provenance. Then the bare reading's own facts on one capture, and the CLI on one log file.
+FX graph stages and provenance. Then the bare reading's own facts on one capture, the CLI on one log file, and
+each compile's IR stages as the trace holds them (Dynamo's graph, pre-grad, AOT, post-grad), a page each.
 """
 
 from __future__ import annotations
@@ -97,3 +98,32 @@ def test_a_file_that_is_no_trace_is_a_one_line_error(tmp_path: Path, run_cli: Ca
     result = run_cli("report", tmp_path / "notes.txt", "--out", tmp_path / "report")
     assert result.code != 0 and "not a folder or a TORCH_TRACE log" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_each_compile_keeps_its_ir_stages_in_the_order_the_trace_logged_them(unpacked: Callable[[str], Path]) -> None:
+    """cpu-torch2.13-mlp-train: one frame, forward and backward; each stage is a page of the report."""
+    from inductor_lens.report import render_report
+
+    run = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train"), strict=True)
+    (frame,) = run.frames
+    assert [s.name for s in frame.stages] == [
+        "dynamo_output_graph", "before_pre_grad_graph", "after_pre_grad_graph", "aot_joint_graph",
+        "aot_forward_graph_fw_metadata", "aot_forward_graph", "aot_backward_graph",
+        "before_post_grad_graph", "inductor_post_grad_graph", "before_post_grad_graph", "inductor_post_grad_graph",
+    ]  # fmt: skip
+    assert [s.lines for s in frame.stages][:4] == [13, 16, 16, 46] and not any(s.cut_chars for s in frame.stages)
+    assert frame.stages[3].text.startswith("class inner_f(torch.nn.Module):") and "tangents" in frame.stages[3].text
+    pages = render_report(run, draw=False)
+    assert "compile/frame-0-0/04-aot_joint_graph.html" in pages
+    assert 'href="compile/frame-0-0/07-aot_backward_graph.html"' in pages["compile.html"]
+
+
+def test_a_stage_past_the_limit_is_cut_at_a_line_and_says_so(
+    unpacked: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inductor_lens.parse import trace_records
+
+    monkeypatch.setattr(trace_records, "IR_STAGE_LIMIT", 200)
+    (frame,) = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train")).frames
+    joint = next(s for s in frame.stages if s.name == "aot_joint_graph")
+    assert len(joint.text) <= 200 and joint.text.endswith("\n") and joint.cut_chars > 0
