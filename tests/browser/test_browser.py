@@ -72,9 +72,10 @@ def _open(browser, url: str):
 
 def test_every_page_loads_without_console_errors(browser, block_report: Path) -> None:
     pages = sorted(block_report.rglob("*.html"))
-    # index, compile, hand-written, source, log, 2 graphs, 8 kernels, and each graph's 5 text pages
-    # (FX graphs before and after the post-grad passes, the IR before and after fusion, output_code.py)
-    assert len(pages) == 25
+    # index, compile, hand-written, source, log, 2 graphs, 8 kernels, each graph's 5 text pages (FX graphs
+    # before and after the post-grad passes, the IR before and after fusion, output_code.py) and each
+    # compile's 9 IR stages from the trace (0/0: forward, with the joint graph; 0/1: inference)
+    assert len(pages) == 43
     for html in pages:
         page, problems = _open(browser, html.as_uri())
         assert page.title().endswith("· inductor-lens"), html
