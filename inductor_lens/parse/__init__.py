@@ -66,7 +66,8 @@ def parse_debug_folder(
     )
     if bare_trace:
         graphs = _unique_ids(parse_graph_files(traced_graph_files(t), context) for t in traces.traced_graphs)
-        _note_bare_trace(layout, traces, diagnostics)
+        if graphs:
+            _note_bare_trace(layout, traces, diagnostics)
     else:
         graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
     frame_traces = fold_restarts(traces.frames)
@@ -75,8 +76,13 @@ def parse_debug_folder(
     breaks = tuple(b for trace in frame_traces for b in graph_breaks(trace))
     if not layout.trace_files:
         breaks = tuple(_debug_log_breaks(layout, diagnostics))
-    if not graphs and not bare_trace and (capture is None or capture.status == "ok"):
-        diagnostics.warn(layout.relative(layout.root), "no graph folders (a warm cache leaves them empty)")
+    if not graphs and (capture is None or capture.status == "ok"):
+        diagnostics.warn(
+            layout.relative(layout.root),
+            "no graph output code in the TORCH_TRACE log, and no debug folder"
+            if bare_trace
+            else "no graph folders (a warm cache leaves them empty)",
+        )
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
     inferred = _infer_environment(traces, runnable_facts, graphs, "TORCH_TRACE log" if bare_trace else "debug folder")
     clock = now or (lambda: _dt.datetime.now(_dt.timezone.utc))
@@ -101,9 +107,6 @@ def parse_debug_folder(
 def _note_bare_trace(layout: DebugLayout, traces: TraceSummary, diagnostics: Diagnostics) -> None:
     """What a report of a TORCH_TRACE log alone lacks, said once."""
     where = ", ".join(traces.files) or layout.relative(layout.root)
-    if not traces.traced_graphs:
-        diagnostics.warn(where, "no debug folder and no inductor_output_code in the TORCH_TRACE log: no graphs to show")
-        return
     diagnostics.note(
         where,
         f"no debug folder: {len(traces.traced_graphs)} graph(s) rebuilt from the TORCH_TRACE log's output code and "

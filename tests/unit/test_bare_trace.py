@@ -127,3 +127,13 @@ def test_a_stage_past_the_limit_is_cut_at_a_line_and_says_so(
     (frame,) = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train")).frames
     joint = next(s for s in frame.stages if s.name == "aot_joint_graph")
     assert len(joint.text) <= 200 and joint.text.endswith("\n") and joint.cut_chars > 0
+
+
+def test_a_trace_without_output_code_has_no_graphs_and_says_so(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
+    """A compile worker's log (mlp_default's small ones: timeline events only): no graph, one warning."""
+    folder = tmp_path / "worker"
+    folder.mkdir()
+    shutil.copy2(next(unpacked("mlp_default").rglob("dedicated_log_torch_trace_61chavn9.log")), folder)
+    run = parse_debug_folder(folder)
+    assert run.graphs == ()
+    assert [d.message for d in run.stats.diagnostics] == ["no graph output code in the TORCH_TRACE log, and no debug folder"]
