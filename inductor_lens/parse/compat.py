@@ -279,7 +279,8 @@ TRACE_GRAPH_FILES: dict[tuple[str, str | None], str] = {
     ("inductor_post_grad_graph", None): "fx_graph_transformed.py",
     ("artifact", "fx_graph_runnable"): "fx_graph_runnable.py",
 }
-# AOTAutograd's graph records, logged before Inductor compiles each: which kind of graph a compile id made.
+# AOTAutograd's graph records (IR stages), logged before Inductor compiles each: which kind of graph a
+# compile id made.
 TRACE_AOT_GRAPH_KINDS = {"aot_forward_graph": "forward", "aot_backward_graph": "backward",
                          "aot_inference_graph": "inference"}  # fmt: skip
 # What a debug folder has and a trace does not: Inductor's IR dumps (TORCH_COMPILE_DEBUG only).

@@ -29,7 +29,6 @@ from .trace_records import (
     TraceSummary,
     format_compile_id,
     keep_graph_file,
-    note_aot_graph,
 )
 
 __all__ = ["FrameTrace", "GraphTrace", "TraceSummary", "TracedGraph", "format_compile_id", "read_traces"]
@@ -54,13 +53,14 @@ def read_traces(
             if not record.kind:
                 diagnostics.warn(where, f"line {record.line}: record has no kind; skipped")
                 continue
-            if keep_graphs and _ids_are_ints(record, diagnostics):
-                _keep_graph_file(record, state)
             parser = REGISTRY.find("trace record", record.kind)
             if parser is None:
                 diagnostics.warn(where, registry.not_known("trace record", record.kind))
-            elif parser.parse is not None and _ids_are_ints(record, diagnostics):
-                registry.run(parser, where, diagnostics, record, state, diagnostics)
+            elif (parser.parse is not None or keep_graphs) and _ids_are_ints(record, diagnostics):
+                if keep_graphs and (file_name := compat.trace_graph_file(record.kind, record.body)):
+                    keep_graph_file(record, state, file_name)
+                if parser.parse is not None:
+                    registry.run(parser, where, diagnostics, record, state, diagnostics)
         diagnostics.files_parsed += 1
     return summary
 
@@ -72,14 +72,6 @@ def _ids_are_ints(record: TraceRecord, diagnostics: Diagnostics) -> bool:
             record.skip(diagnostics, f"has a {key} that is not an integer")
             return False
     return True
-
-
-def _keep_graph_file(record: TraceRecord, state: TraceState) -> None:
-    if record.kind in compat.TRACE_AOT_GRAPH_KINDS:
-        note_aot_graph(record, state, compat.TRACE_AOT_GRAPH_KINDS[record.kind])
-    file_name = compat.trace_graph_file(record.kind, record.body)
-    if file_name is not None:
-        keep_graph_file(record, state, file_name)
 
 
 def _records(path: Path, where: str, diagnostics: Diagnostics, keep_graphs: bool) -> Iterator[TraceRecord]:

@@ -144,10 +144,8 @@ class TraceState:
     registry: registry.Registry
     strings: dict[int, str] = field(default_factory=dict)
     last_graph: GraphTrace | None = None
-    # A bare trace: per compile id, the graph files logged since its last output code, and the kinds
-    # of AOTAutograd graph it logged.
+    # A bare trace: per compile id, the graph files logged since its last output code.
     pending_files: dict[str, dict[str, str]] = field(default_factory=dict)
-    aot_kinds: dict[str, set[str]] = field(default_factory=dict)
 
 
 def format_compile_id(meta: dict[str, Any]) -> str | None:
@@ -352,7 +350,8 @@ def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Dia
 
 def keep_graph_file(record: TraceRecord, state: TraceState, file_name: str) -> None:
     """A payload that stands for a graph folder's file: held for the compile id until its output code,
-    which closes the graph (forward first, then backward, unless AOTAutograd made an inference graph)."""
+    which closes the graph. Its kind follows the AOTAutograd graphs among the compile's IR stages: inference,
+    or forward first and then backward; unknown without any."""
     compile_id = record.compile_id
     if compile_id is None or record.payload is None:
         return
@@ -361,16 +360,17 @@ def keep_graph_file(record: TraceRecord, state: TraceState, file_name: str) -> N
     if file_name != "output_code.py":
         return
     del state.pending_files[compile_id]
-    kinds = state.aot_kinds.get(compile_id, set())
-    earlier = sum(g.compile_id == compile_id for g in state.summary.traced_graphs)
-    kind = "inference" if "inference" in kinds else ("forward" if earlier == 0 else "backward") if kinds else "unknown"
+    frame = state.summary.frames.get(compile_id)
+    stages = frame.stages if frame else []
+    kinds = {compat.TRACE_AOT_GRAPH_KINDS[s.name] for s in stages if s.name in compat.TRACE_AOT_GRAPH_KINDS}
+    if not kinds:
+        kind = "unknown"
+    elif "inference" in kinds:
+        kind = "inference"
+    else:
+        kind = "backward" if any(g.compile_id == compile_id for g in state.summary.traced_graphs) else "forward"
     where = f"{record.where}:{record.line}"
     state.summary.traced_graphs.append(TracedGraph(compile_id, kind, where, files))
-
-
-def note_aot_graph(record: TraceRecord, state: TraceState, kind: str) -> None:
-    if record.compile_id is not None:
-        state.aot_kinds.setdefault(record.compile_id, set()).add(kind)
 
 
 # --- artifacts -------------------------------------------------------------------------------

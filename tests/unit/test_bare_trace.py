@@ -137,3 +137,20 @@ def test_a_trace_without_output_code_has_no_graphs_and_says_so(unpacked: Callabl
     run = parse_debug_folder(folder)
     assert run.graphs == ()
     assert [d.message for d in run.stats.diagnostics] == ["no graph output code in the TORCH_TRACE log, and no debug folder"]
+
+
+def test_a_record_with_a_bad_compile_id_is_warned_once_and_skipped(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
+    """The output code of mlp_default's 0/1 with a frame id that is not an integer: one warning naming its
+    line, one graph left (0/0)."""
+    folder = _traces_alone(unpacked("mlp_default"), tmp_path / "t")
+    log = folder / "dedicated_log_torch_trace_f6sk9ivp.log"
+    lines = log.read_text().split("\n")
+    line = 6271  # the inductor_output_code record of 0/1
+    assert '"inductor_output_code"' in lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace('"frame_id": 0', '"frame_id": "0"')
+    log.write_text("\n".join(lines))
+    run = parse_debug_folder(folder)
+    assert [(g.compile_id, g.kind) for g in run.graphs] == [("0/0", "forward")]
+    warnings = [d for d in run.stats.diagnostics if d.level == "warning"]
+    assert len(warnings) == 1 and warnings[0].count == 1
+    assert f"line {line}" in warnings[0].message and "frame_id" in warnings[0].message
