@@ -288,8 +288,9 @@ class TunedKernel:
         """``configs``: triton.Config, whose fields that name no parameter of the kernel are the launcher's
         (the heuristics and the grid read them, the kernel never gets them); ``key``: the parameters
         Triton's autotune key would name; ``prune``: triton.autotune's early_config_prune; ``heuristics``:
-        parameters computed from the arguments and the chosen configuration (triton.heuristics); ``post_hook``: triton.autotune's, run after each
-        timed launch (and timed with it); ``benchmark``: the tuner's timer when ``BENCHMARK`` is None."""
+        parameters computed from the arguments and the chosen configuration (triton.heuristics);
+        ``post_hook``: triton.autotune's, run after each timed launch (and timed with it); ``benchmark``: the
+        tuner's timer when ``BENCHMARK`` is None."""
         self.kernel = kernel
         self.configs = list(configs)
         self.key = tuple(key)
@@ -396,9 +397,7 @@ class TunedKernel:
     def _heuristic_values(self, config: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> dict[str, Any]:
         """As triton.heuristics computes them, each seeing the ones before."""
         meta = {**dict(zip(self._arg_names, args, strict=False)), **switches, **config.all_kwargs()}
-        for name, heuristic in self._heuristics.items():
-            meta[name] = heuristic(meta)
-        return {name: meta[name] for name in self._heuristics}
+        return _heuristic_values(self._heuristics, meta)
 
     def _keep(
         self, known: _Launch, runtime: _Runtime, launched: Any, args: tuple[Any, ...], switches: dict[str, Any]
@@ -519,14 +518,21 @@ class _Launcher:
         self.heuristics, self.fields = heuristics, frozenset(fields)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        for name, heuristic in self.heuristics.items():  # as triton.heuristics, each seeing the ones before
-            kwargs[name] = heuristic({**dict(zip(self.arg_names, args, strict=False)), **kwargs})
+        kwargs.update(_heuristic_values(self.heuristics, {**dict(zip(self.arg_names, args, strict=False)), **kwargs}))
         for name in self.fields:
             kwargs.pop(name, None)
         return self.fn.run(*args, **kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return functools.partial(self.run, grid=grid, warmup=False)
+
+
+def _heuristic_values(heuristics: Mapping[str, Callable[[dict[str, Any]], Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    """The heuristics' values for the arguments and configuration ``meta``, as triton.heuristics computes
+    them: in order, each seeing the ones before."""
+    for name, heuristic in heuristics.items():
+        meta[name] = heuristic(meta)
+    return {name: meta[name] for name in heuristics}
 
 
 def graph_benchmark(kernel_call: Callable[[], Any], quantiles: Sequence[float]) -> Any:

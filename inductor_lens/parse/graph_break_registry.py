@@ -53,15 +53,16 @@ def registry_entry(message: str) -> RegistryEntry | None:
     link = _LINK.search(message)
     code = f"GB{link['number']}" if link else None
     known = _registry().get(code) if code else None
-    if known is None and (typed := _by_type().get(gb_type)):
-        (found, known), *_ = typed
+    if known is None and gb_type in _by_type():
+        found, known = _by_type()[gb_type]
         code = code or found
     if code is None and not gb_type:
         return None
     if known is not None:
         explanation = explanation or str(known.get("Explanation", ""))
         listed = known.get("Hints")
-        hints = hints or [h for h in listed if isinstance(h, str)] if isinstance(listed, list) else hints
+        if not hints and isinstance(listed, list):
+            hints = [hint for hint in listed if isinstance(hint, str)]
     return RegistryEntry(code, gb_type, explanation, tuple(hints))
 
 
@@ -98,8 +99,9 @@ def _registry() -> dict[str, dict[str, object]]:
 
 
 @functools.cache
-def _by_type() -> dict[str, list[tuple[str, dict[str, object]]]]:
-    found: dict[str, list[tuple[str, dict[str, object]]]] = {}
+def _by_type() -> dict[str, tuple[str, dict[str, object]]]:
+    """gb_type -> (code, entry), the first code listing it (a type torch renumbered keeps its first)."""
+    found: dict[str, tuple[str, dict[str, object]]] = {}
     for code, entry in _registry().items():
-        found.setdefault(str(entry.get("Gb_type", "")), []).append((code, entry))
+        found.setdefault(str(entry.get("Gb_type", "")), (code, entry))
     return found
