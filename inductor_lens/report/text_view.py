@@ -102,13 +102,12 @@ def text_pages(graph: GraphRecord) -> dict[str, TextPage]:
 def stage_pages(frame: DynamoFrame) -> dict[str, TextPage]:
     """``{relative url: page}`` for each IR stage of a compile, in the order the trace logged them."""
     pages: dict[str, TextPage] = {}
-    anchor = views.frame_anchor(frame.compile_id)
+    owner = f"compile.html#{views.frame_anchor(frame.compile_id)}"
     for index, stage in enumerate(frame.stages, start=1):
         title, explanation = STAGES.get(stage.name, (stage.name, "A form of the graph the TORCH_TRACE log holds."))
         cut = f" The trace's text was {stage.cut_chars:,} characters longer; the rest is not kept." if stage.cut_chars else ""
         language = "text" if stage.name.endswith("_metadata") else "python"
         text = GraphText(stage.name, stage.name, title, explanation + cut, language, "L", stage.text)
-        owner = f"compile.html#{anchor}"
         url_of = partial(views.stage_url, frame, index, stage.name)
         pages.update(paged_text(frame.compile_id, owner, "from the TORCH_TRACE log", text, url_of))
     return pages

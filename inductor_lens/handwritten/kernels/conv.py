@@ -32,10 +32,9 @@ For a convolution of x[N, C, H, W] by w[K, C/G, R, S] (G groups) into y[N, K, P,
   Each slice writes an fp32 partial weight into a workspace, and a second small kernel sums the slices, 16
   at a time, and casts: deterministic, unlike ``tl.atomic_add`` into an fp32 buffer (which would need the
   same final cast pass anyway), at the price of one extra read of slices x weight floats; one slice writes
-  grad_weight itself. A step's pixels
-  are its first pixel moved on with carries (no division in the loop); a 1x1 stride-1 unpadded convolution
-  whose pixels are one run of equal strides in both tensors (channels-last: ``DENSE_PIXELS``) is a plain
-  GEMM.
+  grad_weight itself. A step's pixels are its first pixel moved on with carries (no division in the loop);
+  a 1x1 stride-1 unpadded convolution whose pixels are one run of equal strides in both tensors
+  (channels-last: ``DENSE_PIXELS``) is a plain GEMM.
   The forward's reduction is not split: tried on an H200, its output-sized fp32 partials cost more than
   the idle SMs they filled (ResNet-50's 14x14 3x3 layer went from 25 to 38 us).
 * ``conv2d_backward`` launches the grad_input and grad_weight kernels one after the other, as
@@ -573,18 +572,26 @@ def _slice_count(meta: Mapping[str, Any]) -> int:
     return max(1, min(fill * _sms(meta["x_ptr"].device) // tiles, pixels // shortest))
 
 
+def _weight_grad_choices(
+    configs: list[triton.Config], named_args: dict[str, Any], **kwargs: Any
+) -> dict[tuple[tuple[Any, ...], int], triton.Config]:
+    """The tiles the channel counts can fill, each with the fills that give it distinct slice counts (the
+    first fill of each), by (tile, slice count)."""
+    meta = {**named_args, **kwargs}
+    fitting = {_tile(c) for c in _pruner("group_out", "group_in", None)(configs, named_args, **kwargs)}
+    kept: dict[tuple[tuple[Any, ...], int], triton.Config] = {}
+    for config in configs:
+        tile = _tile(config)
+        if tile in fitting:
+            kept.setdefault((tile, _slice_count({**meta, **config.kwargs})), config)
+    return kept
+
+
 def _weight_grad_prune(
     configs: list[triton.Config], named_args: dict[str, Any], **kwargs: Any
 ) -> list[triton.Config]:
-    """grad_weight's early_config_prune: the tiles the channel counts can fill, each with the fills that
-    give it distinct slice counts (the first fill of each)."""
-    meta = {**named_args, **kwargs}
-    fitting = {_tile(c) for c in _pruner("group_out", "group_in", None)(configs, named_args, **kwargs)}
-    kept: dict[tuple[Any, ...], triton.Config] = {}
-    for config in configs:
-        if _tile(config) in fitting:
-            kept.setdefault((*_tile(config), _slice_count({**meta, **config.kwargs})), config)
-    return list(kept.values())
+    """grad_weight's early_config_prune: _weight_grad_choices' configurations."""
+    return list(_weight_grad_choices(configs, named_args, **kwargs).values())
 
 
 def _tile(config: triton.Config) -> tuple[Any, ...]:
@@ -906,7 +913,7 @@ def conv2d_backward_weight(
         config = {**INTERPRETER_WEIGHT_GRAD_CONFIG, "slices": planes}
     else:
         planes = _weight_grad_slices.get(launch_key) or max(
-            _slice_count({**meta, **c.kwargs}) for c in _weight_grad_prune(WEIGHT_GRAD_CONFIGS, meta)
+            slices for _, slices in _weight_grad_choices(WEIGHT_GRAD_CONFIGS, meta)
         )
     # Several slices: fp32 partials in grad_weight's storage order, one weight-sized plane per slice. One
     # slice writes grad_weight itself; its workspace is an empty fp32 tensor, so the compiled kernel is the same.
