@@ -39,6 +39,8 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      Environment.source "TORCH_TRACE log" for a report of a bare trace (graphs rebuilt from the log), and
      each compile's IR stages from the trace (DynamoFrame.stages, IrStage). A version 10 run reads with none
      of them.
+  12: what tlparse shows from the trace (issue 17): each part names its fields below; a version 11 run reads
+     with none of them.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 11
+RUN_SCHEMA_VERSION = 12
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
