@@ -67,8 +67,10 @@ def prepare(blocks: Iterable[tuple[str, str, str]]) -> None:
 def reanchored(block: Markup, prefix: str, new_prefix: str) -> Markup:
     """A block from ``highlight`` or ``plain`` with its line ids renamed: the same code twice on one page
     (the kernel's source beside its hand-written equivalent) without lexing it twice or repeating ids."""
+    # str first: Markup.replace would escape the replacement and print the tags as text
+    text = str(block)
     return Markup(
-        block.replace(f'<span id="{prefix}-', f'<span id="{new_prefix}-').replace(
+        text.replace(f'<span id="{prefix}-', f'<span id="{new_prefix}-').replace(
             f"<span id={prefix}-", f"<span id={new_prefix}-"
         )
     )

@@ -73,6 +73,8 @@ def test_every_link_resolves_and_pages_are_self_contained(unpacked, case: str) -
             assert f"kernels/{graph.id}/{kernel.name}.html" in files
     for path, page in pages.items():
         assert page.scripts_with_src == 0 and page.stylesheets == 0, f"{path} loads an external resource"
+        # markup escaped twice shows its tags as text (a code pane's line anchors once did)
+        assert "&lt;span id=" not in files[path], f"{path} prints escaped markup"
         for href in page.hrefs:
             if href.startswith(("http://", "https://", "mailto:")):
                 pytest.fail(f"{path} links out of the report: {href}")
