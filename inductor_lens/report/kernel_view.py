@@ -8,6 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..bench.roofline import kernel_cost
 from ..parse.symbolic import FROM_HINTS, annotate
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
 from .dataflow import reads_by_launch
@@ -268,6 +269,19 @@ def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem
                 + (f", {FROM_HINTS}" if graph.symbols else ""),
             )
         )
+    else:
+        # no kernel_num_gb: Inductor writes it only with TORCHINDUCTOR_BENCHMARK_KERNEL (a production trace has none)
+        first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
+        moved, _, source = kernel_cost(graph, kernel, first)
+        if moved is not None:
+            facts.append(
+                SummaryItem(
+                    "Bytes moved",
+                    f"{moved:,} B",
+                    f"{source}, at its first launch: Inductor wrote no kernel_num_gb for it "
+                    "(it does with TORCHINDUCTOR_BENCHMARK_KERNEL=1)",
+                )
+            )
     if kernel.flops:
         facts.append(SummaryItem("FLOPs", f"{kernel.flops:,}", "inductor_meta kernel_flop, one launch"))
     counts = [

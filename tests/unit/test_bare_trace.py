@@ -17,6 +17,7 @@ import pytest
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.compat import TRACE_FILE
 from inductor_lens.records import CompileRun, GraphRecord
+from inductor_lens.report import render_report
 
 from ..conftest import CliResult
 
@@ -81,6 +82,19 @@ def test_a_bare_trace_names_its_graphs_by_compile_id_and_kind_and_says_what_it_l
     run = parse_debug_folder(_traces_alone(unpacked("mlp_default"), tmp_path / "mlp"), strict=True)
     assert [(g.name, g.kind) for g in run.graphs] == [("0/0 forward", "forward"), ("0/1 inference", "inference")]
     assert run.graphs[0].folder.endswith(".log:2061")  # the output code's record
+
+
+def test_a_kernel_without_inductors_byte_count_is_counted_from_its_tensors_and_says_so(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A production trace has no kernel_num_gb (Inductor writes it only with TORCHINDUCTOR_BENCHMARK_KERNEL):
+    cpp_fused_relu_0 of the CPU MLP takes buf1, f32[32, 128], as in_out_ptr0: read and written, 32,768 bytes."""
+    run = parse_debug_folder(_traces_alone(unpacked("cpu-torch2.13-mlp-train"), tmp_path / "t"), strict=True)
+    forward = next(g for g in run.graphs if g.kind == "forward")
+    assert [k.bytes_accessed for k in forward.kernels] == [None]
+    page = render_report(run, draw=False)[f"kernels/{forward.id}/cpp_fused_relu_0.html"]
+    assert "<dd>32,768 B</dd>" in page
+    assert "counted from the tensors passed (each read or written once), at its first launch" in page
 
 
 def test_report_reads_one_trace_log_file(
