@@ -145,6 +145,19 @@ def _json_value(data: Any) -> Any:
     return data
 
 
+def as_json_value(value: Any) -> JsonValue:
+    """``value`` as JSON, anything else named by its type: an Inductor option may hold a pass object or a
+    function (``post_grad_custom_post_pass``), which a record keeps as ``"<function my_pass>"``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [as_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): as_json_value(v) for k, v in value.items()}
+    name = getattr(value, "__qualname__", None)
+    return f"<{type(value).__name__} {name}>" if isinstance(name, str) else f"<{type(value).__qualname__} object>"
+
+
 def lens_document(text: str, key: str, newest: int) -> Any:
     """The ``key`` part of a lens.json document, after checking that this version can read it."""
     document = json.loads(text)

@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from ..options import ScriptSpec
+from ..records.codec import as_json_value
 from ..records.run import CompileCall
 from .capture import CAPTURE_OPTIONS, device_info, environment
 from .files import (
@@ -130,7 +131,9 @@ def wrap_compile(torch: Any, spec: ScriptSpec, run: ScriptRun, window: Window | 
             where=_caller(sys._getframe(1)),
             backend=backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__),
             script_mode=kwargs.get("mode"),
-            script_options=dict(kwargs["options"]) if kwargs.get("options") is not None else None,
+            script_options={str(k): as_json_value(v) for k, v in dict(kwargs["options"]).items()}
+            if kwargs.get("options") is not None
+            else None,
         )
         if backend != "inductor":
             run.result.compile_calls.append(replace(call, applied=f"left as it is: backend {call.backend} is not Inductor"))

@@ -47,3 +47,34 @@ def test_a_default_result_round_trips(tmp_path: Path) -> None:
     write_json_file(path, CaptureResult(phase="compile", inputs=["float32[2] on cpu"]))
     assert read_capture_result(path) == CaptureResult(phase="compile", inputs=["float32[2] on cpu"])
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(tmp_path: Path) -> None:
+    """torch.compile(options={"post_grad_custom_pre_pass": a_function}) once crashed the script process: its
+    result file is JSON, and a function is not. The option is recorded by name and reaches torch unchanged."""
+    from types import SimpleNamespace
+
+    from inductor_lens.options import ScriptSpec
+    from inductor_lens.worker.files import read_capture_result
+    from inductor_lens.worker.script import ScriptRun, wrap_compile
+
+    def noop_pass(graph: object) -> None:
+        return None
+
+    received: dict[str, object] = {}
+    fake_torch = SimpleNamespace(
+        compile=lambda model, **kwargs: received.update(kwargs) or model,
+        _inductor=SimpleNamespace(list_mode_options=lambda mode, dynamic=None: {}),
+    )
+    spec = ScriptSpec(argv=("train.py",), cwd=tmp_path, model_path=tmp_path / "train.py")
+    run = ScriptRun(spec, tmp_path / "capture.json")
+    wrap_compile(fake_torch, spec, run, None)
+    fake_torch.compile(noop_pass, options={"post_grad_custom_pre_pass": noop_pass, "max_autotune": True})
+    (call,) = run.result.compile_calls
+    assert call.script_options == {
+        "post_grad_custom_pre_pass": "<function test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name.<locals>.noop_pass>",
+        "max_autotune": True,
+    }
+    assert received["options"]["post_grad_custom_pre_pass"] is noop_pass  # type: ignore[index]
+    result = read_capture_result(tmp_path / "capture.json")
+    assert result is not None and result.compile_calls[0].script_options == call.script_options
