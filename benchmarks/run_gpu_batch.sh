@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call of the issue-16 GPU checks; writes under $OUT. Usage: benchmarks/run_gpu_batch.sh STEP...
+# One device call of the GPU checks (issues 16, 17); writes under $OUT. Usage: benchmarks/run_gpu_batch.sh STEP...
 export PYTHONPATH=$PWD
 for step in "$@"; do
   echo "=== $step $(date +%T)"
@@ -13,6 +13,10 @@ for step in "$@"; do
     memory) timeout 420 python3 benchmarks/handwritten_gpu.py --results $OUT/memory.md --skip-correctness --dtypes bfloat16 --families elementwise row-wise transformer "batch norm" pooling layout > $OUT/memory.log 2>&1 ;;
     check) timeout 300 python3 benchmarks/handwritten_gpu.py --results $OUT/check.md --families none --names add bias_relu bias_gelu bias_gelu_tanh scale_bias bias_residual gelu gelu_backward cross_entropy cross_entropy_backward rotary rotary_backward > $OUT/check.log 2>&1 ;;
     probe) timeout 200 python3 benchmarks/programs_per_sm.py --results $OUT/programs-per-sm.md > $OUT/probe.log 2>&1 ;;
+    profile-join) # issue 17: report --profile of a plain script's profiler trace against inductor-lens compile
+      timeout 560 python3 benchmarks/profile_join.py samples/block.py hf-gpt2-small samples/real/llama.py --steps 20 --out /tmp/pj > $OUT/profile-join.log 2>&1
+      cat /tmp/pj/*/comparison.md > $OUT/profile-join.md 2>/dev/null
+      tar czf $OUT/profile-join-traces.tar.gz -C /tmp/pj --exclude='*/capture' --exclude='*/profiled' . 2>/dev/null ;;
     fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
       IFS=@ read -r name outer stage <<< "${step#fixture-}"
       rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/$name.tar.gz -C /tmp/fx
