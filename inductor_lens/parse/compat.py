@@ -267,6 +267,29 @@ CUDAGRAPH_LOG_MARKERS = {
 }
 
 
+# Lookups in the compile caches, logged as artifacts named after the cache and the answer -> (cache, result).
+# Their JSON payload is the cache's CacheInfo (2.13 _inductor/codecache.py, _functorch/_aot_autograd/
+# autograd_cache.py): ``key`` (null on a bypass), ``components`` (the "[hash] name: value" lines hashed into the
+# key; AOTAutograd's are empty on CPU in 2.13), ``cache_status_detailed`` ("full_miss", "guard_miss", "hit"),
+# ``cache_bypass_reason``, ``time_taken_ns`` (a miss: the compile it cost), ``time_saved_ns`` (a hit). Both misses
+# seen in 2.11 and 2.13; the FX graph cache's hit and bypass and AOTAutograd's bypass seen in 2.13
+# (cpu-torch2.13-compile-failure); aotautograd_cache_hit from 2.13's autograd_cache.py. The same names as
+# chromium_event spans (``fx_graph_cache_miss``) are timeline events, not lookups.
+CACHE_LOOKUP_ARTIFACTS: dict[str, tuple[str, str]] = {
+    f"{prefix}_{result}": (cache, result)
+    for prefix, cache in (("aotautograd_cache", "AOTAutograd"), ("fx_graph_cache", "FX graph"))
+    for result in ("hit", "miss", "bypass")
+}
+# CacheInfo's fields the report reads, with the JSON type torch writes (null allowed).
+CACHE_LOOKUP_FIELDS: dict[str, tuple[type, ...]] = {
+    "key": (str,),
+    "cache_status_detailed": (str,),
+    "cache_bypass_reason": (str,),
+    "time_taken_ns": (int, float),
+    "time_saved_ns": (int, float),
+    "components": (list,),
+}
+
 # A bare TORCH_TRACE log (no debug folder): the records and artifacts that hold a graph folder's files,
 # by (record kind, artifact name or None) -> the file they stand for. Their FX graphs print types with
 # strides and device (``f32[4, 8][8, 1]cuda:0``: ``print_readable(include_stride=True, include_device=True)``),

@@ -24,15 +24,21 @@ GUARDS_LINE_LIMIT = 400
 
 def fold_restarts(frames: dict[str, FrameTrace]) -> list[FrameTrace]:
     """One Python frame whose first attempt restarted (``0/0``, then ``0/0_1`` after a graph break) is
-    shown once: the stub attempt, which has no compilation metrics, is folded into the final one."""
+    shown once: each stub attempt, which has no compilation metrics, is folded into the final one, which
+    lists the attempts folded into it (``restarted``)."""
     folded = {key: trace for key, trace in frames.items()}
-    for key, trace in frames.items():
+    for key, trace in sorted(frames.items(), key=lambda item: -_attempt(item[0])):
         if trace.metrics:
             continue
-        later = sorted((k for k in frames if k.startswith(key + "_")), key=_attempt)
+        base = _without_attempt(key)
+        later = sorted(
+            (k for k in frames if _without_attempt(k) == base and _attempt(k) > _attempt(key)), key=_attempt
+        )
         if not later:
             continue
         target = folded[later[-1]]
+        target.restarted[:0] = [key]
+        target.cache_lookups[:0] = trace.cache_lookups
         target.graph_breaks[:0] = trace.graph_breaks
         target.recompile_reasons[:0] = trace.recompile_reasons
         target.stages[:0] = trace.stages
@@ -54,6 +60,11 @@ def compile_id_order(compile_id: str) -> tuple[int, ...]:
 def _attempt(compile_id: str) -> int:
     _, _, attempt = compile_id.rpartition("_")
     return int(attempt) if attempt.isdecimal() else 0
+
+
+def _without_attempt(compile_id: str) -> str:
+    head, _, attempt = compile_id.rpartition("_")
+    return head if head and attempt.isdecimal() else compile_id
 
 
 def own_graph_breaks(traces: list[FrameTrace]) -> dict[str, int | None]:
@@ -114,7 +125,25 @@ def dynamo_frame(trace: FrameTrace, graph_breaks: int | None = None) -> DynamoFr
         cudagraph_recordings=trace.cudagraph_recordings or None,
         cudagraph_record_s=trace.cudagraph_record_us / 1e6 if trace.cudagraph_recordings else None,
         stages=tuple(trace.stages),
+        stack=tuple(trace.stack),
+        fail_type=metrics.get("fail_type"),
+        fail_user_frame=_fail_user_frame(metrics),
+        restarted=tuple(trace.restarted),
+        graph_op_count=metrics.get("graph_op_count"),
+        graph_node_count=metrics.get("graph_node_count"),
+        graph_input_count=metrics.get("graph_input_count"),
+        cache_size=metrics.get("cache_size"),
+        accumulated_cache_size=metrics.get("accumulated_cache_size"),
+        non_compliant_ops=tuple(str(op) for op in metrics.get("non_compliant_ops") or ()),
+        compliant_custom_ops=tuple(str(op) for op in metrics.get("compliant_custom_ops") or ()),
+        cache_lookups=tuple(trace.cache_lookups),
     )
+
+
+def _fail_user_frame(metrics: dict[str, Any]) -> SourceLine | None:
+    """The user line a failed compile raised at, where torch named one (a Dynamo error; Inductor's have none)."""
+    filename, line = metrics.get("fail_user_frame_filename"), metrics.get("fail_user_frame_lineno")
+    return SourceLine(filename, line) if filename and isinstance(line, int) else None
 
 
 def _call_site(stack: list[SourceLine]) -> SourceLine | None:

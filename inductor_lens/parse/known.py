@@ -79,12 +79,11 @@ _TRACE_ARTIFACTS = (
     *_known("trace artifact", "configuration and versions at compile time", "versions come from "
             "compilation_metrics and fx_graph_runnable.py", "seen in 2.11 and 2.13",
             "torch._functorch.config", "torch_version"),
-    *_known("trace artifact", "lookups in AOTAutograd's cache, Inductor's FX graph cache and Dynamo's "
-            "precompile cache", "cache counts come from compilation_metrics", "the misses seen in 2.11 and "
-            "2.13; the rest 2.13 _functorch/_aot_autograd/autograd_cache.py, aot_autograd_result.py, "
+    *_known("trace artifact", "other events of the compile caches: AOTAutograd's failure to pickle an entry, "
+            "the bundled FX graph cache, Dynamo's precompile cache (the lookups in AOTAutograd's cache and the FX "
+            "graph cache are read)", "not shown", "2.13 _functorch/_aot_autograd/autograd_cache.py, "
             "_inductor/compile_fx.py, _dynamo/package.py, precompile_context.py, output_graph.py",
-            "aotautograd_cache_miss", "aotautograd_cache_hit", "aotautograd_cache_bypass",
-            "aotautograd_cache_pickle_failure", "fx_graph_cache_bypass", "fx_graph_bundled_cache_hit", "dynamo_cache_bypass",
+            "aotautograd_cache_pickle_failure", "fx_graph_bundled_cache_hit", "dynamo_cache_bypass",
             "dynamo_cache_entries", "dynamo_cache_exception", "precompile_cache_bypass"),
     *_known("trace artifact", "Python source AOTAutograd generated for its runtime wrappers", "wrapper code "
             "around the compiled graph, not shown", "the first six seen in 2.13; the rest 2.13 "

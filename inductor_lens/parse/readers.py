@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import compat
 from . import trace_records as tr
 from . import trace_shapes as ts
 from .autotune import parse_autotune_tables
@@ -82,9 +83,9 @@ TRACE_RECORDS = (
            "FxNode.role, FxNode.origin", tr.read_output_graph, payload=True),
     Parser("trace record", "compilation_metrics", "a frame's compile times, cache counts and versions",
            "DynamoFrame, Environment versions", tr.read_metrics),
-    Parser("trace record", "chromium_event", "a timeline span: CUDA-graph recordings (CUDAGraphNode.record) "
-           "are read, the compile phases come from compilation_metrics", "DynamoFrame.cudagraph_recordings",
-           tr.read_chromium_event, payload=True),
+    Parser("trace record", "chromium_event", "a timeline event (begin, end, instant) of the compile timeline; "
+           "CUDA-graph recordings (CUDAGraphNode.record) are also counted per compile",
+           "CompileRun.timeline, DynamoFrame.cudagraph_recordings", tr.read_chromium_event, payload=True),
     Parser("trace record", "bwd_compilation_metrics", "the backward graph's compile time (at .backward())",
            "DynamoFrame.phases", tr.read_backward_metrics),
     # Dynamic shapes: seen in 2.13 (create_symbol, guard_added_fast, symbolic_shape_specialization); the
@@ -120,10 +121,12 @@ TRACE_ARTIFACTS = (
     Parser("trace artifact", "inductor_provenance_tracking_kernel_stack_traces",
            "user stack of each kernel of the graph just logged", "KernelRecord.user_stack",
            tr.read_kernel_stack_traces, payload=True),
-    Parser("trace artifact", "fx_graph_cache_miss", "Inductor's FX graph cache lookup of the graph just logged",
-           "GraphRecord.fx_cache_key", tr.read_fx_cache_lookup, payload=True),
-    Parser("trace artifact", "fx_graph_cache_hit", "the same, found in the cache",
-           "GraphRecord.fx_cache_key", tr.read_fx_cache_lookup, payload=True),
+    # A compile's lookups in AOTAutograd's cache and Inductor's FX graph cache (compat.CACHE_LOOKUP_ARTIFACTS);
+    # an FX graph cache key also names the graph just logged.
+    *(Parser("trace artifact", name, f"a lookup in the {cache} cache: a {result}",
+             "DynamoFrame.cache_lookups" + (", GraphRecord.fx_cache_key" if cache == "FX graph" else ""),
+             tr.read_cache_lookup, payload=True)
+      for name, (cache, result) in compat.CACHE_LOOKUP_ARTIFACTS.items()),
     Parser("trace artifact", "dynamo_graph_break_reason", "why Dynamo broke the graph, with the user stack",
            "CompileRun.graph_breaks", tr.read_graph_break, payload=True),
     Parser("trace artifact", "recompile_reasons", "the guard failures that made Dynamo recompile",

@@ -5,15 +5,17 @@ asked for it, its payload) and files what it finds in ``TraceSummary``, per comp
 - ``str``: the interned file names the stacks refer to;
 - ``inductor_output_code``: its payload md5 equals the md5 of a graph folder's ``output_code.py``,
   which ties the folder to its compile id; the provenance artifacts that follow belong to that graph;
-- ``chromium_event``: the spans of CUDA-graph recordings (``CUDAGraphNode.record``), per compile id;
+- ``chromium_event``: every span goes to the compile timeline (``trace_timeline.py``); CUDA-graph recordings
+  (``CUDAGraphNode.record``) are also counted per compile id;
 - ``dynamo_start`` (the Python stack that triggered the compile), ``dynamo_output_graph`` (its
   placeholders name the model's parameters), ``dynamo_cpp_guards_str``, ``compilation_metrics`` /
   ``bwd_compilation_metrics`` (timings, versions);
 - dynamic shapes (``create_symbol``, ``symbolic_shape_specialization``, ``guard_added``): in
   ``trace_shapes.py``;
 - the ``artifact`` kind, dispatched on its name through the registry: the provenance maps,
-  ``dynamo_graph_break_reason``, ``recompile_reasons`` and ``triton_kernel_info`` (per Triton kernel,
-  the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time).
+  ``dynamo_graph_break_reason``, ``recompile_reasons``, ``triton_kernel_info`` (per Triton kernel,
+  the configs Inductor tried or fixed, coordinate descent, autotune cache state and compile time) and the
+  lookups in AOTAutograd's cache and the FX graph cache (``aotautograd_cache_*``, ``fx_graph_cache_*``).
 Before using a record, each reader checks that it has the shape torch writes (the JSON types of the
 fields it reads); a record of another shape is a counted warning naming its line, never an exception.
 Records logged outside any compile (no compile id) are skipped, except ``triton_kernel_info`` from a
@@ -29,13 +31,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
+from ..records import CacheLookup, IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
 from . import compat, registry
 from .diagnostics import Diagnostics
+from .trace_timeline import TimelineCollector
 
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
 # An IR stage's text is kept up to this many characters (a report of a 48-layer model stays small).
 IR_STAGE_LIMIT = 1 << 20
+# A cache lookup keeps the first components of its key, each cut to this many characters (an FX graph's first
+# component is the whole graph's code; its key has some 600 of them).
+CACHE_COMPONENTS_KEPT = 100
+CACHE_COMPONENT_CHARS = 1000
 _NUMBER = (int, float)
 
 
@@ -75,6 +82,10 @@ class FrameTrace:
     cudagraph_open: list[float] = field(default_factory=list)
     # The graph's forms the trace logged (Dynamo's, pre-grad, AOT, post-grad), in order.
     stages: list[IrStage] = field(default_factory=list)
+    # Its lookups in AOTAutograd's cache and the FX graph cache, in order.
+    cache_lookups: list[CacheLookup] = field(default_factory=list)
+    # The attempts folded into this one (frames.fold_restarts): "0/0" for "0/0_1".
+    restarted: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,8 @@ class TraceSummary:
     record_kinds: Counter[str] = field(default_factory=Counter)
     # triton_kernel_info logged by other processes that ran a graph's module, by (run folder, graph folder).
     module_kernel_info: dict[tuple[str, str], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # Every chromium_event span of every log (trace_timeline.py).
+    timeline: TimelineCollector = field(default_factory=TimelineCollector)
 
     def frame(self, compile_id: str) -> FrameTrace:
         return self.frames.setdefault(compile_id, FrameTrace(compile_id))
@@ -111,6 +124,7 @@ class TraceRecord:
     payload: str | None
     where: str  # the trace file
     line: int  # the line of its envelope
+    process: int | None = None  # the process id of the line's glog prefix
 
     @property
     def compile_id(self) -> str | None:
@@ -277,6 +291,16 @@ _METRIC_TYPES: dict[str, tuple[type, ...]] = {
     "entire_frame_compile_time_s": _NUMBER,
     "num_graph_breaks": (int,),
     "fail_reason": (str,),
+    "fail_type": (str,),
+    "fail_user_frame_filename": (str,),
+    "fail_user_frame_lineno": (int,),
+    "graph_op_count": (int,),
+    "graph_node_count": (int,),
+    "graph_input_count": (int,),
+    "cache_size": (int,),
+    "accumulated_cache_size": (int,),
+    "non_compliant_ops": (list,),
+    "compliant_custom_ops": (list,),
     "guard_count": (int,),
     "restart_reasons": (list,),
     "recompile_reason": (str,),
@@ -325,12 +349,13 @@ _CUDAGRAPH_RECORD = "CUDAGraphNode.record"
 
 
 def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """A timeline span; only CUDA-graph recordings (cudagraph trees' ``CUDAGraphNode.record``) are kept,
-    under the compile id in their args: compile time by phase comes from compilation_metrics."""
-    if not record.payload or _CUDAGRAPH_RECORD not in record.payload:
-        return
+    """A timeline event: kept in the compile timeline; CUDA-graph recordings (cudagraph trees'
+    ``CUDAGraphNode.record``) are also counted under the compile id in their args."""
     event = record.json_payload(diagnostics, "chromium_event")
-    if event is None or event.get("name") != _CUDAGRAPH_RECORD:
+    if event is None:
+        return
+    state.summary.timeline.add(event, record, diagnostics)
+    if event.get("name") != _CUDAGRAPH_RECORD:
         return
     args, ts, ph = event.get("args"), event.get("ts"), event.get("ph")
     compile_id = args.get("compile_id") if isinstance(args, dict) else None
@@ -398,14 +423,44 @@ def _graph_json(
         setattr(graph, attribute, data)
 
 
-def read_fx_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
-    """Inductor's FX graph cache lookup of the graph just logged: its key names the graph in profiles."""
-    graph = state.last_graph
-    if graph is None or graph.compile_id != record.compile_id or not record.payload:
+def read_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
+    """A lookup in AOTAutograd's cache or Inductor's FX graph cache (``compat.CACHE_LOOKUP_ARTIFACTS``), filed
+    under its compile id. An FX graph cache key also names the graph just logged: profiles name graphs by it."""
+    compile_id = record.compile_id
+    name = record.body.get("name") if isinstance(record.body, dict) else None
+    if compile_id is None or not record.payload or name not in compat.CACHE_LOOKUP_ARTIFACTS:
         return
-    data = record.json_payload(diagnostics, "fx_graph_cache lookup")
-    if data is not None and isinstance(data.get("key"), str):
-        graph.cache_key = data["key"]
+    data = record.json_payload(diagnostics, str(name))
+    if data is None:
+        return
+    for key, types in compat.CACHE_LOOKUP_FIELDS.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            diagnostics.warn(
+                record.where,
+                f"line {record.line}: artifact {name} {key} is a JSON {json_type(value)}; left out",
+            )
+            del data[key]
+    cache, result = compat.CACHE_LOOKUP_ARTIFACTS[name]
+    components = [str(c) for c in data.get("components") or ()]
+    kept = components[:CACHE_COMPONENTS_KEPT]
+    nanoseconds = data.get("time_saved_ns" if result == "hit" else "time_taken_ns")
+    lookup = CacheLookup(
+        cache=cache,
+        result=result,
+        compile_id=compile_id,
+        key=data.get("key"),
+        detail=data.get("cache_status_detailed") or "",
+        bypass_reason=data.get("cache_bypass_reason") or "",
+        seconds=nanoseconds / 1e9 if nanoseconds is not None else None,
+        components=tuple(c[:CACHE_COMPONENT_CHARS] for c in kept),
+        components_total=len(components),
+        components_cut=sum(len(c) > CACHE_COMPONENT_CHARS for c in kept),
+    )
+    state.summary.frame(compile_id).cache_lookups.append(lookup)
+    graph = state.last_graph
+    if cache == "FX graph" and lookup.key and graph is not None and graph.compile_id == compile_id:
+        graph.cache_key = lookup.key
 
 
 def read_graph_break(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:

@@ -8,6 +8,7 @@ documents, each with its own schema version:
                     frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
+    timeline.py     CompileTimeline: the compile's chromium_event spans, per process and thread
     handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's (with the
                     launch configurations they ran with, KernelConfig), and HandwrittenKernel: each
                     hand-written kernel as the report shows it
@@ -76,6 +77,7 @@ from .run import (
     AutotuneChoice,
     AutotuneFailure,
     AutotuneTable,
+    CacheLookup,
     CaptureOutcome,
     CaptureStatus,
     ChoiceKind,
@@ -95,14 +97,17 @@ from .run import (
     SourceFile,
     TensorCheck,
 )
+from .timeline import CompileTimeline, SpanKind, TimelineProcess, TimelineSpan
 from .timing import (
     BenchResult,
     CudaGraphUse,
     DeviceCeilings,
     EndToEnd,
+    GraphJoin,
     HostLoad,
     KernelTiming,
     LaunchTiming,
+    ProfileSource,
     Roofline,
     StepTiming,
     Timing,
@@ -118,6 +123,7 @@ __all__ = [
     "AutotuneTable",
     "AutotuneWinner",
     "BenchResult",
+    "CacheLookup",
     "CaptureOutcome",
     "CaptureStatus",
     "ChangeKind",
@@ -127,6 +133,7 @@ __all__ = [
     "CompilePhase",
     "CompileRun",
     "CompileSettings",
+    "CompileTimeline",
     "ConfigDiff",
     "ConfigOrigin",
     "ConfigResult",
@@ -144,6 +151,7 @@ __all__ = [
     "FxGraph",
     "FxNode",
     "GraphBreak",
+    "GraphJoin",
     "GraphKind",
     "GraphPairing",
     "GraphRecord",
@@ -171,6 +179,7 @@ __all__ = [
     "NodeMapping",
     "OriginSegment",
     "ParseStats",
+    "ProfileSource",
     "Provenance",
     "Roofline",
     "RoundMeasure",
@@ -179,8 +188,11 @@ __all__ = [
     "ShapeSymbol",
     "SourceFile",
     "SourceLine",
+    "SpanKind",
     "StepTiming",
     "TensorCheck",
+    "TimelineProcess",
+    "TimelineSpan",
     "Timing",
     "Verdict",
     "from_jsonable",

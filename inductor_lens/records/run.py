@@ -41,6 +41,14 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      of them.
   12: what tlparse shows from the trace (issue 17): each part names its fields below; a version 11 run reads
      with none of them.
+     - the compile timeline: every chromium_event span of every trace log, per process and thread, nested
+       (CompileRun.timeline, CompileTimeline, TimelineSpan, TimelineProcess).
+     - each compile's outcome and lookups: the stack that triggered it, its failure, restarts, graph counts and
+       cache size, its cache lookups (DynamoFrame.stack, .fail_type, .fail_user_frame, .restarted,
+       .graph_op_count, .graph_node_count, .graph_input_count, .cache_size, .accumulated_cache_size,
+       .non_compliant_ops, .compliant_custom_ops, .cache_lookups, CacheLookup).
+     - timings from a profiler trace recorded elsewhere (report --profile): where they came from and how each
+       graph was joined (BenchResult.profile, ProfileSource, GraphJoin).
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from typing import Literal
 from .codec import JsonScalar, JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
+from .timeline import CompileTimeline
 from .timing import BenchResult
 
 RUN_SCHEMA_VERSION = 12
@@ -243,6 +252,26 @@ class IrStage:
 
 
 @dataclass(frozen=True)
+class CacheLookup:
+    """One lookup of a compile's graph in a compile cache: AOTAutograd's or Inductor's FX graph cache (the
+    trace's ``aotautograd_cache_*`` and ``fx_graph_cache_*`` artifacts), in the order logged."""
+
+    cache: str  # "AOTAutograd" or "FX graph"
+    result: str  # "hit", "miss" or "bypass"
+    compile_id: str = ""  # the attempt that looked up (a restarted one may have, before it restarted)
+    key: str | None = None  # None on a bypass: no key could be made
+    detail: str = ""  # torch's cache_status_detailed: "full_miss", "guard_miss", "hit"
+    bypass_reason: str = ""
+    # A miss: the compile it cost (time_taken_ns); a hit: the compile it saved (time_saved_ns).
+    seconds: float | None = None
+    # What the key hashes ("[hash] name: value"), the first ones kept and each cut to a limit; components_total
+    # is how many torch listed, components_cut how many of those kept were cut.
+    components: tuple[str, ...] = ()
+    components_total: int = 0
+    components_cut: int = 0
+
+
+@dataclass(frozen=True)
 class DynamoFrame:
     """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
 
@@ -270,6 +299,23 @@ class DynamoFrame:
     cudagraph_recordings: int | None = None
     cudagraph_record_s: float | None = None
     stages: tuple[IrStage, ...] = ()
+    # The Python stack that triggered the compile (dynamo_start), outermost first.
+    stack: tuple[SourceLine, ...] = ()
+    # A failed compile (compilation_metrics): the exception's type and the user line it was raised at, if any.
+    fail_type: str | None = None
+    fail_user_frame: SourceLine | None = None
+    # The attempts that restarted into this one (``0/0`` for ``0/0_1``); restart_reasons says why.
+    restarted: tuple[str, ...] = ()
+    # Dynamo's graph (compilation_metrics): its ops, nodes and inputs; how many compiled entries this code object
+    # (cache_size) and all code objects of the frame (accumulated_cache_size) had before this compile.
+    graph_op_count: int | None = None
+    graph_node_count: int | None = None
+    graph_input_count: int | None = None
+    cache_size: int | None = None
+    accumulated_cache_size: int | None = None
+    non_compliant_ops: tuple[str, ...] = ()
+    compliant_custom_ops: tuple[str, ...] = ()
+    cache_lookups: tuple[CacheLookup, ...] = ()
 
     @property
     def frame_key(self) -> str:
@@ -387,6 +433,7 @@ class CompileRun:
     handwritten_kernels: tuple[HandwrittenKernel, ...] = ()  # each one the matches name, once
     log_text: str = ""
     stats: ParseStats = field(default_factory=ParseStats)
+    timeline: CompileTimeline = field(default_factory=CompileTimeline)
 
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:

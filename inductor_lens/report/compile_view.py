@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..parse.symbolic import symbols_in
 from ..records import (
@@ -19,6 +19,17 @@ from ..records import (
     ShapeSymbol,
 )
 from .kernel_view import autotune_summary
+from .outcome_view import (
+    OUTCOMES,
+    FailureRow,
+    LookupView,
+    StackNode,
+    compile_outcome,
+    failure_rows,
+    lookup_views,
+    stack_trie,
+    trie_stack,
+)
 from .views import compile_summary, frame_anchor, graph_url, kernel_url, stage_url
 
 
@@ -49,6 +60,15 @@ class FrameView:
     dynamic_summary: str = ""
     # "compile 2 of 2 of this frame" where the Python frame was compiled more than once.
     compile_of: str = ""
+    outcome: str = "compiled"  # a key of outcome_view.OUTCOMES
+
+    @property
+    def outcome_label(self) -> str:
+        return OUTCOMES[self.outcome][0]
+
+    @property
+    def cache_lookups(self) -> tuple[LookupView, ...]:
+        return lookup_views(self.frame, self.graphs)
 
     @property
     def stages(self) -> tuple[tuple[str, IrStage], ...]:
@@ -111,6 +131,11 @@ class CompilePage:
     # Breaks of no known compile (read from Dynamo's debug.log when there is no TORCH_TRACE log).
     unframed_breaks: tuple[GraphBreak, ...] = ()
     break_sites: tuple[BreakSite, ...] = ()
+    # The stacks that triggered the compiles, merged (outcome_view.stack_trie), and the compiles without one.
+    trie: tuple[StackNode, ...] = ()
+    unstacked: tuple[FrameView, ...] = ()
+    failures: tuple[FailureRow, ...] = ()
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(OUTCOMES))
 
     @property
     def recompiles(self) -> tuple[FrameView, ...]:
@@ -125,7 +150,10 @@ def compile_page(run: CompileRun) -> CompilePage:
     frames = []
     compiles = Counter(f.frame_key for f in run.frames)
     seen: Counter[str] = Counter()
+    outcomes = {}
     for frame in run.frames:
+        graphs = tuple(g for g in run.graphs if g.compile_id == frame.compile_id)
+        outcomes[frame.compile_id] = compile_outcome(frame, len(graphs))
         seen[frame.frame_key] += 1
         compile_of = (
             f"compile {seen[frame.frame_key]} of {compiles[frame.frame_key]} of frame {frame.frame_key}"
@@ -143,13 +171,14 @@ def compile_page(run: CompileRun) -> CompilePage:
             FrameView(
                 frame=frame,
                 anchor=frame_anchor(frame.compile_id),
-                graphs=tuple(g for g in run.graphs if g.compile_id == frame.compile_id),
+                graphs=graphs,
                 breaks=tuple(b for b in run.graph_breaks if b.compile_id == frame.compile_id),
                 bars=bars,
                 total_s=total,
                 symbols=_symbol_rows(frame, run.graphs),
                 dynamic_summary=_dynamic_summary(frame),
                 compile_of=compile_of,
+                outcome=outcomes[frame.compile_id],
             )
         )
     framed = {f.compile_id for f in run.frames}
@@ -168,6 +197,9 @@ def compile_page(run: CompileRun) -> CompilePage:
         summary=compile_summary(run),
         unframed_breaks=tuple(b for b in run.graph_breaks if b.compile_id not in framed),
         break_sites=break_sites(run.graph_breaks),
+        trie=tuple(stack_trie(run.frames, outcomes)),
+        unstacked=tuple(view for view in frames if not trie_stack(view.frame.stack)),
+        failures=failure_rows(run.frames, run.graph_breaks),
     )
 
 

@@ -79,7 +79,7 @@ def test_every_record_kind_and_artifact_of_the_fixtures_is_registered(unpacked) 
         "artifact", "bwd_compilation_metrics", "compilation_metrics", "dynamo_cpp_guards_str",
         "dynamo_output_graph", "dynamo_start", "inductor_output_code", "str", "dynamo_graph_break_reason",
         "inductor_provenance_tracking_kernel_stack_traces", "inductor_provenance_tracking_node_mappings",
-        "recompile_reasons", "triton_kernel_info", "fx_graph_cache_miss", "chromium_event",
+        "recompile_reasons", "triton_kernel_info", "fx_graph_cache_miss", "aotautograd_cache_miss", "chromium_event",
         # a compile's IR stages (DynamoFrame.stages)
         "aot_joint_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
         "aot_forward_graph_fw_metadata", "before_pre_grad_graph", "after_pre_grad_graph", "before_joint_graph",
