@@ -30,6 +30,7 @@ from .trace_records import (
     format_compile_id,
     keep_graph_file,
 )
+from .trace_timeline import glog_process
 
 __all__ = ["FrameTrace", "GraphTrace", "TraceSummary", "TracedGraph", "format_compile_id", "read_traces"]
 
@@ -77,6 +78,7 @@ def _ids_are_ints(record: TraceRecord, diagnostics: Diagnostics) -> bool:
 def _records(path: Path, where: str, diagnostics: Diagnostics, keep_graphs: bool) -> Iterator[TraceRecord]:
     header: dict[str, Any] | None = None
     header_line = 0
+    process: int | None = None
     payload: list[str] | None = None
     try:
         handle = path.open(encoding="utf-8", errors="replace")
@@ -90,7 +92,7 @@ def _records(path: Path, where: str, diagnostics: Diagnostics, keep_graphs: bool
                     payload.append(line[1:].rstrip("\n"))
                 continue
             if header is not None:
-                yield _finish(header, payload, where, header_line)
+                yield _finish(header, payload, where, header_line, process)
                 header, payload = None, None
             if not line.strip():
                 continue
@@ -106,11 +108,11 @@ def _records(path: Path, where: str, diagnostics: Diagnostics, keep_graphs: bool
             if not isinstance(parsed, dict):
                 diagnostics.warn(where, f"line {number}: envelope is not a JSON object")
                 continue
-            header, header_line = parsed, number
+            header, header_line, process = parsed, number, glog_process(line)
             keep = _keeps_payload(parsed) or (keep_graphs and compat.trace_graph_file(_kind(parsed), parsed.get(_kind(parsed))) is not None)
             payload = [] if keep else None
         if header is not None:
-            yield _finish(header, payload, where, header_line)
+            yield _finish(header, payload, where, header_line, process)
 
 
 def _keeps_payload(header: dict[str, Any]) -> bool:
@@ -128,7 +130,9 @@ def _kind(header: dict[str, Any]) -> str:
     return next((k for k in header if k not in compat.TRACE_ENVELOPE_FIELDS), "")
 
 
-def _finish(header: dict[str, Any], payload: list[str] | None, where: str, line: int) -> TraceRecord:
+def _finish(
+    header: dict[str, Any], payload: list[str] | None, where: str, line: int, process: int | None
+) -> TraceRecord:
     kind = _kind(header)
     meta = {k: v for k, v in header.items() if k in compat.TRACE_ENVELOPE_FIELDS}
     return TraceRecord(
@@ -138,6 +142,7 @@ def _finish(header: dict[str, Any], payload: list[str] | None, where: str, line:
         payload="\n".join(payload) if payload else None,
         where=where,
         line=line,
+        process=process,
     )
 
 

@@ -23,8 +23,10 @@ from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page
 from .highlight import forget_prepared, prepare, stylesheet
 from .kernel_view import kernel_pages, kernel_source_blocks
+from .provenance_view import provenance_page, provenance_url
 from .source_view import line_anchor, line_urls, source_page
 from .text_view import stage_pages, text_pages
+from .timeline_view import TIMELINE_EXPORT, timeline_export, timeline_view
 from .timing_view import timing_view
 from .views import graph_url, index_page, kernel_url, log_lines
 
@@ -59,11 +61,14 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             files[url] = page("drawing.html.j2", "../../", page=part_page)
         for url, text_page in text_pages(graph).items():
             files[url] = page("text.html.j2", "../../", page=text_page)
+        files[provenance_url(graph)] = page("provenance.html.j2", "../../", page=provenance_page(run, graph))
         for kernel_page in kernel_pages(run, graph, urls):
             files[kernel_url(graph, kernel_page.kernel.name)] = page(
                 "kernel.html.j2", "../../", page=kernel_page
             )
-    files["compile.html"] = page("compile.html.j2", "", page=compile_page(run))
+    files["compile.html"] = page("compile.html.j2", "", page=compile_page(run), timeline=timeline_view(run))
+    if run.timeline.spans:
+        files[TIMELINE_EXPORT] = timeline_export(run)
     for frame in run.frames:
         for url, text_page in stage_pages(frame).items():
             files[url] = page("text.html.j2", "../../", page=text_page)

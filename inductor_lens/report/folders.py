@@ -20,12 +20,14 @@ from ..errors import InputFolderError, UsageError
 from ..worker.files import CAPTURE_DIR, SPEC_FILE
 
 LENS_JSON = "lens.json"
+# The compile timeline as a Chrome trace, beside the pages (report/timeline_view.py).
+TIMELINE_EXPORT = "compile_timeline.json"
 # What the report's lens.json was built from (input_fingerprint): a re-render of unchanged input reads it back.
 INPUT_STAMP = ".inductor-lens-input"
 REPORTS_ROOT = Path("inductor-lens-reports")
 # What a report folder holds that this tool wrote and may replace.
 REPORT_PAGES = ("index.html", "compile.html", "handwritten.html", "source.html", "log.html", LENS_JSON, "graphs",
-                "kernels", "compile", INPUT_STAMP)  # fmt: skip
+                "kernels", "compile", INPUT_STAMP, TIMELINE_EXPORT)  # fmt: skip
 # The same for a comparison: its pages, and the reports of its configurations.
 CONFIGS_DIR = "configs"
 COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)

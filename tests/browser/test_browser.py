@@ -73,9 +73,9 @@ def _open(browser, url: str):
 def test_every_page_loads_without_console_errors(browser, block_report: Path) -> None:
     pages = sorted(block_report.rglob("*.html"))
     # index, compile, hand-written, source, log, 2 graphs, 8 kernels, each graph's 5 text pages (FX graphs
-    # before and after the post-grad passes, the IR before and after fusion, output_code.py) and each
-    # compile's 9 IR stages from the trace (0/0: forward, with the joint graph; 0/1: inference)
-    assert len(pages) == 43
+    # before and after the post-grad passes, the IR before and after fusion, output_code.py) and its provenance
+    # page, and each compile's 9 IR stages from the trace (0/0: forward, with the joint graph; 0/1: inference)
+    assert len(pages) == 45
     for html in pages:
         page, problems = _open(browser, html.as_uri())
         assert page.title().endswith("· inductor-lens"), html
@@ -117,6 +117,20 @@ def test_launch_link_opens_the_code_at_its_line(browser, block_report: Path) -> 
     assert page.url.endswith("/graphs/model__1_inference_3.1/output_code.html#code-" + page.url.rsplit("-", 1)[-1])
     assert page.locator(".line-target").count() == 1
     assert "triton_per_fused_add_addmm_native_layer_norm_view_1.run(" in page.locator(".line-target").inner_text()
+    assert problems == []
+    page.close()
+
+
+def test_compile_timeline_draws_each_span_and_a_hover_names_it(browser, block_report: Path) -> None:
+    page, problems = _open(browser, (block_report / "compile.html").as_uri())
+    assert page.locator(".tl-chart").count() == 3 and page.locator(".tl-box").count() == 126
+    page.locator(".tl-box", has_text="entire_frame_compile").first.hover()
+    tip = page.locator(".tl-tip")
+    assert tip.is_visible() and tip.inner_text().startswith("entire_frame_compile: 4.44 s\n[0/0] · at +0.001 s")
+    page.locator(".tl-box.tl-narrow").first.hover()  # 3 px wide, drawn over its neighbours: still hoverable
+    assert tip.inner_text().startswith("insert_deferred_runtime_asserts: 3.8 ms\n[0/0]")
+    page.locator(".tl-chart [data-tl-zoom='in']").first.click()  # the chart widens inside its frame
+    assert page.evaluate("document.documentElement.scrollWidth") <= WINDOW
     assert problems == []
     page.close()
 
