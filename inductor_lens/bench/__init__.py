@@ -45,7 +45,7 @@ from ..worker.measure import kernel_fingerprint, quantile
 from .attribution import Attribution, attribute
 from .roofline import extern_cost, flags, kernel_cost, place
 
-__all__ = ["attach_measurements"]
+__all__ = ["attach_measurements", "time_steps"]
 
 
 def attach_measurements(run: CompileRun, capture_dir: Path, *, strict: bool = False) -> CompileRun:
@@ -78,12 +78,10 @@ def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:
     known = graph_free.kernel_names if graph_free is not None else None
     attribution = attribute(trace, run.graphs, data.device, known) if trace.is_file() else None
     isolated = {**_graph_free_isolated(data.cudagraph), **data.isolated}
-    graphs = run.graphs
-    step = None
+    graphs, step = run.graphs, None
     if attribution is not None and attribution.steps:
-        total = statistics.median(attribution.step_total_us)
-        graphs = tuple(_time_graph(g, attribution, isolated, ceilings, total) for g in run.graphs)
-        step = _step(attribution, data.device)
+        window = f"torch.profiler over {attribution.steps} compiled steps after 3 warm-up steps"
+        graphs, step = time_steps(run.graphs, attribution, isolated, ceilings, window)
     end_to_end = _end_to_end(data.end_to_end, run)
     cudagraphs = _cudagraph_use(data.cudagraph, attribution, graph_free, end_to_end, run)
     return replace(
@@ -191,17 +189,31 @@ def _cudagraphs(run: CompileRun) -> str | None:
     return f"skipped: {'; '.join(dict.fromkeys(reasons))}" if reasons else "used"
 
 
-def _step(attribution: Attribution, device: str) -> StepTiming:
+def time_steps(
+    graphs: tuple[GraphRecord, ...],
+    attribution: Attribution,
+    isolated: dict[str, list[IsolatedKernel]],
+    ceilings: DeviceCeilings | None,
+    window: str,
+) -> tuple[tuple[GraphRecord, ...], StepTiming]:
+    """The graphs with the in-context time of every launch the profiled steps tied (and their kernels'
+    times), and the step; ``window`` says which steps of which trace (the start of the step's method)."""
+    total = statistics.median(attribution.step_total_us)
+    timed = tuple(_time_graph(g, attribution, isolated, ceilings, total) for g in graphs)
+    return timed, _step(attribution, attribution.device, window)
+
+
+def _step(attribution: Attribution, device: str, window: str) -> StepTiming:
     attributed = [
         sum(t.per_step_us[i] for t in attribution.launches.values()) for i in range(attribution.steps)
     ]
     gpu = device == "cuda"
     method = (
-        f"torch.profiler over {attribution.steps} compiled steps after 3 warm-up steps; per step, the sum of "
-        "the durations of the GPU kernels each launch issued (tied by the profiler's External id); medians over steps"
+        f"{window}; per step, the sum of the durations of the GPU kernels each launch issued (tied by the "
+        "profiler's External id); medians over steps"
         if gpu
-        else f"torch.profiler over {attribution.steps} compiled steps after 3 warm-up steps; per step, the duration "
-        "of each launch's CPU range (C++ kernels recorded with TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE); medians"
+        else f"{window}; per step, the duration of each launch's CPU range (C++ kernels recorded with "
+        "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE); medians"
     )
     replayed = statistics.median(attribution.replayed_us) if attribution.replayed_us else 0.0
     if replayed:

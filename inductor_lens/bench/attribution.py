@@ -1,7 +1,8 @@
 """Stage 4 of the pipeline (bench): tie every kernel of a profiled step to the launch that issued it.
 
 The profiler's Chrome trace (torch.profiler, Kineto) holds, per step (``inductor_lens_step_<i>`` from the
-model process, ``ProfilerStep#<i>`` from a profiled script):
+model process, ``ProfilerStep#<i>`` from a profiled script or torch.profiler's schedule; a trace with neither,
+recorded elsewhere around a plain loop, gets its steps from the calls of its first compiled graph):
 - one ``## Call CompiledFxGraph <key> ##`` CPU range per compiled graph that ran;
 - inside it, one top-level CPU range per launch, in launch order: Inductor names each Triton
   launch after its kernel, C++ kernels appear as ``graph_<k>_<kernel>`` (with
@@ -14,19 +15,23 @@ graphs (run on autograd's thread) are told apart. On GPU a launch's time is the 
 durations; on CPU it is the duration of its range. Kernels replayed from a CUDA graph (reduce-overhead)
 have no launch range of their own: Inductor's Triton kernels among them are matched by name, the rest
 is reported as device work not tied to a launch.
+
+Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATen ops outside compiled graphs
+(CPU) inside a step are ``unattributed``; those outside every step are counted apart (``outside``).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
 import statistics
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..records import GraphRecord, Launch
 from ..worker.files import REGION_MARK, STEP_MARKS
@@ -43,6 +48,7 @@ class _Range:
     end: float
     tid: Any
     external_id: Any
+    duration: float = 0.0  # the trace's own ``dur``: end - start rounds at the clock's magnitude (µs since a base)
 
 
 @dataclass
@@ -72,6 +78,35 @@ class Attribution:
     replayed_us: list[float] = field(default_factory=list)  # per step: device time inside CUDA-graph replays
     approximate_us: list[float] = field(default_factory=list)  # per step: of which tied by position only
     replays_tied_exactly: bool = False
+    steps_found: str = ""  # how the steps were delimited
+    # graph id -> how its calls were recognised (JOIN_METHODS) and how many of them were joined, over the steps
+    joins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    unjoined_calls: int = 0  # compiled-graph calls inside the steps that no graph explains
+    unattributed_count: int = 0  # kernels (GPU) or ranges (CPU) behind ``unattributed``, over all steps
+    outside_count: int = 0  # kernels (GPU) or top-level ATen ops (CPU) outside every step
+    outside_us: float = 0.0  # their total duration
+
+
+# How a compiled-graph call in the trace was tied to a graph of the report.
+JOIN_METHODS = {
+    "key": "FX graph cache key",
+    "code": "hash of the graph's output code",
+    "names": "launch-name sequence",
+    "names+id": "launch-name sequence and Dynamo compile id (other graphs launch the same kernels)",
+    "replay": "kernel names of its CUDA-graph replays",
+}
+JoinMethod = Literal["key", "code", "names", "names+id", "replay"]
+COMPILED_REGION = "Torch-Compiled Region: "  # Dynamo's range around each call of a compiled frame, by compile id
+
+
+def load_trace(path: Path) -> dict[str, Any]:
+    """A Chrome trace as torch.profiler's ``export_chrome_trace`` writes it (gzipped where it ends in .gz);
+    its ``traceEvents`` must be a list."""
+    raw = Path(path).read_bytes()
+    document = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    if not isinstance(document, dict) or not isinstance(document.get("traceEvents"), list):
+        raise ValueError("not a Chrome trace: no traceEvents list")
+    return document
 
 
 def launch_label(launch: Launch) -> str:
@@ -88,12 +123,16 @@ def range_label(name: str) -> str:
 
 
 def attribute(
-    trace_path: Path,
+    trace: Path | dict[str, Any],
     graphs: Iterable[GraphRecord],
     device: str,
     known: dict[LaunchKey, list[str]] | None = None,
+    *,
+    infer_steps: bool = False,
 ) -> Attribution:
-    events = json.loads(Path(trace_path).read_text())["traceEvents"]
+    """``trace``: the file, or the document ``load_trace`` read; ``infer_steps``: a trace without step marks
+    (recorded elsewhere) gets one step per call of its first compiled graph."""
+    events = (load_trace(trace) if isinstance(trace, Path) else trace)["traceEvents"]
     ranges = [
         _Range(
             e["name"],
@@ -101,6 +140,7 @@ def attribute(
             float(e["ts"]) + float(e.get("dur", 0)),
             e.get("tid"),
             (e.get("args") or {}).get("External id"),
+            float(e.get("dur", 0)),
         )
         for e in events
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
@@ -109,15 +149,28 @@ def attribute(
         (e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK),
         key=lambda e: float(e.get("ts", 0)),
     )
-    steps = sorted(
-        (r for r in ranges if _step_number(r.name) is not None), key=lambda r: _step_number(r.name) or 0
-    )
+    marked = [r for r in ranges if _step_number(r.name) is not None]
+    steps = sorted(marked, key=lambda r: _step_number(r.name) or 0)
     graphs = list(graphs)
     by_thread: dict[Any, list[_Range]] = {}
     for r in ranges:
         by_thread.setdefault(r.tid, []).append(r)
     for items in by_thread.values():
         items.sort(key=lambda r: (r.start, -r.end))
+
+    by_code = _by_output_code(graphs) if any(len(_region_key(r.name)) == 32 for r in ranges) else {}
+    regions: list[tuple[_Range, list[tuple[_Range, list[_Range]]], GraphRecord | None, JoinMethod | None]] = []
+    for region in sorted((r for r in ranges if r.name.startswith(REGION_MARK)), key=lambda r: r.start):
+        children = _top_level(by_thread[region.tid], region)
+        names = [range_label(c.name) for c, _ in children]
+        graph, how = _graph_of_region(graphs, by_code, region.name, names, _compile_id(by_thread[region.tid], region))
+        regions.append((region, children, graph, how))
+    if steps:
+        steps_found = f"{len(steps)} steps marked {next(m for m in STEP_MARKS if steps[0].name.startswith(m))}<i>"
+    elif infer_steps:
+        steps, steps_found = _inferred_steps(regions, by_thread, ranges, kernels)
+    else:
+        steps_found = "no step marks"
     step_of_range = _step_index(steps)
 
     launches: dict[tuple[str, int], LaunchTimes] = {}
@@ -125,16 +178,19 @@ def attribute(
     cpu_time: dict[tuple[str, int, int], float] = {}  # (graph, position, step) -> CPU range time
     region_time = [0.0] * len(steps)
     region_graphs: list[tuple[_Range, GraphRecord]] = []
-    by_code = _by_output_code(graphs) if any(len(_region_key(r.name)) == 32 for r in ranges) else {}
-    for region in (r for r in ranges if r.name.startswith(REGION_MARK)):
+    joins: dict[str, tuple[str, int]] = {}
+    unjoined: list[_Range] = []  # calls in the steps of no graph (yet: a CUDA-graph replay may still tie one)
+    unattributed: dict[str, list[float]] = {}
+    unattributed_count = 0
+    for region, children, graph, how in regions:
         step = step_of_range(region)
         if step is None:
             continue
-        region_time[step] += region.end - region.start
-        children = _top_level(by_thread[region.tid], region)
-        graph = _graph_of_region(graphs, by_code, region.name, [range_label(c.name) for c, _ in children])
-        if graph is None:
+        region_time[step] += region.duration
+        if graph is None or how is None:
+            unjoined.append(region)
             continue
+        joins[graph.id] = (JOIN_METHODS[how], joins.get(graph.id, ("", 0))[1] + 1)
         region_graphs.append((region, graph))
         pairs = _align(graph.launches, children)
         for launch, (child, nested) in pairs:
@@ -144,23 +200,31 @@ def attribute(
                 owner_of_id[r.external_id] = key
             cpu_time[(graph.id, launch.position, step)] = cpu_time.get(
                 (graph.id, launch.position, step), 0.0
-            ) + (child.end - child.start)
+            ) + child.duration
+        if device != "cuda":
+            paired = {id(child) for _, (child, _) in pairs}
+            for child, _ in children:
+                if id(child) not in paired:
+                    unattributed.setdefault(child.name, [0.0] * len(steps))[step] += child.duration
+                    unattributed_count += 1
 
     per_step: dict[LaunchKey, list[float]] = {key: [0.0] * len(steps) for key in launches}
     per_step_calls: dict[LaunchKey, list[int]] = {key: [0] * len(steps) for key in launches}
     total = [0.0] * len(steps)
     intervals: list[list[tuple[float, float]]] = [[] for _ in steps]
-    unattributed: dict[str, list[float]] = {}
     kernel_names: dict[LaunchKey, list[str]] = {}
     first_step: dict[LaunchKey, int] = {}
     replayed = [0.0] * len(steps)
     approximate = [0.0] * len(steps)
     replays: dict[Any, list[tuple[dict[str, Any], int, float]]] = {}
     exact = True
+    outside_count, outside_us = 0, 0.0
 
     def charge(owner: LaunchKey | None, kernel: dict[str, Any], step: int, duration: float) -> None:
+        nonlocal unattributed_count
         if owner is None:
             unattributed.setdefault(kernel["name"], [0.0] * len(steps))[step] += duration
+            unattributed_count += 1
             return
         if owner not in per_step:
             launches.setdefault(owner, LaunchTimes())
@@ -194,9 +258,10 @@ def attribute(
             ext = (kernel.get("args") or {}).get("External id")
             source = launch_ranges.get(ext)
             step = step_of_range(source) if source is not None else None
-            if step is None or source is None:
-                continue
             duration = float(kernel.get("dur", 0))
+            if step is None or source is None:
+                outside_count, outside_us = outside_count + 1, outside_us + duration
+                continue
             total[step] += duration
             start = float(kernel["ts"])
             intervals[step].append((start, start + duration))
@@ -207,7 +272,11 @@ def attribute(
                 charge(owner_of_id.get(ext), kernel, step, duration)
         for correlation, replay in replays.items():
             names = [kernel["name"] for kernel, _, _ in replay]
-            graph = _enclosing_graph(graph_launches[correlation], region_graphs) or best_graph(names, graphs)
+            launch_call = graph_launches[correlation]
+            graph = _enclosing_graph(launch_call, region_graphs)
+            if graph is None and (graph := best_graph(names, graphs)) is not None:
+                joins[graph.id] = (JOIN_METHODS["replay"], joins.get(graph.id, ("", 0))[1] + 1)
+                unjoined = [r for r in unjoined if not (r.tid == launch_call.tid and r.start <= launch_call.start <= r.end)]
             if graph is None:
                 for kernel, step, duration in replay:
                     charge(None, kernel, step, duration)
@@ -224,6 +293,13 @@ def attribute(
             per_step[(graph_id, position)][step] += duration
             per_step_calls[(graph_id, position)][step] += 1
         total = region_time
+        for op in _eager_ops(by_thread, regions):
+            step = step_of_range(op)
+            if step is None:
+                outside_count, outside_us = outside_count + 1, outside_us + op.duration
+            else:
+                unattributed.setdefault(op.name, [0.0] * len(steps))[step] += op.duration
+                unattributed_count += 1
     for key, times in launches.items():
         times.per_step_us = per_step[key]
         times.per_step_calls = per_step_calls[key]
@@ -241,7 +317,62 @@ def attribute(
         replayed_us=replayed if device == "cuda" else [],
         approximate_us=approximate if device == "cuda" else [],
         replays_tied_exactly=device == "cuda" and bool(replays) and exact,
+        steps_found=steps_found,
+        joins=joins,
+        unjoined_calls=len(unjoined),
+        unattributed_count=unattributed_count,
+        outside_count=outside_count,
+        outside_us=outside_us,
     )
+
+
+def _inferred_steps(
+    regions: list[tuple[_Range, Any, GraphRecord | None, Any]],
+    by_thread: dict[Any, list[_Range]],
+    ranges: list[_Range],
+    kernels: list[dict[str, Any]],
+) -> tuple[list[_Range], str]:
+    """Steps of a trace without step marks: one per call of the first compiled graph that runs (the first
+    call joined to a graph of the report, else the first call at all), from the outermost range around
+    that call that holds no other call of it, to the next one; the last as long as the one before it."""
+    if not regions:
+        return [], "no step marks and no compiled-graph calls"
+    joined = [(region, graph.id) for region, _, graph, _ in regions if graph is not None]
+    calls = joined or [(region, region.name) for region, _, _, _ in regions]
+    opener = calls[0][1]
+    openings = [region for region, key in calls if key == opener]
+    starts: list[float] = []
+    for region in openings:
+        around = [r for r in by_thread[region.tid] if r.start <= region.start and region.end <= r.end]
+        lone = [r for r in around if sum(r.start <= o.start < r.end for o in openings) == 1]
+        starts.append(min((r.start for r in lone), default=region.start))
+    last_end = max([r.end for r in ranges] + [float(k["ts"]) + float(k.get("dur", 0)) for k in kernels])
+    ends = [*starts[1:], min(last_end, 2 * starts[-1] - starts[-2]) if len(starts) > 1 else last_end]
+    steps = [_Range(f"step {i}", *window, None, None) for i, window in enumerate(zip(starts, ends, strict=True))]
+    named = f"graph {opener}" if joined else f"the compiled graph of the call {opener.strip('# ')!r}"
+    return steps, (
+        f"no step marks in the trace: {len(steps)} steps, one per call of {named} (the first compiled graph to "
+        "run), each from that call to the next (the last as long as the one before it)"
+    )
+
+
+def _eager_ops(
+    by_thread: dict[Any, list[_Range]], regions: list[tuple[_Range, Any, Any, Any]]
+) -> Iterator[_Range]:
+    """CPU: the ATen ops run outside every compiled graph (eager code around them), outermost only."""
+    regions_of: dict[Any, list[_Range]] = {}
+    for region, *_ in regions:
+        regions_of.setdefault(region.tid, []).append(region)
+    for tid, thread in by_thread.items():
+        covered = regions_of.get(tid, [])
+        outer_end = float("-inf")
+        for r in thread:  # sorted by start, the outer of two ranges first
+            if not r.name.startswith("aten::") or r.end <= outer_end:
+                continue
+            if any(c.start <= r.start and r.end <= c.end for c in covered):
+                continue
+            outer_end = r.end
+            yield r
 
 
 def _enclosing_graph(launch: _Range, regions: list[tuple[_Range, GraphRecord]]) -> GraphRecord | None:
@@ -289,29 +420,50 @@ def _by_output_code(graphs: list[GraphRecord]) -> dict[str, list[GraphRecord]]:
     return found
 
 
+def _compile_id(thread: list[_Range], region: _Range) -> str | None:
+    """The Dynamo compile id (``0/1``) of the compiled frame whose call holds this region, where Dynamo marked it."""
+    around = [r for r in thread if r.name.startswith(COMPILED_REGION) and r.start <= region.start and region.end <= r.end]
+    return around[-1].name.removeprefix(COMPILED_REGION).strip() if around else None
+
+
 def _graph_of_region(
-    graphs: list[GraphRecord], by_code: dict[str, list[GraphRecord]], region: str, names: list[str]
-) -> GraphRecord | None:
-    """The graph a ``## Call CompiledFxGraph <key> ##`` region ran: by its FX graph cache key where the
-    trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of its output code
-    (graph-free calls), else by its launches."""
+    graphs: list[GraphRecord],
+    by_code: dict[str, list[GraphRecord]],
+    region: str,
+    names: list[str],
+    compile_id: str | None = None,
+) -> tuple[GraphRecord | None, JoinMethod | None]:
+    """The graph a ``## Call CompiledFxGraph <key> ##`` region ran, and how it was found: by its FX graph
+    cache key where the trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of
+    its output code (graph-free calls), else by its launches (a trace from another process, whose keys differ)."""
     key = _region_key(region)
-    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key] or by_code.get(key, [])
-    return by_key[0] if len(by_key) == 1 else _match_graph(graphs, names)
+    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key]
+    if len(by_key) == 1:
+        return by_key[0], "key"
+    by_hash = [] if by_key else by_code.get(key, [])
+    if len(by_hash) == 1:
+        return by_hash[0], "code"
+    return _match_graph(graphs, names, compile_id)
 
 
-def _match_graph(graphs: list[GraphRecord], names: list[str]) -> GraphRecord | None:
-    """The graph whose launch sequence best matches the region's top-level range names."""
-    best, best_score = None, 0.0
+def _match_graph(
+    graphs: list[GraphRecord], names: list[str], compile_id: str | None = None
+) -> tuple[GraphRecord | None, JoinMethod | None]:
+    """The graph whose launch sequence best matches the region's top-level range names; between graphs that
+    match equally (a recompile launching the same kernels), the one of the compile id Dynamo marked the call with."""
+    scores: list[tuple[float, GraphRecord]] = []
     for graph in graphs:
         expected = [launch_label(launch) for launch in graph.launches]
-        if not expected:
-            continue
-        matched = _count_in_order(expected, names)
-        score = matched / len(expected)
-        if score > best_score:
-            best, best_score = graph, score
-    return best if best_score >= 0.8 else None
+        if expected:
+            scores.append((_count_in_order(expected, names) / len(expected), graph))
+    best_score = max((score for score, _ in scores), default=0.0)
+    if best_score < 0.8:
+        return None, None
+    best = [graph for score, graph in scores if score == best_score]
+    if len(best) == 1:
+        return best[0], "names"
+    same_id = [g for g in best if compile_id and (g.compile_id or "").split("_")[0] == compile_id]
+    return (same_id[0], "names+id") if len(same_id) == 1 else (best[0], "names")
 
 
 def _count_in_order(expected: list[str], names: list[str]) -> int:

@@ -150,6 +150,33 @@ class HostLoad:
 
 
 @dataclass(frozen=True)
+class GraphJoin:
+    """How the calls of one graph were recognised in a profiler trace recorded elsewhere."""
+
+    graph: str  # the graph's id
+    method: str  # "FX graph cache key", "launch-name sequence", "kernel names of its CUDA-graph replays", ...
+    calls: int  # its calls joined, over the profiled steps
+
+
+@dataclass(frozen=True)
+class ProfileSource:
+    """A profiler trace recorded elsewhere (``report --profile``): the in-context times come from it alone."""
+
+    file: str  # the trace file as given
+    steps_found: str  # how the profiled steps were delimited
+    recorded: str | None = None  # when the trace began (UTC, from its own clock), where it says
+    device_name: str | None = None  # the trace's deviceProperties (GPU), None on CPU
+    device_detail: str = ""  # what else the trace says of the device (SMs, compute capability, memory)
+    joins: tuple[GraphJoin, ...] = ()
+    unjoined_calls: int = 0  # compiled-graph calls in the steps that no graph of the report explains
+    unattributed_count: int = 0  # kernels (GPU) or ranges (CPU) in the steps tied to no launch, all steps
+    outside_count: int = 0  # kernels (GPU) or top-level ATen ops (CPU) outside every profiled step
+    outside_us: float = 0.0  # their total duration
+    ceilings: str = ""  # where the roofline's ceilings come from, or why there are none
+    replaced: str | None = None  # the report's earlier timings that these replace
+
+
+@dataclass(frozen=True)
 class BenchResult:
     device: str
     ceilings: DeviceCeilings | None = None
@@ -159,3 +186,5 @@ class BenchResult:
     cudagraphs: CudaGraphUse | None = None
     # The machine's load around each timed window (empty in reports written before it was recorded).
     host: tuple[HostLoad, ...] = ()
+    # Set where the times come from a profiler trace recorded elsewhere (report --profile), not a capture.
+    profile: ProfileSource | None = None

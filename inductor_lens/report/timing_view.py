@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ..bench.stability import Stability
-from ..records import BenchResult, CompileRun, CudaGraphUse
+from ..records import BenchResult, CompileRun, CudaGraphUse, ProfileSource
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
 
@@ -25,6 +25,7 @@ class TimingView:
     unattributed: tuple[tuple[str, float], ...]
     in_context_method: str = ""
     isolated_method: str = ""
+    profile_note: str = ""  # where the times come from, for a profiler trace recorded elsewhere
 
 
 def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
@@ -33,9 +34,8 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
     if bench is None:
         return None
     gpu = bench.device == "cuda"
-    label = (
-        f"GPU: {run.environment.device_name}" if gpu and run.environment.device_name else bench.device.upper()
-    )
+    device_name = bench.profile.device_name if bench.profile is not None else run.environment.device_name
+    label = f"GPU: {device_name}" if gpu and device_name else bench.device.upper()
     if bench.error:
         return TimingView(bench, label, (), None, None, None, None, ())
     segments: list[BarSegment] = []
@@ -96,7 +96,36 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
             ),
             "not measured" if gpu else "not measured on CPU",
         ),
+        profile_note=profile_note(bench.profile, gpu) if bench.profile is not None else "",
     )
+
+
+def profile_summary(source: ProfileSource, gpu: bool) -> str:
+    """One line: the steps, how each graph was joined, and the work no graph explains."""
+    joins = "; ".join(f"graph {j.graph} by its {j.method} ({j.calls} calls)" for j in source.joins)
+    work = "GPU kernels" if gpu else "CPU ranges"
+    parts = [source.steps_found, f"joined: {joins}" if joins else "no graph joined"]
+    if source.unjoined_calls:
+        parts.append(f"{source.unjoined_calls} compiled-graph calls of no graph of this report")
+    if source.unattributed_count:
+        parts.append(f"{source.unattributed_count} {work} in the steps tied to no launch (listed)")
+    if source.outside_count:
+        parts.append(f"{source.outside_count} {work} outside the steps ({source.outside_us:,.1f} µs in all)")
+    return "; ".join(parts)
+
+
+def profile_note(source: ProfileSource, gpu: bool) -> str:
+    """Where the report's times come from: the trace, its date and device, its steps and the join."""
+    recorded = f", recorded {source.recorded}" if source.recorded else ", undated"
+    device = (
+        f"on a {source.device_name}" + (f" ({source.device_detail})" if source.device_detail else "")
+        if source.device_name
+        else "on CPU (no deviceProperties)"
+    )
+    text = f"the profiler trace {source.file}{recorded}, {device}: {profile_summary(source, gpu)}. Ceilings: {source.ceilings}"
+    if source.replaced:
+        text += f". These times replace {source.replaced}"
+    return text
 
 
 def _cards(run: CompileRun, bench: BenchResult, gpu: bool, stability: Stability) -> tuple[SummaryItem, ...]:
