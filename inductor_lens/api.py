@@ -2,10 +2,13 @@
 
 Reports
     compile_model(spec, out_dir)      capture -> parse -> bench -> report, returns a ReportResult
+    compile_ranks(spec, out, nproc)   the same in N ranks under torchrun: a report per rank, a landing page
     run_script(script_spec(...))      the same for an unchanged script: ``run -- python train.py``
+    run_script_ranks(spec, out, opts) the same under torchrun, once per rank: ``run -- torchrun ... train.py``
     inspect(model, *args, **kwargs)   the same in this process, for a notebook: compiled, compared, timed
     inspecting(out)                   ``with`` block: a report of whatever torch.compile it runs
     report_folder(folder)             a report from a debug folder copied from anywhere, or a re-render
+    report_ranks(folder)              a folder of several ranks' output: a report per rank and a landing page
     build_run(folder, capture_dir)    the CompileRun alone, nothing written
     render(run, out_dir)              write the HTML report and lens.json of a CompileRun
     load_run(path)                    read a lens.json back into a CompileRun
@@ -52,6 +55,7 @@ from .pipeline import (
     run_script,
 )
 from .pipeline import inspecting as pipeline_inspecting
+from .ranked import RankedResult, compile_ranks, is_ranked, report_ranks, run_script_ranks
 from .report.folders import find_index, is_comparison, named_out_dir
 from .units import format_age, format_bytes
 
@@ -65,6 +69,7 @@ __all__ = [
     "ConfigRequest",
     "Equivalent",
     "Inspection",
+    "RankedResult",
     "ReportResult",
     "ScriptSpec",
     "bench_handwritten",
@@ -75,6 +80,7 @@ __all__ = [
     "clear_cache",
     "compare_models",
     "compile_model",
+    "compile_ranks",
     "default_report_dir",
     "default_script_report_dir",
     "diff_reports",
@@ -84,13 +90,16 @@ __all__ = [
     "inspect",
     "inspecting",
     "is_comparison",
+    "is_ranked",
     "load_run",
     "open_report",
     "render",
     "report_folder",
+    "report_ranks",
     "requested_configs",
     "rerender_comparison",
     "run_script",
+    "run_script_ranks",
     "script_spec",
 ]
 

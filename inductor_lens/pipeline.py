@@ -7,7 +7,8 @@
     inspect_model(model, inputs)     capture a model in this process (notebooks), write its report
     inspecting(out_dir)              capture whatever a ``with`` block compiles, write its report
     report_folder(folder, out_dir)   build the run of a folder copied from anywhere (or re-render a
-                                     report), write its report
+                                     report), optionally timed from a profiler trace recorded elsewhere,
+                                     write its report
 
 Every caller (the API, ``compare``, the tests) goes through ``build_run``, so a report built from a
 capture folder copied off a GPU box is the report its own machine would have written.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .bench import attach_measurements
+from .bench.profile import attach_profile
 from .capture import (
     CAPTURE_DIR,
     Capture,
@@ -38,6 +40,7 @@ from .errors import InputFolderError, LensError, UsageError
 from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten
 from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
+from .parse.layout import DebugLayout
 from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
 from .report import render_report, write_report
 from .report.folders import (
@@ -76,10 +79,12 @@ def build_run(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_stage: Callable[[str], None] | None = None,
     now: Callable[[], dt.datetime] | None = None,
+    layout: DebugLayout | None = None,
 ) -> CompileRun:
     """The CompileRun of the debug output under ``folder``, with the measurements and hand-written
     results found in ``capture_dir``; ``run_handwritten`` checks (and on a GPU times) the hand-written
-    equivalents now, in a worker, instead of reading earlier results."""
+    equivalents now, in a worker, instead of reading earlier results. ``layout``: one rank's files in a
+    folder several ranks share."""
     run = parse_debug_folder(
         folder,
         strict=strict,
@@ -89,6 +94,7 @@ def build_run(
         environment=environment,
         capture=capture,
         now=now,
+        layout=layout,
     )
     if capture_dir is not None:
         run = attach_measurements(run, capture_dir, strict=strict)
@@ -203,9 +209,15 @@ def _report_capture(
 
 
 def report_folder(
-    folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
+    folder: Path,
+    out_dir: Path | None = None,
+    *,
+    strict: bool = False,
+    draw: bool = True,
+    profile: Path | None = None,
 ) -> ReportResult:
-    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json.
+    """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json; with
+    ``profile``, timed from that profiler trace (recorded elsewhere) instead of what the capture measured.
 
     Where ``out_dir`` already holds the report of exactly this input (same files, sizes and times, same
     inductor-lens), its lens.json is read back instead of parsing the capture again."""
@@ -214,11 +226,15 @@ def report_folder(
     if out_dir is None:
         out_dir = folder if is_report else named_out_dir(folder.resolve().name)
     fingerprint = input_fingerprint(folder, skip=out_dir, strict=strict)
+    if profile is not None:
+        fingerprint = input_fingerprint(profile, strict=strict) + fingerprint
     reusable = reusable_run_file(out_dir, fingerprint)
     run = _read_reusable(reusable) if reusable is not None else None
     reused = run is not None
     if run is None:
         run = _build_for_report(folder, load_run(folder) if is_report else None, strict)
+        if profile is not None:
+            run = attach_profile(run, profile)
     prepare_out_dir(out_dir, replace=REPORT_PAGES)
     index = render(run, out_dir, draw=draw)
     write_input_stamp(out_dir, fingerprint)

@@ -101,6 +101,11 @@ def capture_script(
     """Run an unchanged script in the script process (``worker/script.py``), in the user's folder."""
     result, finished, capture_dir = _run_worker("script", spec.to_json(), spec.bench, spec.timeout_s, capture_dir,
                                                 spec.cwd, progress, echo, None)  # fmt: skip
+    return script_capture(spec, result, finished, capture_dir)
+
+
+def script_capture(spec: ScriptSpec, result: CaptureResult, finished: Finished, capture_dir: Path) -> Capture:
+    """The Capture of a script process (one rank's, for ``run -- torchrun``), from what it reported."""
     settings = CompileSettings(
         mode=spec.mode,
         options=dict(spec.options),

@@ -170,6 +170,18 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
     _finish("report", result.index, result.error, open_browser)
 
 
+def finish_ranked(result: api.RankedResult, open_browser: bool) -> None:
+    """The last lines of a multi-rank report: the ranks, where they diverged, the landing page."""
+    kernels = [sum(len(g.kernels) for g in run.graphs) for run in result.runs]
+    ranks = ", ".join(f"rank {e.rank}: {len(run.graphs)} graph(s), {k} kernel(s)"
+                      for e, run, k in zip(result.ranked.ranks, result.runs, kernels, strict=True))  # fmt: skip
+    click.echo(f"inductor-lens: {len(result.runs)} ranks ({ranks})", err=True)
+    aspects = list(dict.fromkeys(d.aspect for d in result.divergences))
+    verdict = f"the ranks diverged: {', '.join(aspects)}" if aspects else "the ranks compiled the same"
+    click.echo(f"inductor-lens: {verdict} (see the landing page)", err=True)
+    _finish("report", result.index, result.error, open_browser)
+
+
 def finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
     from ..compare.comparability import headline
 

@@ -9,8 +9,17 @@ from typing import Any
 import click
 
 from .. import api
+from ..capture.ranks import check_launcher
 from ..options import parse_inductor_options
-from .common import finish_report, lens_command, model_options, out_option, show_progress, spec_from_options
+from .common import (
+    finish_ranked,
+    finish_report,
+    lens_command,
+    model_options,
+    out_option,
+    show_progress,
+    spec_from_options,
+)
 
 
 @click.command("compile")
@@ -29,13 +38,22 @@ from .common import finish_report, lens_command, model_options, out_option, show
     metavar="KEY=VALUE",
     help="Inductor option, e.g. epilogue_fusion=true or triton.cudagraphs=false (repeatable).",
 )
-@out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/].")
+@click.option(
+    "--nproc",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Run the model in N processes (ranks) launched by torch.distributed.run, each in a process group "
+    "(gloo on CPU, nccl on CUDA) that the model file can use; a report per rank and a page comparing them.",
+)
+@out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/, with --nproc <model>-<mode>-nproc<N>/].")
 @model_options
 @lens_command
 def compile_command(
     model: Path,
     mode: str,
     options: tuple[str, ...],
+    nproc: int | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
@@ -44,6 +62,15 @@ def compile_command(
 ) -> None:
     """Compile MODEL (a .py file with get_model() and get_inputs()) and write an HTML report."""
     spec = spec_from_options(model, mode, parse_inductor_options(options), **model_settings)
+    if nproc is not None:
+        check_launcher(nproc)
+        target = out_dir or api.default_report_dir(spec).with_name(f"{api.default_report_dir(spec).name}-nproc{nproc}")
+        click.echo(f"inductor-lens: compiling {model} in {nproc} ranks (mode {mode}, device {spec.device}) "
+                   f"into {target}/", err=True)  # fmt: skip
+        ranked = api.compile_ranks(spec, target, nproc, strict=strict, progress=None if verbose else show_progress,
+                                   echo=sys.stderr if verbose else None)  # fmt: skip
+        finish_ranked(ranked, open_browser)
+        return
     target = out_dir or api.default_report_dir(spec)
     click.echo(
         f"inductor-lens: compiling {model} (mode {mode}, device {spec.device}) into {target}/", err=True

@@ -7,7 +7,17 @@ from pathlib import Path
 import click
 
 from .. import api
-from .common import finish_comparison, finish_report, lens_command, open_option, out_option, strict_option
+from ..errors import UsageError
+from ..report.timing_view import profile_summary
+from .common import (
+    finish_comparison,
+    finish_ranked,
+    finish_report,
+    lens_command,
+    open_option,
+    out_option,
+    strict_option,
+)
 
 
 @click.command("report")
@@ -16,18 +26,37 @@ from .common import finish_comparison, finish_report, lens_command, open_option,
     "Report folder [default: the folder itself for an inductor-lens report, "
     "else inductor-lens-reports/<name>/]."
 )
+@click.option(
+    "--profile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Time the report from this torch.profiler Chrome trace (.json or .json.gz), recorded elsewhere by "
+    "export_chrome_trace around the same model; replaces the capture's own timings.",
+)
 @strict_option
 @open_option("report")
 @lens_command
 def report_command(
-    folder: Path, out_dir: Path | None, strict: bool, open_browser: bool, verbose: bool
+    folder: Path, out_dir: Path | None, profile: Path | None, strict: bool, open_browser: bool, verbose: bool
 ) -> None:
     """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine), a report, or
-    TORCH_TRACE logs alone (a folder of them, or one file): graphs rebuilt from the trace."""
+    TORCH_TRACE logs alone (a folder of them, or one file): graphs rebuilt from the trace. A folder of several
+    ranks' output (per-rank TORCH_TRACE logs, rank<r>/ folders) gets a report per rank and a landing page."""
+    if api.is_ranked(folder):
+        if profile is not None:
+            raise UsageError(f"{folder} holds several ranks: --profile times the report of one capture")
+        finish_ranked(api.report_ranks(folder, out_dir, strict=strict), open_browser)
+        return
     if api.is_comparison(folder):
+        if profile is not None:
+            raise UsageError(f"{folder} is a comparison: --profile times the report of one capture")
         finish_comparison(api.rerender_comparison(folder, out_dir), open_browser)
         return
-    finish_report(api.report_folder(folder, out_dir, strict=strict), open_browser)
+    result = api.report_folder(folder, out_dir, strict=strict, profile=profile)
+    bench = result.run.bench
+    if profile is not None and bench is not None and bench.profile is not None:
+        click.echo(f"inductor-lens: profile: {profile_summary(bench.profile, bench.device == 'cuda')}", err=True)
+    finish_report(result, open_browser)
 
 
 @click.command("open")

@@ -8,8 +8,17 @@ from pathlib import Path
 import click
 
 from .. import api
+from ..capture.ranks import split_torchrun
 from ..options import DEFAULT_TIMEOUT_S, parse_inductor_options
-from .common import finish_report, lens_command, open_option, out_option, show_progress, strict_option
+from .common import (
+    finish_ranked,
+    finish_report,
+    lens_command,
+    open_option,
+    out_option,
+    show_progress,
+    strict_option,
+)
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -50,15 +59,26 @@ def run_command(
 ) -> None:
     """Run COMMAND (python script.py ARGS, or python -m module ARGS) unchanged, and report what it compiled.
 
+    Under torchrun (torchrun OPTIONS script.py ARGS, or python -m torch.distributed.run ...), every rank is
+    captured on its own, with a report per rank and a page that says where the ranks diverged.
+
     Every torch.compile call it makes is captured (debug output, TORCH_TRACE, fresh caches); those that set
     no mode or options of their own get --mode/--option. A window of steps is profiled: the calls of the
     first compiled function or module it calls, after --warmup of them. The script's output is shown as it runs.
     """
+    torchrun = split_torchrun(command)
     spec = api.script_spec(
-        command, Path.cwd(), mode=mode, options=parse_inductor_options(options), warmup=warmup, steps=steps,
-        timeout_s=timeout_s, bench=not no_bench, handwritten=not no_handwritten,
+        torchrun[1] if torchrun else command, Path.cwd(), mode=mode, options=parse_inductor_options(options),
+        warmup=warmup, steps=steps, timeout_s=timeout_s, bench=not no_bench, handwritten=not no_handwritten,
     )  # fmt: skip
     target = out_dir or api.default_script_report_dir(spec)
+    if torchrun is not None:
+        click.echo(f"inductor-lens: running {spec.command} under torchrun {' '.join(torchrun[0])}, one capture per "
+                   f"rank (mode {mode} where it sets none) into {target}/", err=True)  # fmt: skip
+        ranked = api.run_script_ranks(spec, target, torchrun[0], strict=strict,
+                                      progress=None if verbose else show_progress, echo=sys.stderr)  # fmt: skip
+        finish_ranked(ranked, open_browser)
+        return
     click.echo(f"inductor-lens: running {spec.command} (mode {mode} where it sets none) into {target}/", err=True)
     result = api.run_script(spec, target, strict=strict, progress=None if verbose else show_progress, echo=sys.stderr)
     finish_report(result, open_browser)

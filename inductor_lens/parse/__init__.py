@@ -47,12 +47,14 @@ def parse_debug_folder(
     environment: Environment | None = None,
     capture: CaptureOutcome | None = None,
     now: Callable[[], _dt.datetime] | None = None,
+    layout: DebugLayout | None = None,
 ) -> CompileRun:
     """Read everything under ``folder``; what the capture stage measured can be passed in.
 
-    ``allow_empty`` accepts a folder without any debug output (a capture that failed early).
+    ``allow_empty`` accepts a folder without any debug output (a capture that failed early). ``layout``:
+    the files to read, where ``folder`` holds more than one process's (one rank of several, ``parse/ranks.py``).
     """
-    layout = locate(folder, allow_empty=allow_empty)
+    layout = layout or locate(folder, allow_empty=allow_empty)
     diagnostics = Diagnostics(strict=strict)
     bare_trace = not layout.graph_folders and bool(layout.trace_files)
     traces = read_traces(list(layout.trace_files), layout.root, diagnostics, keep_graphs=bare_trace)
@@ -86,6 +88,7 @@ def parse_debug_folder(
     runnable_facts, runnable_config = _runnable_header(layout, diagnostics)
     inferred = _infer_environment(traces, runnable_facts, graphs, "TORCH_TRACE log" if bare_trace else "debug folder")
     clock = now or (lambda: _dt.datetime.now(_dt.timezone.utc))
+    timeline = traces.timeline.finish(diagnostics)
     return CompileRun(
         title=title or _default_title(layout, capture),
         created=clock().replace(microsecond=0).isoformat(),
@@ -101,6 +104,7 @@ def parse_debug_folder(
         sources=read_sources(graphs, frames, breaks, diagnostics),
         log_text=log_text,
         stats=diagnostics.stats(),
+        timeline=timeline,
     )
 
 

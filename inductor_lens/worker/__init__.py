@@ -14,6 +14,7 @@ job and the tool tell each other goes through the files declared in ``files.py``
     script.py       child side, the script process: an unchanged script, its torch.compile calls, a profiled window
     measure.py      child side, the model process: device ceilings, latency, profiled steps, kernels alone
     handwritten.py  child side, the check process: run hand-written kernels against torch (and time them)
+    ranked.py       child side, one rank of several under torchrun: its own folder, log and caches, the process group
 
 What runs in a worker imports only the standard library, torch and triton, the record types, and
 (in the check process) the hand-written kernels: never the report, Jinja2 or the CLI. The package's

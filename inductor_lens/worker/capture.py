@@ -44,6 +44,7 @@ from .model_file import (
     place,
     resolve_device,
 )
+from .ranked import end_process_group, init_process_group
 
 # Inductor options inductor-lens adds to every capture (a user's --option of the same name wins).
 CAPTURE_OPTIONS: dict[str, JsonValue] = {"comment_origin": True}
@@ -59,7 +60,10 @@ def main(argv: list[str]) -> int:
     """``argv``: the spec file and the result file."""
     spec = CompileSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
     run = Run(spec, Path(argv[1]))
-    return guarded(run, lambda torch: execute(run, torch), catch_all=True)
+    try:
+        return guarded(run, lambda torch: execute(run, torch), catch_all=True)
+    finally:
+        end_process_group()
 
 
 def capture_in_process(spec: CompileSpec, result_path: Path, model: Any, inputs: Any) -> int:
@@ -101,6 +105,8 @@ def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
 
 def execute(run: Run, torch: Any) -> None:
     spec = run.spec
+    # one rank of several (compile --nproc): the process group is up before the model file is loaded
+    init_process_group(torch, spec.device)
     run.phase("load model file")
     module = load_model_file(spec.model_path)
 

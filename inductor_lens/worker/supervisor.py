@@ -50,9 +50,14 @@ def run_worker(
     timeout_s: float,
     on_phase: PhaseCallback | None = None,
     echo: TextIO | None = None,
+    launcher: Sequence[str] = (),
 ) -> Finished:
-    """Run a worker job to its end, its timeout, or Ctrl-C (which kills it and is raised again)."""
-    command = [sys.executable, "-m", "inductor_lens.worker", job, *args]
+    """Run a worker job to its end, its timeout, or Ctrl-C (which kills it and is raised again).
+
+    ``launcher``: a module that starts the worker module itself, several times (``torch.distributed.run
+    --nproc-per-node 2 -m``, see ranked.py); the worker is then ``python -m <launcher> inductor_lens.worker ...``.
+    """
+    command = [sys.executable, "-m", *launcher, "inductor_lens.worker", job, *args]
     started = time.perf_counter()
     timed_out = False
     with log_path.open("w", encoding="utf-8") as log:

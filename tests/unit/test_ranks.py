@@ -1,0 +1,210 @@
+"""Several ranks: finding each rank's output, where the ranks diverged, the landing page, torchrun commands.
+
+On the real two-rank captures of tests/fixtures/cpu-torch2.13-two-ranks.tar.gz (PROVENANCE.md): ``compile-nproc``
+is ``compile --nproc 2 samples/ranks_diverge.py`` (a rank<r>/capture folder per rank), ``torchrun-shared`` a plain
+torchrun job whose ranks shared one TORCH_COMPILE_DEBUG tree and TORCH_TRACE folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.capture.ranks import check_launcher, split_torchrun
+from inductor_lens.errors import UsageError
+from inductor_lens.parse.ranks import find_ranks
+from inductor_lens.ranked import read_ranked, report_ranks, write_landing
+from inductor_lens.records.ranks import (
+    Collective,
+    RankedRun,
+    code_hash,
+    divergences,
+    normalized_guards,
+    summarize,
+)
+
+from ..conftest import CliResult
+
+FIXTURE = "cpu-torch2.13-two-ranks"
+RECOMPILE = (
+    "rank 1 compiled 0/1 that rank 0 did not "
+    "(recompiled because 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16)"
+)
+OTHER_CODE = (
+    "graph 0/0 inference was compiled to other code on rank 1 than on rank 0: "
+    "cpp_fused_mul_relu_2 only on rank 1; cpp_fused_mul_2 only on rank 0"
+)
+COLLECTIVES = (
+    "the compiled graphs of rank 1 hold 2 collective(s): all_reduce(f32[32]) x2, rank 0's 1 collective(s): "
+    "all_reduce(f32[32]): the difference is in graphs only rank 1 compiled (0/1 inference)"
+)
+
+
+def test_per_rank_logs_and_a_shared_debug_tree_are_split_by_rank_and_pid(
+    unpacked: Callable[[str], Path],
+) -> None:
+    sources = find_ranks(unpacked(FIXTURE) / "torchrun-shared")
+    assert [s.rank for s in sources] == [0, 1]
+    assert all(s.layout is not None for s in sources)
+    layouts = [s.layout for s in sources if s.layout is not None]
+    assert [[p.name for p in layout.trace_files] for layout in layouts] == [
+        ["dedicated_log_torch_trace_rank_0_bo_4v55w.log"],
+        ["dedicated_log_torch_trace_rank_1_c6tw41a4.log"],
+    ]
+    # the pid in each trace line's prefix picks the rank's run folder of the shared tree
+    assert [[p.name.rsplit("-", 1)[1] for p in layout.run_dirs] for layout in layouts] == [
+        ["pid_11643"],
+        ["pid_11644"],
+    ]
+    assert [len(layout.graph_folders) for layout in layouts] == [1, 2]
+
+
+def test_rank_folders_are_ranks_and_one_rank_is_an_ordinary_report(unpacked: Callable[[str], Path]) -> None:
+    job = unpacked(FIXTURE) / "compile-nproc"
+    sources = find_ranks(job)
+    assert [(s.rank, s.folder.name, s.layout) for s in sources] == [(0, "rank0", None), (1, "rank1", None)]
+    assert find_ranks(job / "rank0") == ()
+    assert find_ranks(job / "rank1" / "capture") == ()
+
+
+def test_the_landing_names_where_the_ranks_diverged(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
+    result = report_ranks(unpacked(FIXTURE) / "torchrun-shared", tmp_path / "report")
+    found = {d.aspect: d for d in result.divergences}
+    assert list(found) == ["compile ids", "graphs", "guards", "kernels", "collectives"]
+    assert found["compile ids"].text == RECOMPILE
+    assert found["graphs"].text == OTHER_CODE
+    # the branch on the rank is a guard on it: the only guard that differs once object ids are left out
+    assert found["guards"].text == (
+        "the guards of 0/0 differ: rank 1 check EQUALS_MATCH: G['rank'] == 1 where rank 0 checks "
+        "EQUALS_MATCH: G['rank'] == 0"
+    )
+    assert found["collectives"].text == COLLECTIVES
+    assert {d.severity for d in result.divergences} == {"warn"}
+    assert [(run.title, [g.id for g in run.graphs]) for run in result.runs] == [
+        ("torchrun-shared · rank 0", ["model__0_inference_0.0"]),
+        ("torchrun-shared · rank 1", ["model__0_inference_0.0", "model__1_inference_1.1"]),
+    ]
+    landing = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "The ranks diverged: compile ids, graphs, guards, kernels, collectives differ." in landing
+    assert "How to read this page" in landing
+    for rank in (0, 1):
+        assert f'href="rank{rank}/index.html"' in landing
+        assert (tmp_path / "report" / f"rank{rank}" / "lens.json").is_file()
+        assert (tmp_path / "report" / f"rank{rank}" / "compile.html").is_file()
+
+
+def test_a_compile_nproc_capture_reports_per_rank_with_its_measurements(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    result = report_ranks(unpacked(FIXTURE) / "compile-nproc", out)
+    assert [d.aspect for d in result.divergences] == [
+        "compile ids",
+        "graphs",
+        "guards",
+        "kernels",
+        "collectives",
+    ]
+    assert next(d for d in result.divergences if d.aspect == "guards").details == (
+        "ID_MATCH: ___check_obj_id(G['torch'].relu, <id>), type=<class 'builtin_function_or_method'>",
+        "EQUALS_MATCH: L['self'].rank == 1",
+        "EQUALS_MATCH: L['self'].rank == 0",
+    )
+    # each rank's measurements (capture.json, profile_trace.json) are attached, as `report` of one capture does
+    assert all(run.bench is not None and run.bench.end_to_end is not None for run in result.runs)
+    landing = (out / "index.html").read_text(encoding="utf-8")
+    assert "Compiled step" in landing and "Profiled step, in compiled code" in landing
+    # the landing page re-renders from the ranks' lens.json files alone, to the same page
+    ranked = read_ranked(out)
+    assert ranked is not None and [e.folder for e in ranked.ranks] == ["rank0", "rank1"]
+    first = landing.replace(ranked.created, "")
+    index, _runs, again = write_landing(out, ranked)
+    assert again == result.divergences
+    assert index.read_text(encoding="utf-8").replace(ranked.created, "") == first
+    # and `report` of the multi-rank report re-renders every rank and the landing in place
+    rerun = report_ranks(out)
+    assert rerun.index == out / "index.html"
+    assert rerun.divergences == result.divergences
+    assert [e.source for e in rerun.ranked.ranks] == ["rank0", "rank1"]
+
+
+def test_collectives_that_do_not_match_in_one_graph_are_bad(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    result = report_ranks(unpacked(FIXTURE) / "torchrun-shared", tmp_path / "report")
+    ranked = read_ranked(tmp_path / "report")
+    assert ranked is not None
+    zero, one = (summarize(e.rank, e.folder, run) for e, run in zip(ranked.ranks, result.runs, strict=True))
+    graph = one.graphs[0]
+    other = dataclasses.replace(
+        graph, collectives=(Collective("all_gather_into_tensor", graph.key, "f32[64]"),)
+    )
+    one = dataclasses.replace(one, graphs=(other, *one.graphs[1:]))
+    bad = [d for d in divergences([zero, one]) if d.severity == "bad"]
+    assert [d.text for d in bad] == [
+        "graph 0/0 inference issues 1 collective(s): all_gather_into_tensor(f32[64]) on rank 1 but 1 collective(s): "
+        "all_reduce(f32[32]) on rank 0: collectives that do not match across ranks hang or mix up data"
+    ]
+    assert divergences([zero, dataclasses.replace(zero, rank=1)]) == ()
+
+
+def test_what_differs_between_processes_of_one_compile_is_left_out() -> None:
+    guards = (
+        "TREE_GUARD_MANAGER:\n+- RootGuardManager\n"
+        "| | +- ID_MATCH: ___check_obj_id(G['dist'], 140607858087696), type=<class 'module'>  # dist.all_reduce(s)\n"
+        "Guard latency = 203.08 us"
+    )
+    assert normalized_guards(guards) == ("ID_MATCH: ___check_obj_id(G['dist'], <id>), type=<class 'module'>",)
+    code = "# kernel path: /tmp/a/xy.py\nk = async_compile.triton('k', '''x''', device_str='cuda')\nload('/tmp/a/k.so')\n"
+    moved = code.replace("/tmp/a/", "/tmp/b/")
+    assert code_hash(code) == code_hash(moved) != code_hash(code.replace("'''x'''", "'''y'''"))
+
+
+def test_torchrun_commands_are_split_into_launcher_options_and_the_script() -> None:
+    assert split_torchrun(
+        ["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--steps", "3"]
+    ) == (
+        ["--standalone", "--nproc-per-node", "2"],
+        ["train.py", "--steps", "3"],
+    )
+    assert split_torchrun(
+        ["python3", "-m", "torch.distributed.run", "--nproc_per_node=2", "-m", "pkg.train", "-x"]
+    ) == (
+        ["--nproc_per_node=2"],
+        ["-m", "pkg.train", "-x"],
+    )
+    assert split_torchrun(["python", "train.py"]) is None
+    with pytest.raises(UsageError, match="--no-python"):
+        split_torchrun(["torchrun", "--no-python", "echo", "hi"])
+
+
+def test_bad_process_counts_and_a_missing_torchrun_are_one_line_errors(
+    monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., CliResult]
+) -> None:
+    model = Path(__file__).resolve().parents[2] / "samples" / "ddp_mlp.py"
+    for value, fragment in (
+        ("0", "--nproc 0: give the number of processes"),
+        ("two", "'two' is not a valid integer"),
+    ):
+        result = run_cli("compile", model, "--nproc", value)
+        assert result.code == 2
+        assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+            next(line for line in result.stderr.splitlines() if fragment in line)
+        ]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    with pytest.raises(UsageError, match=r"--nproc needs torch\.distributed\.run \(torchrun\)"):
+        check_launcher(2)
+    result = run_cli("compile", model, "--nproc", "2")
+    assert result.code == 2 and "error: --nproc needs torch.distributed.run (torchrun)" in result.stderr
+
+
+def test_an_unreadable_ranks_document_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "ranks.json").write_text('{"schema_version": 99, "ranks": {}}', encoding="utf-8")
+    with pytest.raises(Exception, match="ranks document"):
+        read_ranked(tmp_path)
+    document = RankedRun(title="t", created="c", tool_version="v", source_dir="s")
+    assert RankedRun.from_json(document.to_json()) == document
