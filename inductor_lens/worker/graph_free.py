@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import GRAPH_FREE_REGION, STEP_MARKS, CudaGraphData
-from .measure import PROFILED_STEPS, gpu_time, recording_launches, replay_launches
+from .measure import PROFILED_STEPS, gpu_step_time, recording_launches, replay_launches
 
 
 def graphs_replayed(trace_path: str) -> bool:
@@ -73,7 +73,7 @@ def _graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
         for _ in range(3):
             one_round()
         torch.cuda.synchronize(device)
-        data.step = gpu_time(torch, one_round)
+        data.step = gpu_step_time(torch, one_round)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for index in range(PROFILED_STEPS):
                 with record_function(f"{STEP_MARKS[0]}{index}"):

@@ -54,6 +54,8 @@ REP_MS = 100
 MAX_SAMPLES = 100
 # A do_bench with a budget of 1 ms runs the call about this many times (1 first call, 5 to estimate, 1 warm-up, 1 timed).
 _PROBE_CALLS = 8
+# One rank of several times a fixed count of calls (gpu_step_time), after this many.
+RANKED_WARMUP_CALLS = 5
 PROFILED_STEPS = 20
 CPU_REPEATS = 20
 COPY_BYTES = 1 << 31  # 2 GiB, far beyond any L2
@@ -110,6 +112,36 @@ def gpu_time(torch: Any, fn: Callable[[], Any], *, max_samples: int | None = MAX
     return stat(
         [float(s) for s in samples],
         f"triton.testing.do_bench, warm-up {WARMUP_MS} ms, {budget}, L2 cleared before each",
+    )
+
+
+def gpu_step_time(torch: Any, fn: Callable[[], Any]) -> Timing:
+    """A model step on the GPU: ``gpu_time``, except in one rank of several (``compile --nproc``). do_bench
+    sizes its repetitions from each rank's own estimate, and a step with collectives (DDP's all-reduce) would
+    then wait forever on the rank that stopped first; there every rank makes the same count of calls."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return gpu_time(torch, fn)
+    from triton import runtime
+
+    driver = runtime.driver.active
+    cache = driver.get_empty_cache_for_benchmark()
+    for _ in range(RANKED_WARMUP_CALLS):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_SAMPLES)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(MAX_SAMPLES)]
+    for start, end in zip(starts, ends, strict=True):
+        driver.clear_cache(cache)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return stat(
+        [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)],
+        f"CUDA events, {MAX_SAMPLES} calls after {RANKED_WARMUP_CALLS} warm-up calls, the same count on every "
+        "rank (one of several), L2 cleared before each",
     )
 
 
@@ -172,7 +204,7 @@ def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any
     peaks: dict[str, int] = {}
     for name, fn in (("eager", eager), ("compiled", compiled)):
         if device.type == "cuda":
-            timings[name] = gpu_time(torch, functools.partial(step, fn))
+            timings[name] = gpu_step_time(torch, functools.partial(step, fn))
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             step(fn)
