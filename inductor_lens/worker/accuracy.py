@@ -86,7 +86,7 @@ def judge(
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 largest = max(largest, _finite_max(torch, value.double().abs()))
             ref_value = ref[index][1] if ref and index < len(ref) else None
-            check = _check(torch, prefix + name, "output", value, got[index][1], ref_value, OUTPUT_TOLERANCE)
+            check = check_tensor(torch, prefix + name, "output", value, got[index][1], ref_value, OUTPUT_TOLERANCE)
             if isinstance(check, str):
                 findings.append(check)
             elif check is not None:
@@ -103,7 +103,7 @@ def judge(
                     has_one = "eager" if got_value is None else "compiled"
                     findings.append(f"{prefix}grad of {name}: only {has_one} computed one")
                     continue
-                check = _check(torch, f"{prefix}grad of {name}", "gradient", value, got_value, ref_value, GRADIENT_TOLERANCE)
+                check = check_tensor(torch, f"{prefix}grad of {name}", "gradient", value, got_value, ref_value, GRADIENT_TOLERANCE)
                 if isinstance(check, str):
                     findings.append(check)
                 elif check is not None:
@@ -117,7 +117,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
 
 
-def _check(
+def check_tensor(
     torch: Any, name: str, kind: str, want: Any, got: Any, ref: Any, tolerances: dict[str, float]
 ) -> TensorCheck | str | None:
     """One leaf; a string for a finding (another type or shape); None for leaves that are not tensors and agree."""
