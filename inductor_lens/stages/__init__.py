@@ -1,0 +1,178 @@
+"""Compiler stages of the Triton kernels, a step of the pipeline after records (capture -> parse -> records ->
+bench -> stages -> report): each generated Triton kernel's TTIR, TTGIR, LLVM IR, PTX and SASS, with its
+registers, spills, shared memory and occupancy, and its Python lines tied to PTX and SASS lines.
+
+``attach_stages(run, capture_dir, compile_missing=...)`` adds a KernelStages per Triton kernel to the run:
+
+1. from the capture's own Triton cache, kept by the capture in ``capture/triton_cache`` (``capture/
+   triton_cache.py``): what the GPU really ran, compiled by the capture's Triton;
+2. with ``compile_missing``, for the kernels step 1 did not find (a debug folder or a bare trace from
+   elsewhere): compiled here from the output code for the capture's GPU (``aot.py``), and said so, with both
+   Triton versions where they differ.
+
+Kernels that already have stages in the run (read back from lens.json) keep them. Registers and local memory
+come from the cubin (``cuobjdump -res-usage``): what the driver reports as ``CU_FUNC_ATTRIBUTE_NUM_REGS`` and
+``LOCAL_SIZE_BYTES``, from which Triton's ``n_regs`` and ``n_spills`` (local bytes / 4) come.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from ..capture.triton_cache import KEPT_CACHE_DIR
+from ..records import CompileRun, GraphRecord, KernelRecord
+from ..records.codec import JsonScalar
+from ..records.stages import KernelStages, StagesOrigin, StageText
+from . import linemap, tools
+from .aot import CompileRequest, compile_kernels
+from .cache import STAGE_FILES, CacheEntry, chosen_config, pick_entry, read_cache
+from .occupancy import capability, occupancy
+
+__all__ = ["attach_stages", "stages_from_entry"]
+
+
+def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing: bool = False) -> CompileRun:
+    """``run`` with the compiler stages of its Triton kernels (see the module docstring)."""
+    done = {(s.graph_id, s.kernel): s for s in run.kernel_stages if not s.error}
+    wanted = [(g, k) for g, k in run.all_kernels() if k.backend == "triton" and (g.id, k.name) not in done]
+    if not wanted:
+        return run
+    found: dict[tuple[str, str], KernelStages] = {}
+    cache = capture_dir / KEPT_CACHE_DIR if capture_dir is not None else None
+    entries = read_cache(cache) if cache is not None and cache.is_dir() else []
+    for graph, kernel in wanted:
+        config, how = chosen_config(kernel)
+        entry, note = pick_entry(entries, kernel, config)
+        if entry is not None:
+            notes = (how,) + ((note,) if note else ())
+            found[graph.id, kernel.name] = stages_from_entry(
+                entry, graph.id, kernel, "capture cache", run, config, notes
+            )
+    missing = [(g, k) for g, k in wanted if (g.id, k.name) not in found]
+    if compile_missing and missing:
+        found.update(_compile_here(run, missing))
+    if not found:
+        return run
+    kept = tuple(s for s in run.kernel_stages if (s.graph_id, s.kernel) not in found)
+    return replace(run, kernel_stages=kept + tuple(found.values()))
+
+
+def _target_of(run: CompileRun, kernel: KernelRecord) -> int | None:
+    """The compute capability the kernel was generated for: its own triton_meta's, else the run's device's."""
+    device = kernel.launch_config.get("device")
+    cc = device.get("cc") if isinstance(device, dict) else None
+    if isinstance(cc, int):
+        return cc
+    return capability(run.environment.device_capability)
+
+
+def _compile_here(
+    run: CompileRun, kernels: list[tuple[GraphRecord, KernelRecord]]
+) -> dict[tuple[str, str], KernelStages]:
+    requests: dict[str, CompileRequest] = {}
+    wanted: dict[tuple[str, str], tuple[str, dict[str, JsonScalar], str, KernelRecord]] = {}
+    failed: dict[tuple[str, str], KernelStages] = {}
+    for graph, kernel in kernels:
+        cc = _target_of(run, kernel)
+        if cc is None:
+            failed[graph.id, kernel.name] = KernelStages(graph.id, kernel.name, "compiled here",
+                                                         error="the capture names no GPU target to compile for")  # fmt: skip
+            continue
+        config, how = chosen_config(kernel)
+        # the same source and config compile once (a kernel shared by the forward and inference graphs)
+        key = f"{kernel.name}|{cc}|{sorted(config.items())}|{hash(kernel.source)}"
+        requests.setdefault(key, CompileRequest(key, kernel.name, kernel.source, config, cc))
+        wanted[graph.id, kernel.name] = (key, config, how, kernel)
+    with tempfile.TemporaryDirectory(prefix="inductor-lens-stages-") as work:
+        outcomes = compile_kernels(list(requests.values()), Path(work))
+        for (graph_id, name), (key, config, how, kernel) in wanted.items():
+            outcome = outcomes[key]
+            if outcome.folder is None:
+                failed[graph_id, name] = KernelStages(
+                    graph_id, name, "compiled here", error=outcome.error or "not compiled"
+                )
+                continue
+            entries = [e for e in read_cache(outcome.folder.parent) if e.folder == outcome.folder]
+            if not entries:
+                failed[graph_id, name] = KernelStages(
+                    graph_id, name, "compiled here", error="the compiler left no cache entry"
+                )
+                continue
+            notes = tuple(n for n in (how if not outcome.note else "", outcome.note) if n)
+            failed[graph_id, name] = stages_from_entry(entries[0], graph_id, kernel, "compiled here", run,
+                                                       dict(outcome.config or config), notes)  # fmt: skip
+    return failed
+
+
+def stages_from_entry(
+    entry: CacheEntry,
+    graph_id: str,
+    kernel: KernelRecord,
+    origin: StagesOrigin,
+    run: CompileRun,
+    config: Mapping[str, JsonScalar],
+    notes: tuple[str, ...] = (),
+) -> KernelStages:
+    """The KernelStages of one Triton cache entry: texts, SASS, resources, occupancy and the line map."""
+    metadata = entry.metadata
+    texts = [StageText.of(stage, text) for stage in STAGE_FILES if (text := entry.read(stage)) is not None]
+    notes_list = list(notes)
+    registers = local = None
+    sass_map: dict[int, int] = {}
+    ptx = entry.read("ptx")
+    ptx_map = linemap.ptx_lines(ptx) if ptx else None
+    try:
+        cubin = entry.file("cubin").read_bytes()
+    except OSError:
+        cubin = None
+        notes_list.append("the cache entry has no cubin: no SASS, registers or spills")
+    if cubin is not None:
+        sass = tools.disassemble(cubin)
+        if sass is None:
+            notes_list.append("this machine has neither nvdisasm nor cuobjdump: no SASS")
+        else:
+            sass_text, sass_map = linemap.sass_lines(sass, ptx_map)
+            texts.append(StageText.of("sass", sass_text))
+        usage = tools.resource_usage(cubin, entry.name)
+        if usage is None:
+            notes_list.append("this machine has no cuobjdump: registers and spills unknown")
+        else:
+            registers, local = usage.registers, usage.local_bytes
+    lines = linemap.line_spans(ptx_map.lines if ptx_map else {}, sass_map)
+    target = metadata.get("target")
+    arch = target.get("arch") if isinstance(target, dict) else None
+    cc = capability(arch if isinstance(arch, (int, str)) else None)
+    num_warps, num_stages, shared = (_int(metadata.get(k)) for k in ("num_warps", "num_stages", "shared"))
+    fits = cc is not None and registers is not None and shared is not None and num_warps is not None
+    return KernelStages(
+        graph_id=graph_id,
+        kernel=kernel.name,
+        origin=origin,
+        target=f"sm_{cc}" if cc is not None else "",
+        triton_version=_str(metadata.get("triton_version")),
+        capture_triton_version=run.environment.triton_version,
+        config=dict(config),
+        config_note="; ".join(notes_list[:1]),
+        num_warps=num_warps,
+        num_stages=num_stages,
+        shared_bytes=shared,
+        registers=registers,
+        spills=local // 4 if local is not None else None,
+        local_bytes=local,
+        occupancy=occupancy(cc, registers, shared, num_warps) if fits else None,  # type: ignore[arg-type]
+        texts=tuple(texts),
+        lines=lines,
+        cache_hash=_str(metadata.get("hash")),
+        notes=tuple(notes_list[1:]),
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
