@@ -76,9 +76,27 @@ class CompileSpec:
     # Check (and on a GPU time) hand-written Triton equivalents of the kernels, after the capture.
     handwritten: bool = True
     accuracy: str = "fp64"
+    # --find-divergence: the first kernel whose output goes wrong (worker/divergence.py), and how long the
+    # re-runs with options that change numerics may take.
+    find_divergence: bool = False
+    divergence_budget_s: float = 300.0
+    # --save-inputs[=MB]: save each kernel's launch arguments (up to this many MB) for `inductor-lens repro`.
+    save_inputs_mb: float | None = None
+    # --preview-gpu: generate the Triton code of this GPU on a CPU-only machine (worker/gpu_preview.py).
+    preview_gpu: str | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
+        if self.preview_gpu is not None:
+            from .worker.gpu_preview import check_spec, gpu_key
+
+            try:
+                gpu_key(self.preview_gpu)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            why_not = check_spec(self.mode, self.train, self.dynamic, self.options)
+            if why_not:
+                raise UsageError(why_not)
         if self.accuracy not in ACCURACY_CHECKS:
             raise UsageError(f"unknown accuracy check {self.accuracy!r}; choose one of {', '.join(ACCURACY_CHECKS)}")
         if self.device not in DEVICES:

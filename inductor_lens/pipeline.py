@@ -20,7 +20,7 @@ import contextlib
 import datetime as dt
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -52,6 +52,7 @@ from .report.folders import (
     reusable_run_file,
     write_input_stamp,
 )
+from .stages import attach_stages
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def build_run(
     )
     if capture_dir is not None:
         run = attach_measurements(run, capture_dir, strict=strict)
+        run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
     if run_handwritten and on_stage is not None:
         on_stage("hand-written kernels")
     return attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
@@ -215,9 +217,12 @@ def report_folder(
     strict: bool = False,
     draw: bool = True,
     profile: Path | None = None,
+    compile_stages: bool = False,
 ) -> ReportResult:
     """Build a report from a folder holding a torch_compile_debug tree, or re-render a lens.json; with
-    ``profile``, timed from that profiler trace (recorded elsewhere) instead of what the capture measured.
+    ``profile``, timed from that profiler trace (recorded elsewhere) instead of what the capture measured;
+    with ``compile_stages``, each Triton kernel without compiler stages from the capture's cache is compiled
+    here for the capture's GPU (``inductor_lens/stages``).
 
     Where ``out_dir`` already holds the report of exactly this input (same files, sizes and times, same
     inductor-lens), its lens.json is read back instead of parsing the capture again."""
@@ -235,6 +240,8 @@ def report_folder(
         run = _build_for_report(folder, load_run(folder) if is_report else None, strict)
         if profile is not None:
             run = attach_profile(run, profile)
+    if compile_stages:
+        run = attach_stages(run, find_capture_dir(folder), compile_missing=True)
     prepare_out_dir(out_dir, replace=REPORT_PAGES)
     index = render(run, out_dir, draw=draw)
     write_input_stamp(out_dir, fingerprint)
@@ -244,7 +251,7 @@ def report_folder(
 def _build_for_report(folder: Path, previous: CompileRun | None, strict: bool) -> CompileRun:
     try:
         if previous is not None:
-            return build_run(
+            run = build_run(
                 folder,
                 folder / CAPTURE_DIR,
                 strict=strict,
@@ -253,6 +260,10 @@ def _build_for_report(folder: Path, previous: CompileRun | None, strict: bool) -
                 environment=previous.environment,
                 capture=previous.capture,
             )
+            # stages compiled here earlier (report --compile-stages) are in lens.json only
+            found = {(s.graph_id, s.kernel) for s in run.kernel_stages}
+            kept = tuple(s for s in previous.kernel_stages if (s.graph_id, s.kernel) not in found)
+            return replace(run, kernel_stages=run.kernel_stages + kept)
         # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
         # and the hand-written kernels' results (handwritten.json)
         return build_run(folder, find_capture_dir(folder), strict=strict)

@@ -8,7 +8,8 @@ log stay in ``capture_dir`` for the parse stage, whether the run succeeded or no
 
 The model process gets TORCH_COMPILE_DEBUG with its debug folder inside ``capture_dir``,
 TORCH_TRACE, TORCHINDUCTOR_BENCHMARK_KERNEL, and fresh private Inductor and Triton cache folders
-(a warm cache leaves the debug folder empty).
+(a warm cache leaves the debug folder empty). What the Triton cache holds is kept in
+``capture_dir/triton_cache`` (``triton_cache.py``) before it is deleted: the kernels' compiler stages.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..worker.files import (
     read_capture_result,
 )
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
+from .triton_cache import keep_triton_cache
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
 
@@ -176,6 +178,8 @@ def _run_worker(
             echo=echo,
         )
     finally:
+        # the kernels' compiler stages (TTIR ... cubin), for the report's stages pages
+        keep_triton_cache(caches / "triton", capture_dir)
         if own_cache:
             shutil.rmtree(caches, ignore_errors=True)
     try:
@@ -245,6 +249,7 @@ def _outcome(
         outputs=tuple(result.outputs),
         parameters=result.parameters,
         accuracy=result.accuracy,
+        divergence=result.divergence,
         log_file=f"{CAPTURE_DIR}/{LOG_FILE}",
     )
 

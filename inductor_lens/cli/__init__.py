@@ -4,6 +4,7 @@
     run.py          run -- python SCRIPT ARGS
     compare.py      compare MODEL, diff A B         handwritten.py  handwritten list|check|bench
     cache.py        cache info|clear                common.py       error handling, shared options
+    repro.py        repro REPORT KERNEL
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .compare import compare_command, diff_command
 from .compile import compile_command
 from .handwritten import handwritten_group
 from .report import open_command, report_command
+from .repro import repro_command
 from .run import run_command
 
 __all__ = ["cli", "main"]
@@ -31,7 +33,7 @@ def cli() -> None:
 
 
 for command in (compile_command, run_command, compare_command, diff_command, report_command, open_command,
-                handwritten_group, cache_group):  # fmt: skip
+                handwritten_group, cache_group, repro_command):  # fmt: skip
     cli.add_command(command)
 
 

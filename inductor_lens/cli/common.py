@@ -18,6 +18,7 @@ import click
 from .. import api
 from ..errors import LensError
 from ..options import ACCURACY_CHECKS, DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
+from ..records.numerics import divergence_headline
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR_EXIT = 70
@@ -167,6 +168,9 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
         worst = f": {accuracy.worst.name} ({accuracy.worst.note})" if accuracy.worst else ""
         findings = f"; {len(accuracy.findings)} finding(s)" if accuracy.findings else ""
         click.echo(f"inductor-lens: accuracy: the compiled model differs from eager{worst}{findings}", err=True)
+    divergence = run.capture.divergence if run.capture else None
+    if divergence is not None:
+        click.echo(f"inductor-lens: {divergence_headline(divergence)}", err=True)
     _finish("report", result.index, result.error, open_browser)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,41 @@ from .common import (
     help="Run the model in N processes (ranks) launched by torch.distributed.run, each in a process group "
     "(gloo on CPU, nccl on CUDA) that the model file can use; a report per rank and a page comparing them.",
 )
+@click.option(
+    "--find-divergence",
+    is_flag=True,
+    help="After the capture, name the first kernel whose output diverges from its FX node run eagerly (and in "
+    "float64), with the line of the model, and which Inductor options that change numerics make it go away.",
+)
+@click.option(
+    "--divergence-budget",
+    "divergence_budget_s",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Seconds the --find-divergence re-runs with other Inductor options may take.",
+)
+@click.option(
+    "--save-inputs",
+    "save_inputs_mb",
+    type=click.FloatRange(min=0, min_open=True),
+    is_flag=False,
+    flag_value=256.0,
+    default=None,
+    metavar="[MB]",
+    help="Save each kernel's real launch arguments (up to MB in all, default 256; the largest kernels are "
+    "skipped first) beside the capture, for `inductor-lens repro`.",
+)
+@click.option(
+    "--preview-gpu",
+    "preview_gpu",
+    is_flag=False,
+    flag_value="H200",
+    default=None,
+    metavar="[H200|H100]",
+    help="On a machine without a GPU: have Inductor generate the Triton kernels it would for this GPU (default "
+    "H200), check them under Triton's interpreter against eager, and report them as a CPU preview (no timing).",
+)
 @out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/, with --nproc <model>-<mode>-nproc<N>/].")
 @model_options
 @lens_command
@@ -54,6 +90,10 @@ def compile_command(
     mode: str,
     options: tuple[str, ...],
     nproc: int | None,
+    find_divergence: bool,
+    divergence_budget_s: float,
+    save_inputs_mb: float | None,
+    preview_gpu: str | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
@@ -62,6 +102,10 @@ def compile_command(
 ) -> None:
     """Compile MODEL (a .py file with get_model() and get_inputs()) and write an HTML report."""
     spec = spec_from_options(model, mode, parse_inductor_options(options), **model_settings)
+    spec = replace(spec, find_divergence=find_divergence, divergence_budget_s=divergence_budget_s,
+                   save_inputs_mb=save_inputs_mb)  # fmt: skip
+    if preview_gpu is not None:  # the model runs on the CPU; nothing there to time or to compare by hand
+        spec = replace(spec, preview_gpu=preview_gpu.upper(), device="cpu", bench=False, handwritten=False)
     if nproc is not None:
         check_launcher(nproc)
         target = out_dir or api.default_report_dir(spec).with_name(f"{api.default_report_dir(spec).name}-nproc{nproc}")

@@ -33,11 +33,23 @@ from .common import (
     help="Time the report from this torch.profiler Chrome trace (.json or .json.gz), recorded elsewhere by "
     "export_chrome_trace around the same model; replaces the capture's own timings.",
 )
+@click.option(
+    "--compile-stages",
+    is_flag=True,
+    help="Compile each Triton kernel that has no compiler stages from the capture's own Triton cache here, for "
+    "the capture's GPU (no GPU needed; seconds per kernel): its TTIR, TTGIR, LLVM IR, PTX and SASS pages.",
+)
 @strict_option
 @open_option("report")
 @lens_command
 def report_command(
-    folder: Path, out_dir: Path | None, profile: Path | None, strict: bool, open_browser: bool, verbose: bool
+    folder: Path,
+    out_dir: Path | None,
+    profile: Path | None,
+    compile_stages: bool,
+    strict: bool,
+    open_browser: bool,
+    verbose: bool,
 ) -> None:
     """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine), a report, or
     TORCH_TRACE logs alone (a folder of them, or one file): graphs rebuilt from the trace. A folder of several
@@ -52,7 +64,7 @@ def report_command(
             raise UsageError(f"{folder} is a comparison: --profile times the report of one capture")
         finish_comparison(api.rerender_comparison(folder, out_dir), open_browser)
         return
-    result = api.report_folder(folder, out_dir, strict=strict, profile=profile)
+    result = api.report_folder(folder, out_dir, strict=strict, profile=profile, compile_stages=compile_stages)
     bench = result.run.bench
     if profile is not None and bench is not None and bench.profile is not None:
         click.echo(f"inductor-lens: profile: {profile_summary(bench.profile, bench.device == 'cuda')}", err=True)

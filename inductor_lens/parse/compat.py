@@ -98,6 +98,7 @@ WRAPPER_HELPERS = {
     "end_graph",
     "torch._dynamo.testing.rand_strided",
     "copy_misaligned_inputs",
+    "copy_if_misaligned",  # 2.13 GPU wrappers (seen in a --preview-gpu capture): an input re-aligned for Triton
     "align",
     "torch.empty_strided",
     "empty_strided",

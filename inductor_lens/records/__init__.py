@@ -9,6 +9,7 @@ documents, each with its own schema version:
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
     timeline.py     CompileTimeline: the compile's chromium_event spans, per process and thread
+    stages.py       KernelStages: a Triton kernel's compiler stages (TTIR to SASS), resources and line map
     handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's (with the
                     launch configurations they ran with, KernelConfig), and HandwrittenKernel: each
                     hand-written kernel as the report shows it
@@ -97,6 +98,7 @@ from .run import (
     SourceFile,
     TensorCheck,
 )
+from .stages import KernelStages, LineSpans, Occupancy, StageText
 from .timeline import CompileTimeline, SpanKind, TimelineProcess, TimelineSpan
 from .timing import (
     BenchResult,
@@ -171,12 +173,15 @@ __all__ = [
     "KernelChange",
     "KernelConfig",
     "KernelRecord",
+    "KernelStages",
     "KernelTiming",
     "Launch",
     "LaunchKind",
     "LaunchTiming",
+    "LineSpans",
     "MatchKind",
     "NodeMapping",
+    "Occupancy",
     "OriginSegment",
     "ParseStats",
     "ProfileSource",
@@ -189,6 +194,7 @@ __all__ = [
     "SourceFile",
     "SourceLine",
     "SpanKind",
+    "StageText",
     "StepTiming",
     "TensorCheck",
     "TimelineProcess",

@@ -49,6 +49,13 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
        .non_compliant_ops, .compliant_custom_ops, .cache_lookups, CacheLookup).
      - timings from a profiler trace recorded elsewhere (report --profile): where they came from and how each
        graph was joined (BenchResult.profile, ProfileSource, GraphJoin).
+     - compiler stages per Triton kernel (issue 18): TTIR, TTGIR, LLVM IR, PTX and SASS (compressed), registers,
+       spills, shared memory, occupancy and the Python-line map, from the capture's Triton cache or compiled
+       here (CompileRun.kernel_stages, KernelStages, StageText, LineSpans, Occupancy).
+     - a CPU preview of a GPU's code (compile --preview-gpu, issue 18): Environment.preview_of, .preview_check.
+     - the first kernel whose output diverges (compile --find-divergence, issue 18): each buffer judged against
+       its FX node, the option re-runs (CaptureOutcome.divergence, NumericDivergence, BufferCheck,
+       DivergenceGraph, OptionTrial).
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ from typing import Literal
 from .codec import JsonScalar, JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
+from .numerics import NumericDivergence
+from .stages import KernelStages
 from .timeline import CompileTimeline
 from .timing import BenchResult
 
@@ -85,6 +94,10 @@ class Environment:
     platform: str | None = None
     # "capture": measured in the child process; "debug folder" or "TORCH_TRACE log": inferred from the files.
     source: str = "debug folder"
+    # compile --preview-gpu: the GPU whose Triton code Inductor generated on this CPU-only machine (nothing ran
+    # on it), and how its kernels were checked (worker/gpu_preview.py).
+    preview_of: str | None = None
+    preview_check: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +213,8 @@ class CaptureOutcome:
     outputs: tuple[str, ...] = ()
     parameters: int | None = None
     accuracy: Accuracy | None = None
+    # compile --find-divergence: the first kernel whose output went wrong, and the options that fix it.
+    divergence: NumericDivergence | None = None
     log_file: str | None = None
     # A script run unchanged (``inductor-lens run``): its command line, its torch.compile calls, and which
     # steps were profiled ("10 calls of train_step after 3 warm-up calls").
@@ -434,6 +449,8 @@ class CompileRun:
     log_text: str = ""
     stats: ParseStats = field(default_factory=ParseStats)
     timeline: CompileTimeline = field(default_factory=CompileTimeline)
+    # Each Triton kernel's compiler stages (inductor_lens/stages), by graph id and kernel name.
+    kernel_stages: tuple[KernelStages, ...] = ()
 
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:
@@ -454,6 +471,9 @@ class CompileRun:
 
     def handwritten_for(self, graph_id: str, target: str) -> HandwrittenMatch | None:
         return next((m for m in self.handwritten if m.graph_id == graph_id and m.target == target), None)
+
+    def stages_of(self, graph_id: str, kernel: str) -> KernelStages | None:
+        return next((s for s in self.kernel_stages if s.graph_id == graph_id and s.kernel == kernel), None)
 
     def handwritten_kernel(self, name: str) -> HandwrittenKernel | None:
         return next((k for k in self.handwritten_kernels if k.name == name), None)

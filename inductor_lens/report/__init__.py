@@ -23,8 +23,10 @@ from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page
 from .highlight import forget_prepared, prepare, stylesheet
 from .kernel_view import kernel_pages, kernel_source_blocks
+from .numerics_view import divergence_view
 from .provenance_view import provenance_page, provenance_url
 from .source_view import line_anchor, line_urls, source_page
+from .stages_view import stages_pages
 from .text_view import stage_pages, text_pages
 from .timeline_view import TIMELINE_EXPORT, timeline_export, timeline_view
 from .timing_view import timing_view
@@ -49,6 +51,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             page=index_page(run),
             timing=timing_view(run, diagnosis.stability),
             diagnosis=diagnosis,
+            divergence=divergence_view(run, urls),
         )
     }
     drawings = draw_graphs(run) if draw else {}
@@ -66,6 +69,11 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             files[kernel_url(graph, kernel_page.kernel.name)] = page(
                 "kernel.html.j2", "../../", page=kernel_page
             )
+        stages, stage_texts = stages_pages(run, graph)
+        for url, the_stages_page in stages.items():
+            files[url] = page("stages.html.j2", "../../../", page=the_stages_page)
+        for url, text_page in stage_texts.items():
+            files[url] = page("text.html.j2", "../../../", page=text_page)
     files["compile.html"] = page("compile.html.j2", "", page=compile_page(run), timeline=timeline_view(run))
     if run.timeline.spans:
         files[TIMELINE_EXPORT] = timeline_export(run)

@@ -11,6 +11,7 @@ from markupsafe import Markup
 from ..bench.roofline import kernel_cost
 from ..parse.symbolic import FROM_HINTS, annotate
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
+from ..repro.writer import repro_command
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
 from .highlight import highlight, reanchored
@@ -54,6 +55,8 @@ class KernelPage:
     handwritten: HandwrittenRow | None = None
     # The kernel's source again, for the side-by-side with its hand-written equivalent.
     compact_source: Markup | None = None
+    # ``inductor-lens repro`` of this kernel, run from the report's folder ("" when it was never launched).
+    repro_command: str = ""
 
 
 def kernel_pages(
@@ -106,6 +109,7 @@ def kernel_pages(
                 timing=_timing_facts(run, graph, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
                 compact_source=reanchored(source, "src", "ind") if row and row.steps else None,
+                repro_command=repro_command(graph, kernel) if launches else "",
             )
         )
     return pages

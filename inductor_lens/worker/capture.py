@@ -59,6 +59,8 @@ class Run(ResultWriter):
 def main(argv: list[str]) -> int:
     """``argv``: the spec file and the result file."""
     spec = CompileSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    if spec.preview_gpu:  # before Triton is imported: its jit functions are then the interpreter's
+        os.environ["TRITON_INTERPRET"] = "1"
     run = Run(spec, Path(argv[1]))
     try:
         return guarded(run, lambda torch: execute(run, torch), catch_all=True)
@@ -157,7 +159,15 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
         reference, why_not = float64_run(torch, model, calls, spec.train, device)
 
     run.phase("compile")
-    compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
+    preview = None
+    if spec.preview_gpu:  # Inductor generates the GPU's code; it runs here under Triton's interpreter
+        from .gpu_preview import PreviewBackend, describe
+
+        preview = PreviewBackend(torch, spec.preview_gpu, options)
+        result.environment = replace(result.environment, preview_of=describe(spec.preview_gpu))
+        compiled = torch.compile(model, backend=preview, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
+    else:
+        compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
     outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
     result.cold_compile_s = seconds[0]
     result.call_seconds = seconds
@@ -166,7 +176,16 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
     result.second_call_s = seconds[0]
 
-    if spec.accuracy != "off":
+    if spec.save_inputs_mb:
+        run.phase("save kernel inputs")
+        from .saved_inputs import save_inputs
+
+        save_inputs(torch, lambda: run_all(torch, compiled, calls, spec.train, device, "compile"),
+                    run.result_path.parent, spec.save_inputs_mb)  # fmt: skip
+
+    if preview is not None:
+        result.environment = replace(result.environment, preview_check=preview.log.summary())
+    if spec.accuracy != "off" and not (preview is not None and preview.log.not_checked):
         run.phase("compare")
         result.accuracy = accuracy.judge(torch, eager, outputs, reference, train=spec.train, why_no_reference=why_not)
 
@@ -174,6 +193,17 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
         run.phase("benchmark")
         result.bench = benchmark(torch, model, compiled, calls, spec.train, device, dtype, run.result_path.parent,
                                  spec.bench_scope)  # fmt: skip
+
+    if spec.find_divergence:
+        run.phase("find divergence")
+        from .divergence import search
+
+        def one_step(fn: Any) -> None:
+            for call in calls:
+                step(torch, fn, call, spec.train, device, "compile")
+
+        result.divergence = search(torch, model, one_step, options, device=device.type, fullgraph=spec.fullgraph,
+                                   dynamic=spec.dynamic, budget_s=spec.divergence_budget_s)  # fmt: skip
 
 
 def run_all(

@@ -10,6 +10,8 @@ reading stage turns into a warning (or an error under ``--strict``).
     capture/capture.json      model process -> parent   CaptureResult (with BenchData when timed)
     capture/capture.log       model process -> parent   everything it printed; ``PHASE_MARKER`` lines
     capture/profile_trace.json  model process -> parent   torch.profiler's Chrome trace of the timed steps
+    capture/saved_inputs/index.json  model process -> parent   SavedInputs (``--save-inputs``: each kernel's
+                              launch arguments, one .pt file each beside it, for ``inductor-lens repro``)
     capture/handwritten_plan.json  parent -> check process   HandwrittenPlan
     capture/handwritten.json  check process -> parent   HandwrittenResults
 
@@ -29,6 +31,7 @@ from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
 from ..records.handwritten import KernelConfig
+from ..records.numerics import NumericDivergence
 from ..records.run import Accuracy, CompileCall, Environment
 from ..records.timing import HostLoad, Timing
 
@@ -39,6 +42,9 @@ LOG_FILE = "capture.log"
 PROFILE_TRACE_FILE = "profile_trace.json"
 # The compiled graphs' code profiled again without CUDA graphs (worker/graph_free.py), when the steps replayed them.
 GRAPH_FREE_TRACE_FILE = "profile_graph_free.json"
+# --save-inputs: the arguments of each kernel's first launch, one torch.save'd list per launch, and their index.
+SAVED_INPUTS_DIR = "saved_inputs"
+SAVED_INPUTS_INDEX = f"{SAVED_INPUTS_DIR}/index.json"
 HANDWRITTEN_PLAN_FILE = "handwritten_plan.json"
 HANDWRITTEN_RESULTS_FILE = "handwritten.json"
 HANDWRITTEN_LOG_FILE = "handwritten.log"
@@ -169,11 +175,34 @@ class CaptureResult:
     outputs: list[str] = field(default_factory=list)
     parameters: int | None = None
     accuracy: Accuracy | None = None
+    divergence: NumericDivergence | None = None  # --find-divergence
     bench: BenchData | None = None
     # A script run unchanged (worker/script.py): its torch.compile calls and the profiled window.
     command: str = ""
     compile_calls: list[CompileCall] = field(default_factory=list)
     profiled: str = ""
+
+
+# --- saved_inputs/index.json: the kernels' real arguments (--save-inputs) ------------------------------
+
+
+@dataclass
+class SavedLaunch:
+    """The first launch of one kernel of one graph: its arguments as a list in ``file`` (torch.save)."""
+
+    graph: str  # md5 of the output-code module (what graph_free.py names a graph by; the parent's graph.output_code)
+    kernel: str
+    file: str = ""  # under SAVED_INPUTS_DIR; "" when skipped
+    arguments: int = 0  # how many arguments the launch passed (tensors and scalars)
+    bytes: int = 0  # the tensors' storage
+    skipped: str = ""  # why it was not saved (the size cap, an argument torch.save cannot write)
+
+
+@dataclass
+class SavedInputs:
+    cap_bytes: int
+    launches: list[SavedLaunch] = field(default_factory=list)
+    error: str | None = None
 
 
 # --- the hand-written kernels' check process ---------------------------------------------------------
