@@ -17,6 +17,13 @@ for step in "$@"; do
       timeout 560 python3 benchmarks/profile_join.py samples/block.py hf-gpt2-small samples/real/llama.py --steps 20 --out /tmp/pj > $OUT/profile-join.log 2>&1
       cat /tmp/pj/*/comparison.md > $OUT/profile-join.md 2>/dev/null
       tar czf $OUT/profile-join-traces.tar.gz -C /tmp/pj --exclude='*/capture' --exclude='*/profiled' . 2>/dev/null ;;
+    stages) # issue 18: compiler stages against the device; the report comes back for a screenshot here
+      timeout 400 python3 benchmarks/compiler_stages_gpu.py --work /tmp/stages --out $OUT/compiler-stages.md > $OUT/stages.log 2>&1
+      tar czf $OUT/stages-report.tar.gz -C /tmp/stages --exclude=report/capture report 2>/dev/null ;;
+    repro) # issue 18: every Triton kernel's reproducer, alone in a fresh process, against the report's isolated time
+      timeout 420 python3 benchmarks/repro_gpu.py --compile samples/block.py --work /tmp/repro --out $OUT/repro-block.md > $OUT/repro-block.log 2>&1
+      timeout 300 python3 benchmarks/repro_gpu.py --work /tmp/repro-fixture --out $OUT/repro-fixture.md > $OUT/repro-fixture.log 2>&1 ;;
+    gputests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu > $OUT/gputests.log 2>&1 ;;
     fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
       IFS=@ read -r name outer stage <<< "${step#fixture-}"
       rm -rf /tmp/fx && mkdir -p /tmp/fx && tar xzf tests/fixtures/$name.tar.gz -C /tmp/fx

@@ -65,6 +65,9 @@ def read_cache(folder: Path) -> list[CacheEntry]:
     return entries
 
 
+_CONFIG_ITEM = re.compile(r"(\w+): (-?\d+)\b")
+
+
 def chosen_config(kernel: KernelRecord) -> tuple[dict[str, JsonScalar], str]:
     """The launch configuration the run used for ``kernel`` (block sizes, num_warps, num_stages), and how it
     is known; ({}, why) where the report does not know it."""
@@ -80,6 +83,12 @@ def chosen_config(kernel: KernelRecord) -> tuple[dict[str, JsonScalar], str]:
                 if isinstance(p, list) and len(p) == 2 and isinstance(p[1], (int, float, str))
             }
             return config, how
+    kept = kernel.timing.config if kernel.timing is not None else None
+    if kept:
+        # the launcher the run kept, as Triton prints its config: "XBLOCK: 256, num_warps: 4, ..., maxnreg: None"
+        config = {name: int(value) for name, value in _CONFIG_ITEM.findall(kept)}
+        if config:
+            return config, "the launcher the run kept (read in the model process after autotuning)"
     fixed = {k: v for k in ("num_warps", "num_stages") if isinstance(v := kernel.launch_config.get(k), int)}
     if fixed:
         return dict(fixed), "the config in the kernel's decorator"

@@ -288,3 +288,21 @@ def test_stages_survive_lens_json_and_render(compiled: dict) -> None:
     assert "the capture used Triton 3.6.0" in page
     assert 'id="st-data"' in page and f"id=ptx-{stages.text('ptx').lines}>" in page  # type: ignore[union-attr]
     assert f'{kernel.name}/stages.html">TTIR, TTGIR, LLVM IR, PTX and SASS' in files[f"{base}.html"]
+
+
+def test_the_launcher_the_run_kept_names_the_config_where_the_trace_does_not(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """h200-block-autotune-timed: each Triton kernel had 2 configs and the trace logged no best_config; the model
+    process read the launcher autotuning kept ("XBLOCK: 512, num_warps: 8, ..."), and that is the config compiled
+    ahead of time (on an H100, the first config in its place gave 31 registers where the device ran 19)."""
+    from inductor_lens import api
+    from inductor_lens.stages.cache import chosen_config
+
+    run = api.report_folder(unpacked("h200-block-autotune-timed"), tmp_path / "report", draw=False).run
+    chosen = {k.name: chosen_config(k) for _, k in run.all_kernels()}
+    assert chosen["triton_poi_fused_addmm_gelu_view_2"] == (
+        {"XBLOCK": 512, "num_warps": 8, "num_ctas": 1, "num_stages": 1},
+        "the launcher the run kept (read in the model process after autotuning)",
+    )
+    assert chosen["triton_per_fused_native_layer_norm_0"][0] == {"XBLOCK": 1, "num_warps": 1, "num_ctas": 1, "num_stages": 1}
