@@ -442,7 +442,7 @@ def read_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagn
             )
             del data[key]
     cache, result = compat.CACHE_LOOKUP_ARTIFACTS[name]
-    components = [str(c) for c in data.get("components") or ()]
+    components = [_readable_component(str(c)) for c in data.get("components") or ()]
     kept = components[:CACHE_COMPONENTS_KEPT]
     nanoseconds = data.get("time_saved_ns" if result == "hit" else "time_taken_ns")
     lookup = CacheLookup(
@@ -461,6 +461,18 @@ def read_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagn
     graph = state.last_graph
     if cache == "FX graph" and lookup.key and graph is not None and graph.compile_id == compile_id:
         graph.cache_key = lookup.key
+
+
+# Control characters (and U+FFFD, what torch's decoding left of other bytes) in a component: a pickle printed as text.
+_BINARY = re.compile("[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+
+
+def _readable_component(text: str) -> str:
+    """A key component as shown: ``[hash] autograd_config: <pickled bytes>`` keeps its name, not its bytes."""
+    if not _BINARY.search(text):
+        return text
+    name = text.split(": ", 1)[0]
+    return f"{name}: <{len(text):,} characters of binary data (a pickled value), not shown>"
 
 
 def read_graph_break(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:

@@ -240,7 +240,7 @@ def test_a_lookups_components_are_capped_and_the_page_says_so(unpacked) -> None:
     run = parse_debug_folder(unpacked("block_default"), strict=True)
     aot, fx = run.frames[0].cache_lookups
     assert (aot.cache, aot.result, aot.key, aot.components_total, len(aot.components), aot.components_cut) == (
-        "AOTAutograd", "miss", "an5qc2uqwgd6534s3pl3kllw3fll56d67i2gao6o3uh5ztap6sj2", 549, 100, 4
+        "AOTAutograd", "miss", "an5qc2uqwgd6534s3pl3kllw3fll56d67i2gao6o3uh5ztap6sj2", 549, 100, 3
     )  # fmt: skip
     assert (fx.key, fx.seconds, fx.components_total, fx.components_cut) == (
         "faiblgx6hzn7sakwkhzfqbh3g6qjjz4qnh4pwv3sbar6a7xcq5e7", 2.219041944, 550, 2
@@ -250,6 +250,10 @@ def test_a_lookups_components_are_capped_and_the_page_says_so(unpacked) -> None:
     assert "what the key hashes: the first 100 of 550; 2 of them cut at 1,000 characters" in html
     assert '<code class="cache-key">faiblgx6hzn7sakwkhzfqbh3g6qjjz4qnh4pwv3sbar6a7xcq5e7</code>' in html
     assert "the compile took 2.22 s" in html
+    # torch_version and autograd_config are pickled bytes printed as text: named, never dumped into the page
+    assert "[z4hnxccf5csppuirjdf355yl36bqh4gn5glcmyc2epnrbpj2vlh] autograd_config: <1,098 characters of binary data " \
+        "(a pickled value), not shown>" in aot.components
+    assert not any(c < " " and c not in "\t\n" for c in html)
 
 
 def test_every_stub_attempt_of_a_frame_folds_into_its_last() -> None:
