@@ -161,13 +161,17 @@ def resolve_device(torch: Any, requested: str) -> Any:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first informative line of an exception message (torch's can run to pages)."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if (
-            line
-            and not line.startswith("Set TORCHDYNAMO_VERBOSE")
-            and not line.startswith("You can suppress")
-        ):
-            return line[:400]
-    return type(exc).__name__
+    """The first informative line of an exception message (torch's can run to pages). A line that only
+    introduces the cause ("backend='inductor' raised:") takes the cause's line with it."""
+    lines = [
+        line.strip()
+        for line in str(exc).splitlines()
+        if line.strip()
+        and not line.strip().startswith("Set TORCHDYNAMO_VERBOSE")
+        and not line.strip().startswith("You can suppress")
+    ]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"[:400]
+    return lines[0][:400]

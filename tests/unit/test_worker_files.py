@@ -78,3 +78,19 @@ def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(tm
     assert received["options"]["post_grad_custom_pre_pass"] is noop_pass  # type: ignore[index]
     result = read_capture_result(tmp_path / "capture.json")
     assert result is not None and result.compile_calls[0].script_options == call.script_options
+
+
+def test_an_error_that_introduces_its_cause_keeps_the_cause_on_its_line() -> None:
+    """torch's BackendCompilerFailed reads "backend='inductor' raised:" and names the cause on the next line:
+    the one-line error once stopped at the colon and said nothing."""
+    from inductor_lens.worker.model_file import first_line
+
+    exc = RuntimeError(
+        "backend='inductor' raised:\nFakeTensorDeviceMismatchError: found at least two devices, cuda:0 and cpu!\n\n"
+        "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace"
+    )
+    assert first_line(exc) == (
+        "backend='inductor' raised: FakeTensorDeviceMismatchError: found at least two devices, cuda:0 and cpu!"
+    )
+    assert first_line(RuntimeError("plain message\nmore")) == "plain message"
+    assert first_line(RuntimeError("")) == "RuntimeError"
