@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call of the GPU checks (issues 16, 17); writes under $OUT. Usage: benchmarks/run_gpu_batch.sh STEP...
+# One device call of the GPU checks (issues 16-18); writes under $OUT. Usage: benchmarks/run_gpu_batch.sh STEP...
 export PYTHONPATH=$PWD
 for step in "$@"; do
   echo "=== $step $(date +%T)"
@@ -23,6 +23,11 @@ for step in "$@"; do
     repro) # issue 18: every Triton kernel's reproducer, alone in a fresh process, against the report's isolated time
       timeout 420 python3 benchmarks/repro_gpu.py --compile samples/block.py --work /tmp/repro --out $OUT/repro-block.md > $OUT/repro-block.log 2>&1
       timeout 300 python3 benchmarks/repro_gpu.py --work /tmp/repro-fixture --out $OUT/repro-fixture.md > $OUT/repro-fixture.log 2>&1 ;;
+    sdpa) # issue 18: the attention backend CUDA picks, for the CPU preview's sdp_choice
+      timeout 120 python3 benchmarks/sdpa_choice_probe.py --out $OUT/sdpa-choice.json > $OUT/sdpa.log 2>&1 ;;
+    preview-names) # issue 18: the CPU preview under the fixtures' torch, GPU hidden, against the GPU fixtures
+      CUDA_VISIBLE_DEVICES= timeout 420 python3 benchmarks/preview_names.py --out $OUT/preview-names.md --work /tmp/pvn > $OUT/preview-names.log 2>&1 ;;
+    divergence) timeout 300 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_divergence_gpu.py > $OUT/divergence.log 2>&1 ;;
     gputests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu > $OUT/gputests.log 2>&1 ;;
     fixture-*) # fixture-NAME[@OUTER_S@STAGE_S]: a committed capture's hand-written stage run here
       IFS=@ read -r name outer stage <<< "${step#fixture-}"

@@ -39,17 +39,33 @@ against the H200 fixtures tests/fixtures/{mlp,softmax_ln,block}_default, torch 2
       kernels for ``empty``/``empty_strided`` that allocate on the CPU.
     - SDPA decomposed to its math form (block.py): on a CPU build ``_fused_sdp_choice_stub`` has no CUDA
       entry, so ``scaled_dot_product_attention`` always picks math. An ``AutogradCUDA`` kernel makes the
-      choice as CUDA's ``sdp_utils`` would on sm_90 for the common dense cases (flash for fp16/bf16 without
-      a mask, else memory-efficient, else math; torch's priority order and enable flags respected).
+      choice as CUDA's ``sdp_utils`` does on sm_90 (cuDNN first, as ``check_prefer_cudnn_attention`` orders
+      it on sm 9.0 with the wheels' cuDNN, then flash, memory-efficient, math; the enable flags respected):
+      it agrees with all 3,780 cases an H200 was asked (benchmarks/results/2026-11-25-h200-sdpa-choice.json,
+      tests/unit/test_gpu_preview_sdpa.py). It then writes the composite as attention.cpp does: a boolean
+      mask becomes ``where(mask, 0, -inf)`` (-65504 for cuDNN), memory-efficient attention's mask is
+      padded and expanded, flash's head dim padded to 8. (First cut: no cuDNN, ``where(~mask, -inf, 0)``:
+      HF Llama's four attention-input kernels and GPT-2's mask kernel had other names.)
+    - HF models (``FakeTensorDeviceMismatchError``, ``Torch not compiled with CUDA enabled``): the traced
+      graph moves tensors with ``.to(device(type='cpu'))`` and builds constants with ``torch.tensor(...,
+      device=...)``; every device in the graph is pointed at ``cuda:0`` and ``torch.cuda._lazy_init`` is
+      answered. reduce-overhead: ``_cuda_cudaCachingAllocator_is_enabled`` answers True, as on a GPU, so
+      Inductor plans for CUDA graphs as it would there (they are not replayed here).
     - Kernel compilation: with ``TRITON_INTERPRET=1`` set while the output code loads, ``async_compile``
       loads each kernel without compiling it (no ptxas, no cubin, nothing to load on a device).
-    Result on the samples: mlp 1/1, block 4/4 kernels with the H200 fixtures' exact names (and the same
+    Result under the fixtures' own torch 2.11 (the device machine's CPUs, its GPU hidden;
+    benchmarks/results/2026-11-25-h200-preview-names.md): 28 of 28 inference kernels with the GPU's names
+    and categories, on the three samples and HF GPT-2 and Llama. Under torch 2.13 (here, CI): on the samples
+    mlp 1/1, block 4/4 kernels with the H200 fixtures' exact names (and the same
     extern calls: 2 ``addmm``, 6 ``mm``, ``_scaled_dot_product_efficient_attention``); softmax_ln's one kernel
     fuses the same FX nodes (``exp_default``, ``prepare_softmax_online_default``, ``sub_tensor``, ...) but is
     named ``triton_red_fused__softmax_add_mul_native_layer_norm_prepare_softmax_online_0`` where torch 2.11
     wrote ``..._add_exp_mul_native_layer_norm_prepare_softmax_online_sub_0``: torch 2.13 no longer lists
     the online-softmax replacement's ``aten.sub``/``aten.exp`` among the kernel's original ATen ops (its
-    "Original ATen" comment differs the same way), a torch-version difference, not the preview's.
+    "Original ATen" comment differs the same way), a torch-version difference, not the preview's. Likewise
+    HF GPT-2 8/9 (2.13 makes the embedding + LayerNorm kernel a persistent reduction, ``triton_per_``) and
+    Llama 1/13 (2.13 fuses the rotary embedding and the RMSNorms otherwise): the same preview code gives the
+    GPU's names under 2.11, so these are torch's changes, and a torch 2.13 GPU would write what 2.13 previews.
 (c) AOTInductor (``aoti_compile_and_package``) would need the same fake device and writes a C++ wrapper
     instead of the Python output code the report reads; compiling each kernel for sm_90 with the Triton
     wheel's ptxas works (tests/unit/test_handwritten_compile.py) but is not needed for names and costs
@@ -192,22 +208,44 @@ def install(torch: Any) -> None:
     # The extern attention kernels the CUDA choice leads to, for the interpreted run on the CPU.
     lib.impl("_scaled_dot_product_efficient_attention", lambda *a, **k: _efficient_on_cpu(torch, *a, **k), "CPU")
     lib.impl("_scaled_dot_product_flash_attention", lambda *a, **k: _flash_on_cpu(torch, *a, **k), "CPU")
+    lib.impl("_scaled_dot_product_cudnn_attention", lambda *a, **k: _cudnn_on_cpu(torch, *a, **k), "CPU")
     _INSTALLED.append(lib)
 
 
-FLASH, EFFICIENT, MATH = 1, 2, 0
+FLASH, EFFICIENT, MATH, CUDNN = 1, 2, 0, 3  # torch's SDPBackend values
+DEFAULT_SDP_ORDER = [FLASH, EFFICIENT, MATH, CUDNN, 4]
 
 
-def sdp_choice(torch: Any, q: Any, k: Any, v: Any, mask: Any, enable_gqa: bool) -> int:
-    """The backend CUDA's sdp_utils picks on sm_90 for these inputs (the common dense cases)."""
+def sdp_order(torch: Any, major: int, minor: int) -> list[int]:
+    """The backends CUDA's ``sdp_utils.priority_order`` tries, in order: the user's order if they set one, else
+    cuDNN first on sm 9.0 / 10.0 (``check_prefer_cudnn_attention``: the cuDNN of torch 2.11/2.13's CUDA wheels
+    qualifies; ``TORCH_CUDNN_SDPA_DEPRIORITIZED`` keeps the default)."""
+    order = list(torch._C._get_sdp_priority_order())
+    deprioritized = os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", "0") not in ("", "0")
+    if order == DEFAULT_SDP_ORDER and (major, minor) in ((9, 0), (10, 0)) and not deprioritized:
+        return [CUDNN, FLASH, EFFICIENT, MATH]
+    return order
+
+
+def sdp_choice(torch: Any, q: Any, k: Any, v: Any, mask: Any, enable_gqa: bool, dropout_p: float = 0.0,
+               is_causal: bool = False, major: int = 9, minor: int = 0) -> int:  # fmt: skip
+    """The backend CUDA's ``select_sdp_backend`` picks on the GPU for these inputs (the common dense cases)."""
     flags = torch.backends.cuda
     dense = q.dim() == k.dim() == v.dim() == 4 and not (q.is_nested or k.is_nested or v.is_nested)
     head = q.size(-1)
     same_heads = dense and q.size(1) == k.size(1) == v.size(1)
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    for backend in torch._C._get_sdp_priority_order():
+    gqa = dense and enable_gqa and k.size(1) == v.size(1) and q.size(1) % k.size(1) == 0  # grouped query heads
+    half = q.dtype in (torch.float16, torch.bfloat16) and q.dtype == k.dtype == v.dtype
+    deterministic = torch.are_deterministic_algorithms_enabled() and not torch.is_deterministic_algorithms_warn_only_enabled()
+    for backend in sdp_order(torch, major, minor):
+        if backend == CUDNN and flags.cudnn_sdp_enabled() and dense and half and (same_heads or gqa) \
+                and head == k.size(-1) and head <= 256 and v.size(-1) <= 256 and head % 8 == 0 \
+                and v.size(-1) % 8 == 0 and k.size(-2) != 1 and not (q.size(-2) == 1 and dropout_p) \
+                and not deterministic:  # fmt: skip
+            return CUDNN
         if backend == FLASH and flags.flash_sdp_enabled() and dense and mask is None and half and head <= 256 \
-                and head == k.size(-1) == v.size(-1) and (same_heads or enable_gqa):  # fmt: skip
+                and head == k.size(-1) == v.size(-1) and (same_heads or gqa) \
+                and not (is_causal and q.size(-2) != k.size(-2)):  # fmt: skip
             return FLASH
         if backend == EFFICIENT and flags.mem_efficient_sdp_enabled() and same_heads \
                 and (half or q.dtype == torch.float32) and head == k.size(-1) and head % 8 == 0 \
@@ -220,11 +258,25 @@ def sdp_choice(torch: Any, q: Any, k: Any, v: Any, mask: Any, enable_gqa: bool) 
 
 def _sdpa(torch: Any, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
           is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Any:  # fmt: skip
-    """aten::scaled_dot_product_attention for CUDA tensors, as attention.cpp dispatches it."""
+    """aten::scaled_dot_product_attention for CUDA tensors, as attention.cpp's composite writes it (torch 2.11, whose
+    graphs in tests/fixtures/{gpt2_small_ro,llama_small_bf16} show ``where(mask, 0.0, -inf)``):
+    the backend's choice, the boolean mask turned additive (cuDNN's with -65504 for -inf), memory-efficient
+    attention's mask padded and expanded, flash's head dim padded to 8."""
     aten = torch.ops.aten
-    choice = sdp_choice(torch, q, k, v, attn_mask, enable_gqa)
+    choice = sdp_choice(torch, q, k, v, attn_mask, enable_gqa, dropout_p, is_causal)
+    lse = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if choice == CUDNN:
+        if attn_mask is not None and attn_mask.dtype == torch.bool:  # cuDNN's -inf is -65504
+            attn_mask = torch.where(attn_mask, torch.scalar_tensor(0.0, dtype=q.dtype, device=attn_mask.device),
+                                    -65504.0)  # fmt: skip
+        return aten._scaled_dot_product_cudnn_attention(q, k, v, attn_mask, lse, dropout_p, is_causal, False,
+                                                        scale=scale)[0]  # fmt: skip
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.where(attn_mask, torch.scalar_tensor(0.0, dtype=q.dtype, device=attn_mask.device),
+                                -math.inf)  # fmt: skip
     if choice == EFFICIENT:
-        lse = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+        if attn_mask is not None:
+            attn_mask = _preprocess_mask(torch, attn_mask, q, k)
         return aten._scaled_dot_product_efficient_attention(q, k, v, attn_mask, lse, dropout_p, is_causal,
                                                             scale=scale)[0]  # fmt: skip
     if choice == FLASH:
@@ -237,6 +289,16 @@ def _sdpa(torch: Any, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: 
         return out[..., :width] if pad else out
     return aten.scaled_dot_product_attention.default.decompose(q, k, v, attn_mask, dropout_p, is_causal,
                                                                scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+
+
+def _preprocess_mask(torch: Any, mask: Any, q: Any, k: Any) -> Any:
+    """attention.cpp's ``preprocess_mask``: a mask whose strides are not multiples of 8 is padded (and sliced
+    back), then expanded to (batch, heads, queries, keys)."""
+    aligned = all(mask.stride(i) % 8 == 0 for i in range(mask.dim() - 1)) and mask.stride(-1) == 1
+    if not aligned:
+        size = mask.size(-1)
+        mask = torch.nn.functional.pad(mask, (0, 8 - size % 8))[..., :size]
+    return mask.expand(q.size(0), q.size(1), q.size(2), k.size(2))
 
 
 def _efficient_on_cpu(torch: Any, q: Any, k: Any, v: Any, bias: Any, compute_lse: bool, dropout_p: float = 0.0,
@@ -254,6 +316,19 @@ def _flash_on_cpu(torch: Any, q: Any, k: Any, v: Any, dropout_p: float = 0.0, is
     zero = torch.zeros((), dtype=torch.int64)
     empty = torch.empty(0)
     return out, lse, None, None, q.size(-2), k.size(-2), zero, zero, empty
+
+
+def _cudnn_on_cpu(torch: Any, q: Any, k: Any, v: Any, bias: Any, compute_lse: bool, dropout_p: float = 0.0,
+                  is_causal: bool = False, return_debug_mask: bool = False, scale: float | None = None) -> Any:  # fmt: skip
+    from torch._meta_registrations import alloc_with_matching_layout
+
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, bias, dropout_p, is_causal, scale=scale)
+    laid_out = alloc_with_matching_layout(q, tuple(out.shape))  # the layout cuDNN's meta function promises
+    laid_out.copy_(out)
+    lse = torch.empty((q.size(0), q.size(1), q.size(2), 1), dtype=torch.float32)
+    zero = torch.zeros((), dtype=torch.int64)
+    empty = torch.empty(0)
+    return laid_out, lse, empty, empty, q.size(2), k.size(2), zero, zero, empty
 
 
 def _preview_driver(gpu_props: Any) -> Any:
@@ -314,6 +389,7 @@ def pretend_gpu(torch: Any, gpu: str) -> Iterator[None]:
         "_exchange_device": lambda device: 0,
         "_maybe_exchange_device": lambda device: 0,
         "_DeviceGuard": lambda index: contextlib.nullcontext(),
+        "_lazy_init": lambda: None,  # a real tensor made "on CUDA" while tracing is allocated on the CPU
     }
     interface: dict[str, Any] = {
         "get_device_properties": answers["get_device_properties"], "current_device": lambda: 0,
@@ -328,6 +404,8 @@ def pretend_gpu(torch: Any, gpu: str) -> Iterator[None]:
         # A CPU-only build: FakeTensorMode must keep its CPU-only behaviour although is_available() says True.
         mock.patch.object(FakeTensorMode, "avoid_device_init", property(lambda self: True)),
         mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, create=True),
+        # reduce-overhead: Inductor keeps CUDA graphs only with the caching allocator on, as a GPU's is
+        mock.patch.object(torch._C, "_cuda_cudaCachingAllocator_is_enabled", lambda: True, create=True),
         mock.patch.object(guards, "_empty_strided_cuda", _empty_strided_cpu(torch)),
         mock.patch.object(triton_helpers, "libdevice", INTERPRETER_LIBDEVICE),
         mock.patch.object(torch._inductor.config, "compile_threads", 1),  # workers would not be patched
@@ -494,11 +572,24 @@ def _time_limit(seconds: float) -> Iterator[None]:
 
 
 def _devices_to(torch: Any, gm: Any, device: Any) -> None:
-    """Point the graph's factory calls (``device=`` keywords) at ``device``: the model was traced on the CPU."""
+    """Point the graph's devices (factory calls' ``device=``, ``.to(device)`` as HF models write it) at ``device``:
+    the model was traced on the CPU."""
+    from torch.fx.node import map_aggregate
+
+    def moved(value: Any) -> Any:
+        return device if isinstance(value, torch.device) and value.type in ("cpu", "cuda") else value
+
     for node in gm.graph.nodes:
-        value = node.kwargs.get("device") if node.op == "call_function" else None
-        if isinstance(value, (torch.device, str)) and torch.device(value).type in ("cpu", "cuda"):
-            node.kwargs = {**node.kwargs, "device": device}
+        if node.op not in ("call_function", "call_method"):
+            continue
+        node.args = map_aggregate(node.args, moved)
+        kwargs = map_aggregate(node.kwargs, moved)
+        if isinstance(kwargs.get("device"), str) and kwargs["device"].split(":")[0] in ("cpu", "cuda"):
+            kwargs = {**kwargs, "device": device}
+        if node.op == "call_method" and node.target == "to":  # x.to("cpu")
+            node.args = tuple(device if isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda") else a
+                              for a in node.args)  # fmt: skip
+        node.kwargs = kwargs
     gm.recompile()
 
 
