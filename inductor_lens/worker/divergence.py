@@ -270,7 +270,8 @@ def examine(
         with quiet_compile(torch), torch._inductor.config.patch(search_options(torch, options)):
             compiled = torch.compile(model, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
             run_step(compiled)  # compiles (the backward too, with --train)
-            with tracer.tracing():
+            # CUDA backwards run on autograd's device threads, out of a settrace's reach: keep them on this one
+            with tracer.tracing(), torch.autograd.set_multithreading_enabled(False):
                 run_step(compiled)
     finally:
         _RECORDING.remove(recorder)
@@ -284,8 +285,7 @@ def examine(
     notes = [f"{n} buffer{'s' if n > 1 else ''}: {why}" for why, n in skipped.items()]
     untraced = [g for g in recorder.graphs if not calls_seen[g.index]]
     if untraced:
-        notes.append(f"{len(untraced)} graph(s) not compared: no call() of theirs ran on the traced thread "
-                     "(a backward on autograd's device thread)")  # fmt: skip
+        notes.append(f"{len(untraced)} graph(s) not compared: no call() of theirs ran in the traced step")
     return checks, notes, recorder.graphs
 
 
@@ -306,7 +306,12 @@ def judge_call(torch: Any, graph_call: GraphCall, call: int, skipped: Counter[st
             wanted[written.buffer] = written
     names = {graph.origins[b] for b in wanted}
     inputs = graph_call.inputs or []
-    eager = run_nodes(torch, graph.reference, inputs, names)
+    try:
+        eager = run_nodes(torch, graph.reference, inputs, names)
+    except Exception as exc:  # one graph that cannot run again eagerly leaves the others to judge
+        why = str(exc).replace("\n", " ")[:300]
+        skipped[f"graph {graph.index} could not run again node by node ({type(exc).__name__}: {why})"] += len(wanted)
+        return []
     try:
         from torch._dynamo.debug_utils import cast_to_fp64
 
