@@ -6,7 +6,7 @@
 //           p: launch position, l: line, r: [[first, last], ...] (the first range is the entry's own lines),
 //           post: [post index], url}]
 // Lines are indexed once on load (line -> entry, per pane); a click marks only the lines it concerns and
-// clears only those it marked, so nothing scales with the size of the code but the first pass.
+// clears only those it marked (linked_panes.js), so nothing scales with the size of the code but the first pass.
 (function () {
   "use strict";
   var source = document.getElementById("pv-data");
@@ -16,20 +16,11 @@
   var NAMES = { pre: "pre-grad", post: "post-grad", code: "output code" };
   var owner = { pre: {}, post: {}, code: {} };  // line -> index into data[pane]
   var stops = { pre: [], post: [], code: [] };  // the linked lines, in order, for the arrow keys
-  var marked = [];
   var selected = null;  // {pane, line}
-
-  function line(pane, number) { return document.getElementById(pane + "-" + number); }
+  var mark = LinkedPanes.mark, clear = LinkedPanes.clear, reveal = LinkedPanes.reveal;
 
   function own(pane, first, last, index, linked) {
-    for (var number = first; number <= last; number++) {
-      if (owner[pane][number] !== undefined) continue;
-      owner[pane][number] = index;
-      if (!linked) continue;
-      var element = line(pane, number);
-      if (element) element.classList.add("pv-m");
-      stops[pane].push(number);
-    }
+    Array.prototype.push.apply(stops[pane], LinkedPanes.own(owner, pane, first, last, index, linked));
   }
   data.pre.forEach(function (node, i) { own("pre", node.l, node.l, i, node.post.length > 0); });
   data.post.forEach(function (node, i) { own("post", node.l, node.l, i, node.pre.length + node.code.length > 0); });
@@ -42,30 +33,6 @@
     return out;
   }
   function flat(lists) { return unique([].concat.apply([], lists)); }
-
-  function clear() {
-    marked.forEach(function (element) { element.classList.remove("pv-hit", "pv-sel"); });
-    marked = [];
-  }
-  function mark(pane, first, last, how) {
-    var top = null;
-    for (var number = first; number <= last; number++) {
-      var element = line(pane, number);
-      if (!element) continue;
-      element.classList.add(how);
-      marked.push(element);
-      if (top === null) top = element;
-    }
-    return top;
-  }
-  function reveal(pane, element, always) {
-    var box = document.querySelector('[data-scroll="' + pane + '"]');
-    if (!box || !element) return;
-    var top = element.offsetTop;
-    if (always || top < box.scrollTop || top > box.scrollTop + box.clientHeight - element.offsetHeight) {
-      box.scrollTop = Math.max(0, top - box.clientHeight / 3);
-    }
-  }
 
   // The status line, built from text, <code> and link parts (never as HTML).
   function say(parts) {
@@ -155,10 +122,8 @@
   document.querySelectorAll("[data-scroll]").forEach(function (box) {
     var pane = box.getAttribute("data-scroll");
     box.addEventListener("click", function (event) {
-      var element = event.target.closest ? event.target.closest("pre.lines > span[id]") : null;
-      if (!element || !box.contains(element)) return;
-      var number = parseInt(element.id.slice(pane.length + 1), 10);
-      if (!isNaN(number)) select(pane, number, true);
+      var number = LinkedPanes.clickedLine(event, box, pane);
+      if (number !== null && !isNaN(number)) select(pane, number, true);
     });
     box.addEventListener("keydown", function (event) {
       var down = event.key === "ArrowDown" || event.key === "j", up = event.key === "ArrowUp" || event.key === "k";

@@ -2,7 +2,7 @@
 // The map arrives as one JSON block (#st-data, written by report/stages_view.py):
 //   lines: [{l: Python line, ptx: [[first, last], ...], sass: [[first, last], ...]}]
 // A click on a linked line in any pane selects its Python line: that line and all its PTX and SASS ranges are
-// marked and scrolled to. Lines are indexed once on load; a click clears only what it marked.
+// marked and scrolled to. Lines are indexed once on load; a click clears only what it marked (linked_panes.js).
 (function () {
   "use strict";
   var source = document.getElementById("st-data");
@@ -11,36 +11,16 @@
   var data = JSON.parse(source.textContent);
   var PANES = ["py", "ptx", "sass"];
   var owner = { py: {}, ptx: {}, sass: {} };  // line -> index into data.lines
-  var marked = [];
+  var line = LinkedPanes.line, mark = LinkedPanes.mark, clear = LinkedPanes.clear, reveal = LinkedPanes.reveal;
 
-  function line(pane, number) { return document.getElementById(pane + "-" + number); }
   function ranges(entry, pane) { return pane === "py" ? [[entry.l, entry.l]] : entry[pane]; }
 
   data.lines.forEach(function (entry, i) {
     PANES.forEach(function (pane) {
-      ranges(entry, pane).forEach(function (range) {
-        for (var n = range[0]; n <= range[1]; n++) {
-          if (owner[pane][n] !== undefined) continue;
-          owner[pane][n] = i;
-          var element = line(pane, n);
-          if (element) element.classList.add("pv-m");
-        }
-      });
+      ranges(entry, pane).forEach(function (range) { LinkedPanes.own(owner, pane, range[0], range[1], i, true); });
     });
   });
 
-  function clear() {
-    marked.forEach(function (element) { element.classList.remove("pv-hit", "pv-sel"); });
-    marked = [];
-  }
-  function reveal(pane, element) {
-    var box = document.querySelector('[data-scroll="' + pane + '"]');
-    if (!box || !element) return;
-    var top = element.offsetTop;
-    if (top < box.scrollTop || top > box.scrollTop + box.clientHeight - element.offsetHeight) {
-      box.scrollTop = Math.max(0, top - box.clientHeight / 3);
-    }
-  }
   function count(list) {
     return list.reduce(function (sum, range) { return sum + range[1] - range[0] + 1; }, 0);
   }
@@ -52,10 +32,7 @@
       var first = null;
       ranges(entry, pane).forEach(function (range) {
         for (var n = range[0]; n <= range[1]; n++) {
-          var element = line(pane, n);
-          if (!element) continue;
-          element.classList.add(pane === clickedPane && n === clickedLine ? "pv-sel" : "pv-hit");
-          marked.push(element);
+          var element = mark(pane, n, n, pane === clickedPane && n === clickedLine ? "pv-sel" : "pv-hit");
           if (first === null) first = element;
         }
       });
@@ -70,12 +47,8 @@
     var box = document.querySelector('[data-scroll="' + pane + '"]');
     if (!box) return;
     box.addEventListener("click", function (event) {
-      var element = event.target.closest("span[id]");
-      while (element && element.parentElement && element.parentElement.tagName !== "PRE") {
-        element = element.parentElement.closest("span[id]");
-      }
-      if (!element) return;
-      var number = parseInt(element.id.slice(pane.length + 1), 10);
+      var number = LinkedPanes.clickedLine(event, box, pane);
+      if (number === null) return;
       var index = owner[pane][number];
       if (index === undefined) {
         clear();
