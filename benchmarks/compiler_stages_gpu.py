@@ -8,8 +8,9 @@ python benchmarks/compiler_stages_gpu.py [--sample samples/block.py] [--work DIR
    the way Triton loads it (``driver.active.utils.load_binary``: ``n_regs``, ``n_spills``), and the driver's
    ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` is asked for its blocks per SM; both are compared with the
    report's registers, spills, shared memory (Triton's ``metadata.shared``) and computed occupancy;
-3. the same report is rebuilt without the cache (``report --compile-stages``: the kernels compiled ahead of
-   time from the output code, the CPU path) and its registers compared with the cache's;
+3. the same report is rebuilt without the Triton cache (``report --compile-stages``: the kernels compiled ahead
+   of time from the output code, the CPU path, with the config ``capture/best_configs.json`` names for each
+   autotuned kernel) and its registers compared with the device's;
 4. a screenshot of one stages page at 1,400 px, if Playwright is importable (else it says so).
 
 Prints a markdown table (and writes it to ``--out``); exits 1 when a number disagrees.
@@ -121,7 +122,7 @@ def main() -> None:
 
     rows, failures = [], 0
     header = ("| graph | kernel | origin | registers: report / device (n_regs) / compiled here | spills: report / device "
-              "(n_spills) | shared: report / metadata.shared | blocks per SM: report / driver | agree |")  # fmt: skip
+              "(n_spills) | shared: report / metadata.shared | blocks per SM: report / driver | agree | config (how known) |")  # fmt: skip
     for stages in document["kernel_stages"]:
         entry = entries.get(stages["cache_hash"])
         if entry is None or stages["error"]:
@@ -133,23 +134,26 @@ def main() -> None:
         n_regs, n_spills, shared, blocks = _device_numbers(entry, stages["kernel"])
         occupancy = (stages.get("occupancy") or {}).get("blocks_per_sm")
         here = aot.get((stages["graph_id"], stages["kernel"]), {}).get("registers")
-        agree = (stages["registers"], stages["spills"], stages["shared_bytes"], occupancy) == (
+        # the ahead-of-time path (no cache) compiles the config the capture's best_configs.json names
+        agree = (stages["registers"], stages["spills"], stages["shared_bytes"], occupancy, here) == (
             n_regs,
             n_spills,
             shared,
             blocks,
+            n_regs,
         )
         failures += not agree
         rows.append(
             f"| {stages['graph_id']} | `{stages['kernel']}` | {stages['origin']} | {stages['registers']} / {n_regs} / {here} "
-            f"| {stages['spills']} / {n_spills} | {stages['shared_bytes']} / {shared} | {occupancy} / {blocks} | {'yes' if agree else 'NO'} |"
+            f"| {stages['spills']} / {n_spills} | {stages['shared_bytes']} / {shared} | {occupancy} / {blocks} | {'yes' if agree else 'NO'} "
+            f"| {stages.get('config')} ({stages.get('config_note') or 'no note'}) |"
         )  # fmt: skip
     pages = sorted((report / "kernels").glob("*/*/stages.html"))
     shot = _screenshot(pages[0], args.work / "stages.png") if pages else "no stages page"
     text = "\n".join([
         f"Compiler stages of `{args.sample.name}` on {document['environment'].get('device_name')} "
         f"(torch {document['environment'].get('torch_version')}, Triton {document['environment'].get('triton_version')}):",
-        "", header, "|" + "---|" * 8, *rows, "", shot,
+        "", header, "|" + "---|" * 9, *rows, "", shot,
     ])  # fmt: skip
     print(text)
     if args.out is not None:

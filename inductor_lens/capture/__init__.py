@@ -9,7 +9,8 @@ log stay in ``capture_dir`` for the parse stage, whether the run succeeded or no
 The model process gets TORCH_COMPILE_DEBUG with its debug folder inside ``capture_dir``,
 TORCH_TRACE, TORCHINDUCTOR_BENCHMARK_KERNEL, and fresh private Inductor and Triton cache folders
 (a warm cache leaves the debug folder empty). What the Triton cache holds is kept in
-``capture_dir/triton_cache`` (``triton_cache.py``) before it is deleted: the kernels' compiler stages.
+``capture_dir/triton_cache`` (``triton_cache.py``) before it is deleted: the kernels' compiler stages, with
+the configs Inductor's autotuner kept (its ``.best_config`` files).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..worker.files import (
     read_capture_result,
 )
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
-from .triton_cache import keep_triton_cache
+from .triton_cache import keep_best_configs, keep_triton_cache
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
 
@@ -178,8 +179,9 @@ def _run_worker(
             echo=echo,
         )
     finally:
-        # the kernels' compiler stages (TTIR ... cubin), for the report's stages pages
+        # the kernels' compiler stages (TTIR ... cubin) and the configs autotuning kept, for the stages pages
         keep_triton_cache(caches / "triton", capture_dir)
+        keep_best_configs(caches / "inductor", capture_dir)
         if own_cache:
             shutil.rmtree(caches, ignore_errors=True)
     try:

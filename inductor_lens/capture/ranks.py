@@ -34,7 +34,7 @@ from ..worker.files import (
 from ..worker.ranked import CACHES_VARIABLE, PROCESS_GROUP_VARIABLE, REPORT_VARIABLE, rank_capture_dir
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
 from . import _ERROR_KINDS, Capture, _outcome, _settings, capture_environment, script_capture
-from .triton_cache import keep_triton_cache
+from .triton_cache import keep_best_configs, keep_triton_cache
 
 __all__ = [
     "LAUNCH_LOG",
@@ -189,11 +189,14 @@ def _launch(
             launcher=launcher,
         )
     finally:
-        # each rank's kernels' compiler stages (TTIR ... cubin), kept in its capture folder
+        # each rank's kernels' compiler stages (TTIR ... cubin) and the configs autotuning kept, kept in its
+        # capture folder
         for rank_caches in caches.glob("rank*"):
             number = rank_caches.name.removeprefix("rank")
             if number.isdecimal():
-                keep_triton_cache(rank_caches / "triton", rank_capture_dir(report_dir, int(number)))
+                rank_dir = rank_capture_dir(report_dir, int(number))
+                keep_triton_cache(rank_caches / "triton", rank_dir)
+                keep_best_configs(rank_caches / "inductor", rank_dir)
         shutil.rmtree(caches, ignore_errors=True)
 
 

@@ -7,15 +7,30 @@ shared memory) into ``capture/triton_cache/<hash folder>/``, so the compiler-sta
 stages``) show what the GPU really ran. Inductor's kernels (``triton_*``) go first, then the others
 (hand-written, user kernels), each folder whole or not at all, until ``KEEP_LIMIT_BYTES``; a max-autotune
 capture compiles hundreds of template configurations, of which the report needs a few.
+
+Which of a kernel's configurations the run kept, Inductor's autotuner writes beside the kernel's ``.py`` in
+its own cache (``TORCHINDUCTOR_CACHE_DIR/<2 chars>/<key>.best_config``, a small JSON object: the config and,
+for a benchmarked choice, ``triton_cache_hash``, the Triton cache folder of the winner; torch's
+``runtime/autotune_cache.py`` ``AutotuneCache.save``). The key hashes the kernel file's name with
+``torch_key()``, which only this torch can compute: ``keep_best_configs`` keeps them all in one index,
+``capture/best_configs.json`` (``{"<2 chars>/<key>.best_config": {..., "kernel_file": "<2 chars>/<kernel>.py"}}``,
+beside the Triton cache so a capture copied without it still knows each kernel's config), for
+``stages.cache.autotune_choice``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
 KEPT_CACHE_DIR = "triton_cache"
 KEEP_LIMIT_BYTES = 256 * 1024 * 1024
+BEST_CONFIGS_FILE = "best_configs.json"  # in the capture folder
+KERNEL_FILE_KEY = "kernel_file"  # added to each kept best_config: the kernel file it is the choice of
+BEST_CONFIG_LIMIT = 20_000  # files; each is a few hundred bytes
+_BEST_CONFIG_MAX_BYTES = 64 * 1024
 _KEPT = (".json", ".ttir", ".ttgir", ".llir", ".ptx", ".cubin")
 
 
@@ -50,3 +65,53 @@ def keep_triton_cache(cache: Path, capture_dir: Path, limit_bytes: int = KEEP_LI
             continue
         kept, used = kept + 1, used + size
     return kept
+
+
+def keep_best_configs(cache: Path, capture_dir: Path) -> int:
+    """Index every ``<key>.best_config`` of the Inductor cache ``cache`` (a JSON object each), with the kernel
+    file it belongs to where torch can tell, into ``capture_dir/best_configs.json``; returns how many were kept.
+    Unreadable files are left out; never raises."""
+    kept: dict[str, object] = {}
+    try:
+        files = sorted(cache.glob("*/*.best_config")) if cache.is_dir() else []
+    except OSError:
+        return 0
+    kernel_of = _kernel_files(cache) if files else {}
+    for file in files[:BEST_CONFIG_LIMIT]:
+        try:
+            if file.stat().st_size > _BEST_CONFIG_MAX_BYTES:
+                continue
+            content = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(content, dict):
+            name = f"{file.parent.name}/{file.name}"
+            kept[name] = {**content, KERNEL_FILE_KEY: kernel_of[name]} if name in kernel_of else content
+    if not kept:
+        return 0
+    try:
+        capture_dir.mkdir(parents=True, exist_ok=True)
+        (capture_dir / BEST_CONFIGS_FILE).write_text(json.dumps(kept), encoding="utf-8")
+    except OSError:
+        return 0
+    return len(kept)
+
+
+def _kernel_files(cache: Path) -> dict[str, str]:
+    """{"<2 chars>/<key>.best_config": "<2 chars>/<kernel>.py"} for the kernel files of ``cache``. The key, as
+    torch's ``AutotuneCache`` makes it (2.11: ``_setup_local_cache``; 2.13: ``_make_local_cache_key``, the same
+    hashes): sha256(sha256("<kernel file name>:<torch.compiler.config.cache_key_tag>") + ``torch_key()``), where
+    ``torch_key()`` hashes this torch's sources (the model process ran this torch). {} where torch lacks it."""
+    try:
+        from torch._inductor.codecache import torch_key
+        from torch.compiler import config as compiler_config
+
+        salt, tag = torch_key(), compiler_config.cache_key_tag
+    except Exception:  # a torch without them: the files are kept, unmatched
+        return {}
+    kernels: dict[str, str] = {}
+    for source in sorted(cache.glob("*/*.py"))[:BEST_CONFIG_LIMIT]:
+        key = hashlib.sha256(f"{source.name}:{tag}".encode()).hexdigest()
+        name = hashlib.sha256(key.encode() + salt).hexdigest()
+        kernels[f"{source.parent.name}/{name}.best_config"] = f"{source.parent.name}/{source.name}"
+    return kernels

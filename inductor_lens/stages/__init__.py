@@ -5,7 +5,9 @@ registers, spills, shared memory and occupancy, and its Python lines tied to PTX
 ``attach_stages(run, capture_dir, compile_missing=...)`` adds a KernelStages per Triton kernel to the run:
 
 1. from the capture's own Triton cache, kept by the capture in ``capture/triton_cache`` (``capture/
-   triton_cache.py``): what the GPU really ran, compiled by the capture's Triton;
+   triton_cache.py``): what the GPU really ran, compiled by the capture's Triton; the entry of the config
+   the run chose, known from the trace, the timing, or the ``.best_config`` files of Inductor's autotune
+   cache kept beside it (``cache.chosen_config``, ``cache.autotune_choice``);
 2. with ``compile_missing``, for the kernels step 1 did not find (a debug folder or a bare trace from
    elsewhere): compiled here from the output code for the capture's GPU (``aot.py``), and said so, with both
    Triton versions where they differ.
@@ -18,7 +20,7 @@ come from the cubin (``cuobjdump -res-usage``): what the driver reports as ``CU_
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +30,16 @@ from ..records.codec import JsonScalar
 from ..records.stages import KernelStages, StagesOrigin, StageText
 from . import linemap, tools
 from .aot import CompileRequest, compile_kernels
-from .cache import STAGE_FILES, CacheEntry, chosen_config, pick_entry, read_cache
+from .cache import (
+    STAGE_FILES,
+    AutotuneChoice,
+    CacheEntry,
+    autotune_choice,
+    chosen_config,
+    pick_entry,
+    read_autotune_choices,
+    read_cache,
+)
 from .occupancy import capability, occupancy
 
 __all__ = ["attach_stages", "stages_from_entry"]
@@ -43,9 +54,11 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
     found: dict[tuple[str, str], KernelStages] = {}
     cache = capture_dir / KEPT_CACHE_DIR if capture_dir is not None else None
     entries = read_cache(cache) if cache is not None and cache.is_dir() else []
+    choices = read_autotune_choices(capture_dir) if capture_dir is not None else []
     for graph, kernel in wanted:
-        config, how = chosen_config(kernel)
-        entry, note = pick_entry(entries, kernel, config)
+        choice = autotune_choice(kernel, choices, entries)
+        config, how = chosen_config(kernel, choice)
+        entry, note = pick_entry(entries, kernel, config, choice.cache_hash if choice is not None else None)
         if entry is not None:
             notes = (how,) + ((note,) if note else ())
             found[graph.id, kernel.name] = stages_from_entry(
@@ -53,7 +66,7 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
             )
     missing = [(g, k) for g, k in wanted if (g.id, k.name) not in found]
     if compile_missing and missing:
-        found.update(_compile_here(run, missing))
+        found.update(_compile_here(run, missing, choices))
     if not found:
         return run
     kept = tuple(s for s in run.kernel_stages if (s.graph_id, s.kernel) not in found)
@@ -70,7 +83,7 @@ def _target_of(run: CompileRun, kernel: KernelRecord) -> int | None:
 
 
 def _compile_here(
-    run: CompileRun, kernels: list[tuple[GraphRecord, KernelRecord]]
+    run: CompileRun, kernels: list[tuple[GraphRecord, KernelRecord]], choices: Sequence[AutotuneChoice] = ()
 ) -> dict[tuple[str, str], KernelStages]:
     requests: dict[str, CompileRequest] = {}
     wanted: dict[tuple[str, str], tuple[str, dict[str, JsonScalar], str, KernelRecord]] = {}
@@ -81,7 +94,7 @@ def _compile_here(
             failed[graph.id, kernel.name] = KernelStages(graph.id, kernel.name, "compiled here",
                                                          error="the capture names no GPU target to compile for")  # fmt: skip
             continue
-        config, how = chosen_config(kernel)
+        config, how = chosen_config(kernel, autotune_choice(kernel, choices, []))
         # the same source and config compile once (a kernel shared by the forward and inference graphs)
         key = f"{kernel.name}|{cc}|{sorted(config.items())}|{hash(kernel.source)}"
         requests.setdefault(key, CompileRequest(key, kernel.name, kernel.source, config, cc))

@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.capture.triton_cache import KEPT_CACHE_DIR, keep_triton_cache
+from inductor_lens.capture.triton_cache import KEPT_CACHE_DIR, keep_best_configs, keep_triton_cache
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, GraphRecord, KernelRecord, KernelStages
 from inductor_lens.report import render_report
 from inductor_lens.stages import attach_stages, linemap, tools
 from inductor_lens.stages.aot import CompileRequest, compile_kernels
 from inductor_lens.stages.occupancy import capability, occupancy
+
+from .test_autotune_best_config import _save_best_config
 
 triton = pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(tools.tool_path("ptxas") is None, reason="this Triton ships no ptxas")
@@ -267,6 +269,36 @@ def test_a_triton_cache_folder_as_a_gpu_capture_leaves_it(compiled: dict, tmp_pa
     assert not stages.notes  # told apart from the other config: nothing ambiguous
 
 
+def test_a_capture_without_timing_reads_the_choice_in_inductors_autotune_cache(
+    compiled: dict, tmp_path: Path
+) -> None:
+    """The trace logged no best_config and the run was not timed: the best_config Inductor's autotuner wrote
+    beside the kernel's file (kept by the capture) names the config and the folder its binary compiled into."""
+    run, kernel, _ = compiled[POINTWISE]
+    configs = {"a": {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}, "b": {"XBLOCK": 1024, "num_warps": 4}}
+    requests = [
+        CompileRequest(k, kernel.name, kernel.source, {"num_stages": 1, **c}, 90) for k, c in configs.items()
+    ]
+    outcomes = compile_kernels(requests, tmp_path / "work")
+    winner = outcomes["b"].folder
+    assert winner is not None and outcomes["a"].folder is not None, outcomes
+    capture_dir, inductor = tmp_path / "capture", tmp_path / "caches" / "inductor"
+    assert keep_triton_cache(tmp_path / "work" / "cache", capture_dir) == 2
+    assert kernel.kernel_path is not None
+    kernel_file = inductor / Path(kernel.kernel_path).parent.name / Path(kernel.kernel_path).name
+    _save_best_config(kernel_file, {"XBLOCK": 1024}, 4, cache_hash=winner.name)
+    assert keep_best_configs(inductor, capture_dir) == 1
+    untimed = replace(kernel, autotune_info={}, timing=None)
+    graph = replace(run.graphs[0], kernels=(untimed,))
+    cached = attach_stages(replace(run, graphs=(graph,), kernel_stages=()), capture_dir)
+    stages = cached.stages_of(graph.id, kernel.name)
+    assert stages is not None and stages.origin == "capture cache"
+    assert dict(stages.config) == {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    assert stages.config_note.startswith("the config the run's autotuning chose (Inductor's autotune cache")
+    assert stages.num_warps == 4 and not stages.notes
+    assert stages.cache_hash == json.loads(next(winner.glob(f"{kernel.name}.json")).read_text())["hash"]
+
+
 def test_stages_survive_lens_json_and_render(compiled: dict) -> None:
     run, kernel, stages = compiled[TEMPLATE]
     run = replace(run, kernel_stages=(stages,))
@@ -306,3 +338,28 @@ def test_the_launcher_the_run_kept_names_the_config_where_the_trace_does_not(
         "the launcher the run kept (read in the model process after autotuning)",
     )
     assert chosen["triton_per_fused_native_layer_norm_0"][0] == {"XBLOCK": 1, "num_warps": 1, "num_ctas": 1, "num_stages": 1}
+
+
+def test_stages_compiled_here_take_the_config_the_kept_best_config_names(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A capture without timing, copied without its Triton cache: its best_configs.json (kept beside the cache)
+    names the kernel's file, so the ahead-of-time compile takes the autotuner's choice, not the first config
+    (on an H200 the first config of block.py's gelu kernel gave 31 registers where the run's choice had 19)."""
+    run = parse_debug_folder(unpacked(POINTWISE[0]))
+    run, graph, kernel = _one_kernel_run(run, POINTWISE[1])
+    untimed = replace(kernel, autotune_info={}, timing=None)  # the trace logged no best_config
+    run = replace(run, graphs=(replace(graph, kernels=(untimed,)),))
+    (guessed,) = attach_stages(run, None, compile_missing=True).kernel_stages
+    assert guessed.config == {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    assert guessed.config_note == "the run's choice is not recorded: compiled the first of 2 configs"
+    kernel_file = Path(kernel.kernel_path or "")
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    kept = {"XBLOCK": 512, "num_warps": 8, "num_stages": 1, "triton_cache_hash": "ELSEWHERE",
+            "kernel_file": f"{kernel_file.parent.name}/{kernel_file.name}"}  # fmt: skip
+    (capture / "best_configs.json").write_text(json.dumps({f"{kernel_file.parent.name}/k.best_config": kept}))
+    (chosen,) = attach_stages(run, capture, compile_missing=True).kernel_stages
+    assert chosen.origin == "compiled here" and chosen.config == {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}
+    assert chosen.config_note.endswith("(Inductor's autotune cache, matched to the kernel's file by torch's own key)")
+    assert chosen.registers is not None and guessed.registers is not None and chosen.registers != guessed.registers
