@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from inductor_lens.parse import parse_debug_folder
 
@@ -21,6 +22,7 @@ from ..conftest import SAMPLES, run_cli_process, unpack_fixture
 pytestmark = pytest.mark.e2e
 
 FIXTURE_OF = {"mlp": "mlp_default", "softmax_ln": "softmax_ln_default", "block": "block_default"}
+FIXTURES_TORCH = "2.11."  # the H200 fixtures' torch (2.11.0+cu130): there the test wants every name exact
 PREVIEW_OF = "NVIDIA H200 (sm_90), previewed on the CPU"
 # softmax_ln's one kernel under torch 2.11 (the fixture) and 2.13 (here): the same FX nodes, but 2.13 no longer
 # lists the online-softmax replacement's aten.sub and aten.exp among its original ATen ops.
@@ -80,6 +82,9 @@ def test_preview_kernels_match_the_h200_captures(previews: dict[str, Path], tmp_
         assert _externs(preview.graphs) == _externs(gpu.graphs), sample
     assert total == 6
     assert same_nodes == total  # every kernel fuses the same FX nodes, in the same category
+    if torch.__version__.startswith(FIXTURES_TORCH):  # the fixtures' own torch: every name is the GPU's
+        assert exact == total and not renamed, renamed
+        return
     assert renamed == list(RENAMED_SINCE_TORCH_2_11.items())
     # names and categories: 5 of 6 as written; 6 of 6 (over 90%) once torch 2.13's one rename is accounted for
     assert exact == 5 and (exact + len(renamed)) / total >= 0.9
@@ -106,9 +111,11 @@ def test_kernels_checked_under_the_interpreter(previews: dict[str, Path]) -> Non
         assert check.startswith("Triton kernels run under the Triton interpreter"), check
         assert capture["accuracy"]["within_tolerance"] is True, sample
     softmax = _lens(previews["softmax_ln"])
-    assert softmax["environment"]["preview_check"] == (
-        f"not checked under the Triton interpreter: a compiled call needed more than {BUDGET_S} s under the interpreter"
-    )
+    reason = softmax["environment"]["preview_check"]
+    if torch.__version__.startswith(FIXTURES_TORCH):  # Triton 3.6's interpreter stops sooner, with its own error
+        assert reason.startswith("not checked under the Triton interpreter: "), reason
+    else:
+        assert reason == f"not checked under the Triton interpreter: a compiled call needed more than {BUDGET_S} s under the interpreter"
     assert softmax["capture"]["accuracy"] is None  # eager ran in its place: no verdict rather than a false one
 
 
