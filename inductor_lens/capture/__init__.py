@@ -37,7 +37,7 @@ from ..worker.files import (
     read_capture_result,
 )
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
-from .triton_cache import keep_best_configs, keep_triton_cache
+from .triton_cache import keep_compiled
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
 
@@ -180,8 +180,7 @@ def _run_worker(
         )
     finally:
         # the kernels' compiler stages (TTIR ... cubin) and the configs autotuning kept, for the stages pages
-        keep_triton_cache(caches / "triton", capture_dir)
-        keep_best_configs(caches / "inductor", capture_dir)
+        keep_compiled(caches, capture_dir)
         if own_cache:
             shutil.rmtree(caches, ignore_errors=True)
     try:

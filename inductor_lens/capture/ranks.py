@@ -34,7 +34,7 @@ from ..worker.files import (
 from ..worker.ranked import CACHES_VARIABLE, PROCESS_GROUP_VARIABLE, REPORT_VARIABLE, rank_capture_dir
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
 from . import _ERROR_KINDS, Capture, _outcome, _settings, capture_environment, script_capture
-from .triton_cache import keep_best_configs, keep_triton_cache
+from .triton_cache import keep_compiled
 
 __all__ = [
     "LAUNCH_LOG",
@@ -194,9 +194,7 @@ def _launch(
         for rank_caches in caches.glob("rank*"):
             number = rank_caches.name.removeprefix("rank")
             if number.isdecimal():
-                rank_dir = rank_capture_dir(report_dir, int(number))
-                keep_triton_cache(rank_caches / "triton", rank_dir)
-                keep_best_configs(rank_caches / "inductor", rank_dir)
+                keep_compiled(rank_caches, rank_capture_dir(report_dir, int(number)))
         shutil.rmtree(caches, ignore_errors=True)
 
 

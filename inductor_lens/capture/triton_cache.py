@@ -34,6 +34,13 @@ _BEST_CONFIG_MAX_BYTES = 64 * 1024
 _KEPT = (".json", ".ttir", ".ttgir", ".llir", ".ptx", ".cubin")
 
 
+def keep_compiled(caches: Path, capture_dir: Path) -> None:
+    """Before the model process's private caches (``caches/triton``, ``caches/inductor``) are deleted: its
+    kernels' compiler stages and the configs autotuning kept, into ``capture_dir``."""
+    keep_triton_cache(caches / "triton", capture_dir)
+    keep_best_configs(caches / "inductor", capture_dir)
+
+
 def keep_triton_cache(cache: Path, capture_dir: Path, limit_bytes: int = KEEP_LIMIT_BYTES) -> int:
     """Copy the kernel entries of the Triton cache ``cache`` into ``capture_dir/triton_cache``; returns how
     many were kept. Never raises: a capture without its kernels' stages is still a capture."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
+from ..records.codec import int_or_none
 from . import compat
 from .call_flow import DataFlow, call_statements, find_call, partition_functions, shape_read
 from .diagnostics import Diagnostics
@@ -99,13 +100,10 @@ def _harness(tree: ast.Module) -> dict[str, int | float | tuple[int, ...]]:
             found[target.id] = value
         elif isinstance(value, dict) and value.get("_call") in compat.HARNESS_TENSOR_MAKERS:
             sizes = (value.get("_args") or [None])[0]
-            if isinstance(sizes, list) and all(_is_size(d) for d in sizes):
+            if isinstance(sizes, list) and all(int_or_none(d) is not None for d in sizes):
                 found[target.id] = tuple(sizes)
     return found
 
-
-def _is_size(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --- kernel definitions ----------------------------------------------------------------------
@@ -242,11 +240,11 @@ def _triton_kernel(common: dict[str, Any], where: str, diagnostics: Diagnostics)
         category=category,
         args=args,
         size_hints=compat.normalize_size_hints(keywords.get("size_hints")),
-        num_load=_int_or_none(inductor_meta.get("num_load")),
-        num_store=_int_or_none(inductor_meta.get("num_store")),
-        num_reduction=_int_or_none(inductor_meta.get("num_reduction")),
+        num_load=int_or_none(inductor_meta.get("num_load")),
+        num_store=int_or_none(inductor_meta.get("num_store")),
+        num_reduction=int_or_none(inductor_meta.get("num_reduction")),
         bytes_accessed=round(kernel_num_gb * 1e9) if _finite(kernel_num_gb) else None,
-        flops=_int_or_none(inductor_meta.get("kernel_flop")),
+        flops=int_or_none(inductor_meta.get("kernel_flop")),
         launch_config=launch_config,
         inductor_meta=inductor_meta,
         **common,
@@ -285,9 +283,6 @@ def _category_from_name(name: str) -> str:
 def _finite(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _CPP_SIGNATURE = re.compile(r'extern\s+"C"\s+[\w\s]*?\bkernel\s*\((?P<params>[^)]*)\)', re.S)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import CacheLookup, IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
+from ..records.codec import int_or_none
 from . import compat, registry
 from .diagnostics import Diagnostics
 from .trace_timeline import TimelineCollector
@@ -181,16 +182,12 @@ def json_type(value: Any) -> str:
     )
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 # --- record kinds ----------------------------------------------------------------------------
 
 
 def read_str(record: TraceRecord, state: TraceState, diagnostics: Diagnostics) -> None:
     body = record.body
-    if not (isinstance(body, list) and len(body) == 2 and isinstance(body[0], str) and _is_int(body[1])):
+    if not (isinstance(body, list) and len(body) == 2 and isinstance(body[0], str) and int_or_none(body[1]) is not None):
         record.skip(diagnostics, "is not [text, index]")
         return
     state.strings[body[1]] = body[0]

@@ -145,6 +145,11 @@ def _json_value(data: Any) -> Any:
     return data
 
 
+def int_or_none(value: Any) -> int | None:
+    """``value`` where it is an int (a bool, which JSON and Python both let pass as one, is not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def as_json_value(value: Any) -> JsonValue:
     """``value`` as JSON, anything else named by its type: an Inductor option may hold a pass object or a
     function (``post_grad_custom_post_pass``), which a record keeps as ``"<function my_pass>"``."""

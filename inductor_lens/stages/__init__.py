@@ -20,13 +20,13 @@ come from the cubin (``cuobjdump -res-usage``): what the driver reports as ``CU_
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from ..capture.triton_cache import KEPT_CACHE_DIR
 from ..records import CompileRun, GraphRecord, KernelRecord
-from ..records.codec import JsonScalar
+from ..records.codec import JsonScalar, int_or_none
 from ..records.stages import KernelStages, StagesOrigin, StageText
 from . import linemap, tools
 from .aot import CompileRequest, compile_kernels
@@ -55,8 +55,9 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
     cache = capture_dir / KEPT_CACHE_DIR if capture_dir is not None else None
     entries = read_cache(cache) if cache is not None and cache.is_dir() else []
     choices = read_autotune_choices(capture_dir) if capture_dir is not None else []
+    autotuned = {(g.id, k.name): autotune_choice(k, choices, entries) for g, k in wanted}
     for graph, kernel in wanted:
-        choice = autotune_choice(kernel, choices, entries)
+        choice = autotuned[graph.id, kernel.name]
         config, how = chosen_config(kernel, choice)
         entry, note = pick_entry(entries, kernel, config, choice.cache_hash if choice is not None else None)
         if entry is not None:
@@ -66,7 +67,7 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
             )
     missing = [(g, k) for g, k in wanted if (g.id, k.name) not in found]
     if compile_missing and missing:
-        found.update(_compile_here(run, missing, choices))
+        found.update(_compile_here(run, missing, autotuned))
     if not found:
         return run
     kept = tuple(s for s in run.kernel_stages if (s.graph_id, s.kernel) not in found)
@@ -83,7 +84,9 @@ def _target_of(run: CompileRun, kernel: KernelRecord) -> int | None:
 
 
 def _compile_here(
-    run: CompileRun, kernels: list[tuple[GraphRecord, KernelRecord]], choices: Sequence[AutotuneChoice] = ()
+    run: CompileRun,
+    kernels: list[tuple[GraphRecord, KernelRecord]],
+    autotuned: Mapping[tuple[str, str], AutotuneChoice | None],
 ) -> dict[tuple[str, str], KernelStages]:
     requests: dict[str, CompileRequest] = {}
     wanted: dict[tuple[str, str], tuple[str, dict[str, JsonScalar], str, KernelRecord]] = {}
@@ -94,7 +97,7 @@ def _compile_here(
             failed[graph.id, kernel.name] = KernelStages(graph.id, kernel.name, "compiled here",
                                                          error="the capture names no GPU target to compile for")  # fmt: skip
             continue
-        config, how = chosen_config(kernel, autotune_choice(kernel, choices, []))
+        config, how = chosen_config(kernel, autotuned.get((graph.id, kernel.name)))
         # the same source and config compile once (a kernel shared by the forward and inference graphs)
         key = f"{kernel.name}|{cc}|{sorted(config.items())}|{hash(kernel.source)}"
         requests.setdefault(key, CompileRequest(key, kernel.name, kernel.source, config, cc))
@@ -158,7 +161,7 @@ def stages_from_entry(
     target = metadata.get("target")
     arch = target.get("arch") if isinstance(target, dict) else None
     cc = capability(arch if isinstance(arch, (int, str)) else None)
-    num_warps, num_stages, shared = (_int(metadata.get(k)) for k in ("num_warps", "num_stages", "shared"))
+    num_warps, num_stages, shared = (int_or_none(metadata.get(k)) for k in ("num_warps", "num_stages", "shared"))
     fits = cc is not None and registers is not None and shared is not None and num_warps is not None
     return KernelStages(
         graph_id=graph_id,
@@ -181,10 +184,6 @@ def stages_from_entry(
         cache_hash=_str(metadata.get("hash")),
         notes=tuple(notes_list[1:]),
     )
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _str(value: object) -> str | None:

@@ -11,11 +11,11 @@ TTIR), each step applied only where it leaves an entry.
 
 Inductor's autotune cache: the capture keeps the ``<key>.best_config`` files of Inductor's cache
 (``capture/triton_cache.py`` ``keep_best_configs``). torch writes each in the kernel file's folder, named
-``sha256(sha256("<kernel file>:<tag>") + torch_key())`` (``AutotuneCache._make_local_cache_key``), and
-torch_key hashes the capture's torch sources: the report cannot derive the name from the kernel's file, so
-it matches a file to a kernel by its ``triton_cache_hash`` (written where the winner was benchmarked among
-several configs), else, where coordinate descent or combo tuning wrote none, by the kernel file's folder and
-the configs compiled there (``autotune_choice``).
+``sha256(sha256("<kernel file>:<tag>") + torch_key())``, and torch_key hashes the capture's torch sources: the
+capture, which ran that torch, records each file's kernel file; the report matches a file to a kernel by that,
+else (a capture whose torch named them otherwise) by its ``triton_cache_hash`` (written where the winner was
+benchmarked among several configs), else, where coordinate descent or combo tuning wrote none, by the kernel
+file's folder and the configs compiled there (``autotune_choice``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 from ..capture.triton_cache import BEST_CONFIGS_FILE, KERNEL_FILE_KEY
 from ..records import KernelRecord
-from ..records.codec import JsonScalar
+from ..records.codec import JsonScalar, int_or_none
 from ..records.stages import StageName
 
 STAGE_FILES: tuple[StageName, ...] = ("ttir", "ttgir", "llir", "ptx")
@@ -125,7 +125,7 @@ def read_autotune_choices(capture_dir: Path) -> list[AutotuneChoice]:
         for key, values in kept.items()
         if "/" in key
         and isinstance(values, dict)
-        and all(_is_int(values.get(k)) for k in ("num_warps", "num_stages"))
+        and all(int_or_none(values.get(k)) is not None for k in ("num_warps", "num_stages"))
     ]
 
 
@@ -259,6 +259,3 @@ def _same_blocks(entry: CacheEntry, config: Mapping[str, JsonScalar]) -> bool:
     ends = {int(v) for v in _RANGE_END.findall(entry.read("ttir") or "")}
     return blocks <= ends
 
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -309,8 +309,8 @@ def judge_call(torch: Any, graph_call: GraphCall, call: int, skipped: Counter[st
     try:
         eager = run_nodes(torch, graph.reference, inputs, names)
     except Exception as exc:  # one graph that cannot run again eagerly leaves the others to judge
-        why = str(exc).replace("\n", " ")[:300]
-        skipped[f"graph {graph.index} could not run again node by node ({type(exc).__name__}: {why})"] += len(wanted)
+        why = f"{type(exc).__name__}: {first_line(exc)[:300]}"
+        skipped[f"graph {graph.index} could not run again node by node ({why})"] += len(wanted)
         return []
     try:
         from torch._dynamo.debug_utils import cast_to_fp64

@@ -90,6 +90,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .model_file import first_line
+
 # Properties of the GPUs a preview can target, as torch.cuda.get_device_properties reports them (SXM parts).
 GPUS: dict[str, dict[str, Any]] = {
     "H100": dict(name="NVIDIA H100 80GB HBM3", total_memory=85_029_158_912, L2_cache_size=50 * 2**20,
@@ -265,15 +267,10 @@ def _sdpa(torch: Any, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: 
     aten = torch.ops.aten
     choice = sdp_choice(torch, q, k, v, attn_mask, enable_gqa, dropout_p, is_causal)
     lse = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    attn_mask = _additive_mask(torch, attn_mask, q.dtype, -65504.0 if choice == CUDNN else -math.inf)
     if choice == CUDNN:
-        if attn_mask is not None and attn_mask.dtype == torch.bool:  # cuDNN's -inf is -65504
-            attn_mask = torch.where(attn_mask, torch.scalar_tensor(0.0, dtype=q.dtype, device=attn_mask.device),
-                                    -65504.0)  # fmt: skip
         return aten._scaled_dot_product_cudnn_attention(q, k, v, attn_mask, lse, dropout_p, is_causal, False,
                                                         scale=scale)[0]  # fmt: skip
-    if attn_mask is not None and attn_mask.dtype == torch.bool:
-        attn_mask = torch.where(attn_mask, torch.scalar_tensor(0.0, dtype=q.dtype, device=attn_mask.device),
-                                -math.inf)  # fmt: skip
     if choice == EFFICIENT:
         if attn_mask is not None:
             attn_mask = _preprocess_mask(torch, attn_mask, q, k)
@@ -289,6 +286,14 @@ def _sdpa(torch: Any, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: 
         return out[..., :width] if pad else out
     return aten.scaled_dot_product_attention.default.decompose(q, k, v, attn_mask, dropout_p, is_causal,
                                                                scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+
+
+def _additive_mask(torch: Any, mask: Any, dtype: Any, masked: float) -> Any:
+    """attention.cpp's ``convert_boolean_attn_mask`` (``masked``: -inf; cuDNN's variant: -65504): a boolean mask
+    as ``where(mask, 0, masked)``; any other mask as it is."""
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return torch.where(mask, torch.scalar_tensor(0.0, dtype=dtype, device=mask.device), masked)
 
 
 def _preprocess_mask(torch: Any, mask: Any, q: Any, k: Any) -> Any:
@@ -527,7 +532,7 @@ class PreviewBackend:
             except _OverBudget:
                 gave_up.append(f"a compiled call needed more than {INTERPRETER_BUDGET_S:g} s under the interpreter")
             except Exception as exc:  # an op the interpreter or the CPU stand-ins lack: eager, and say so
-                gave_up.append(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}")
+                gave_up.append(f"{type(exc).__name__}: {first_line(exc)[:200]}")
             self.log.not_checked.append(gave_up[0])
             return gm(*args)
 

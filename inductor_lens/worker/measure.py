@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from ..records.codec import int_or_none
 from ..records.timing import Timing
 from .files import (
     GRAPH_FREE_TRACE_FILE,
@@ -318,16 +319,13 @@ def replay_launches(torch: Any, launches: list[RecordedLaunch]) -> dict[str, lis
         if len(kernel.launchers) == 1:
             launcher = kernel.launchers[0]
             entry.config = str(getattr(launcher, "config", ""))
-            entry.n_regs = _int_or_none(getattr(launcher, "n_regs", None))
-            entry.n_spills = _int_or_none(getattr(launcher, "n_spills", None))
-            entry.shared = _int_or_none(getattr(launcher, "shared", None))
+            entry.n_regs = int_or_none(getattr(launcher, "n_regs", None))
+            entry.n_spills = int_or_none(getattr(launcher, "n_spills", None))
+            entry.shared = int_or_none(getattr(launcher, "shared", None))
         results.setdefault(kernel.fn.__name__, []).append(entry)
     torch.cuda.empty_cache()
     return results
 
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def measure(
