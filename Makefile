@@ -9,6 +9,10 @@
 # torch==2.13.0 from them, which on PyPI is the CUDA build.
 # `make test` also installs the real-model corpus's libraries (the `real` extra: transformers, pinned)
 # with every package already installed held at its version (a constraints file from `pip freeze`).
+# `make test` runs two jobs: the whole suite on the environment above, then the parsers, the golden pages
+# and the CPU compiles of the samples and the real corpus on the newest torch, in an environment of its own
+# (./.venv-torch-newest: torch==$(TORCH_NEWEST)+cpu from PyTorch's CPU index, or the same release from pip's
+# configured sources where that index cannot be reached).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,6 +22,12 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE_TIMEOUT ?= 5
 DEMO_MODEL ?= samples/mlp.py
 PYTEST_ARGS ?=
+# The newest torch this project is tested on, in its own environment (the second job of `make test`).
+TORCH_NEWEST ?= 2.14.1
+TRITON_NEWEST ?= 3.8.0
+NEWEST_VENV ?= .venv-torch-newest
+NEWEST_PY := $(NEWEST_VENV)/bin/python
+NEWEST_TESTS ?= tests/unit tests/golden tests/e2e/test_compile_cpu.py tests/e2e/test_real_models.py
 
 ifdef VIRTUAL_ENV
 PY := $(VIRTUAL_ENV)/bin/python
@@ -30,11 +40,13 @@ endif
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 STAMP := .make
 
-.PHONY: demo test test-fast typecheck install install-test system-deps graphviz apt lint update-golden clean help
+.PHONY: demo test test-main test-newest test-fast typecheck install install-test system-deps graphviz apt lint update-golden clean help
 
 help:
 	@echo "make demo    compile $(DEMO_MODEL) and write an HTML report (installs what it needs)"
 	@echo "make test    run the whole test suite (installs what it needs, Chromium and Graphviz included)"
+	@echo "             on the installed torch, then the parsers and CPU compiles on torch $(TORCH_NEWEST)"
+	@echo "make test-main   the first job alone; make test-newest   the second alone"
 	@echo "make test-fast   the unit and golden tiers only (the edit loop: about a minute)"
 	@echo "make typecheck   mypy over the package"
 	@echo "make lint    ruff over the code"
@@ -46,10 +58,23 @@ demo: install graphviz
 
 # The tiers are the folders of tests/ (unit, golden, e2e, browser, gpu). `make test` runs them all and
 # treats a missing Chromium or Graphviz as a failure; gpu tests skip themselves without CUDA.
-test: install-test system-deps
-	$(PY) -m ruff check inductor_lens tests samples benchmarks
-	$(PY) -m mypy
-	INDUCTOR_LENS_REQUIRE_BROWSER=1 INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 $(PY) -m pytest $(PYTEST_ARGS)
+# Each job prints its wall time at the end.
+test: test-main test-newest
+
+test-main: install-test system-deps
+	@start=$$(date +%s); \
+	$(PY) -m ruff check inductor_lens tests samples benchmarks && \
+	$(PY) -m mypy && \
+	INDUCTOR_LENS_REQUIRE_BROWSER=1 INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 $(PY) -m pytest $(PYTEST_ARGS); \
+	rc=$$?; echo "job 1 (torch $$($(PY) -c 'import torch; print(torch.__version__)'), whole suite): $$(( $$(date +%s) - start )) s, exit $$rc"; \
+	exit $$rc
+
+# The newest torch: unit and golden tiers and the CPU compiles of the samples and the real corpus (--strict).
+test-newest: $(STAMP)/newest system-deps
+	@start=$$(date +%s); \
+	INDUCTOR_LENS_REQUIRE_GRAPHVIZ=1 $(NEWEST_PY) -m pytest $(NEWEST_TESTS) $(PYTEST_ARGS); \
+	rc=$$?; echo "job 2 (torch $$($(NEWEST_PY) -c 'import torch; print(torch.__version__)'), parsers and CPU compiles): $$(( $$(date +%s) - start )) s, exit $$rc"; \
+	exit $$rc
 
 test-fast: install-test
 	$(PY) -m ruff check inductor_lens tests samples benchmarks
@@ -117,6 +142,27 @@ apt:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PACKAGES)
 
+# Its own environment, never the user's: the CPU build from PyTorch's CPU index when it answers, else the same
+# release from pip's configured sources (on PyPI the CUDA build, which runs on a CPU too), then the project and
+# its test and corpus extras held at what torch brought.
+$(STAMP)/newest: pyproject.toml
+	@mkdir -p $(STAMP)
+	@[ -x $(NEWEST_PY) ] || $(PYTHON) -m venv $(NEWEST_VENV)
+	@if $(NEWEST_PY) -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$(TORCH_NEWEST)')" 2>/dev/null; then \
+		echo "keeping torch $$($(NEWEST_PY) -c 'import torch; print(torch.__version__)') in $(NEWEST_VENV)"; \
+	elif $(NEWEST_PY) -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=$(TORCH_PROBE_TIMEOUT))" \
+			>/dev/null 2>&1; then \
+		echo "$(NEWEST_VENV): installing torch==$(TORCH_NEWEST)+cpu from $(TORCH_CPU_INDEX)"; \
+		$(NEWEST_PY) -m pip install --disable-pip-version-check -q --extra-index-url $(TORCH_CPU_INDEX) \
+			torch==$(TORCH_NEWEST)+cpu triton==$(TRITON_NEWEST); \
+	else \
+		echo "$(NEWEST_VENV): $(TORCH_CPU_INDEX) unreachable: installing torch==$(TORCH_NEWEST) from pip's configured sources"; \
+		$(NEWEST_PY) -m pip install --disable-pip-version-check -q torch==$(TORCH_NEWEST) triton==$(TRITON_NEWEST); \
+	fi
+	$(NEWEST_PY) -m pip freeze --exclude-editable | grep -E '^[A-Za-z0-9_.-]+==' > $(STAMP)/newest-constraints.txt
+	$(NEWEST_PY) -m pip install --disable-pip-version-check -q -c $(STAMP)/newest-constraints.txt -e '.[test,real]'
+	@touch $@
+
 lint: install-test
 	$(PY) -m ruff check inductor_lens tests samples benchmarks
 
@@ -124,4 +170,4 @@ update-golden: install-test
 	$(PY) -m pytest tests/golden --update-golden
 
 clean:
-	rm -rf $(STAMP) build dist *.egg-info tests/actual .pytest_cache
+	rm -rf $(STAMP) $(NEWEST_VENV) build dist *.egg-info tests/actual .pytest_cache
