@@ -1,7 +1,8 @@
 """What to compile and how: the CompileSpec handed from the CLI to the capture stage.
 
 Inductor options given as ``KEY=VALUE`` are parsed here and checked against torch's own list
-(``torch._inductor.list_options()``), with the closest valid names offered for a typo.
+(``torch._inductor.list_options()``), with the closest valid names offered for a typo, and each value against
+the type the option is declared with in torch's config (``cpp.simdlen: int | None``), not only its default's.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import importlib.util
 import json
 import re
 import sys
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,29 +290,55 @@ def inductor_option_defaults() -> dict[str, Any]:
     return dict(inductor_config.get_config_copy())
 
 
-def parse_inductor_options(pairs: Iterable[str], known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def inductor_option_types(names: Iterable[str]) -> dict[str, Any]:
+    """The type each named Inductor option is declared with in torch's config (``int | None``,
+    ``Literal[...]``, ``bool``), where torch records one."""
+    import torch._inductor.config as inductor_config
+
+    declared: dict[str, Any] = {}
+    for name in names:
+        try:
+            declared[name] = inductor_config.get_type(name)  # type: ignore[attr-defined]  # ConfigModule's
+        except (AttributeError, KeyError):
+            continue
+    return declared
+
+
+def parse_inductor_options(
+    pairs: Iterable[str], known: Mapping[str, Any] | None = None, declared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` pairs and check each key and value against Inductor's own config.
 
     ``known`` maps option names to their defaults (from ``inductor_option_defaults()`` unless given);
-    a value is coerced to the type of the default where that is unambiguous.
+    ``declared`` to their declared types (torch's config, unless ``known`` is given). A value is converted
+    to the declared type (the default's type where none is declared); one that cannot be is an error.
     """
     parsed = [parse_option(p) for p in pairs]
     if not parsed:
         return {}
     if known is None:
         known = inductor_option_defaults()
+        if declared is None:
+            declared = inductor_option_types(key for key, _ in parsed if key in known)
+    declared = declared or {}
     options: dict[str, Any] = {}
     for key, raw in parsed:
         _check_name(key, known)
-        options[key] = _coerce(key, raw, known[key])
+        options[key] = _coerce(key, raw, declared.get(key, type(known[key])))
     return options
 
 
 def check_inductor_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Inductor options given as a dict (the Python API): every name must be one of torch's."""
+    """Inductor options given as a dict (the Python API): every name must be one of torch's, and every value
+    of the option's declared type."""
     known = inductor_option_defaults() if options else {}
     for key in options:
         _check_name(key, known)
+    declared = inductor_option_types(options) if options else {}
+    for key, value in options.items():
+        accepted = _accepted(declared.get(key, type(known[key])))
+        if accepted is not None and not _fits(value, *accepted):
+            raise UsageError(f"Inductor option {key!r} takes {_describe(*accepted)}, got {value!r}")
     return dict(options)
 
 
@@ -320,22 +349,75 @@ def _check_name(key: str, known: Mapping[str, Any]) -> None:
         raise UsageError(f"unknown Inductor option {key!r}", hint=hint)
 
 
-def _coerce(key: str, raw: str, default: Any) -> Any:
+_SIMPLE = (bool, int, float, str)
+_NOT = object()
+
+
+def _accepted(declared: Any) -> tuple[list[Any], bool] | None:
+    """What a declared type allows: its simple types and Literal value tuples, and whether None is one of
+    them; None where a value given as text cannot be checked (no declared type, a callable, a list, a class)."""
+    if declared is type(None) or not declared or isinstance(declared, str):
+        return None
+    union = typing.get_origin(declared) in (typing.Union, types.UnionType)
+    allowed: list[Any] = []
+    optional = False
+    for member in typing.get_args(declared) if union else (declared,):
+        if member is type(None):
+            optional = True
+        elif member in _SIMPLE:
+            allowed.append(member)
+        elif typing.get_origin(member) is typing.Literal:
+            allowed.append(typing.get_args(member))
+        else:
+            return None
+    return (allowed, optional) if allowed else None
+
+
+def _describe(allowed: list[Any], optional: bool) -> str:
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    words = [names.get(kind) or "one of " + ", ".join(repr(v) for v in kind) for kind in allowed]
+    return " or ".join(words + (["none"] if optional else []))
+
+
+def _fits(value: Any, allowed: list[Any], optional: bool) -> bool:
+    if value is None:
+        return optional
+    if isinstance(value, bool):
+        return bool in allowed
+    for kind in allowed:
+        if isinstance(kind, tuple):
+            if value in kind:
+                return True
+        elif isinstance(value, (int, float) if kind is float else kind):
+            return True
+    return False
+
+
+def _coerce(key: str, raw: str, declared: Any) -> Any:
     value = parse_value(raw)
-    if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
-        if value in (0, 1) and not isinstance(value, float):
-            return bool(value)
-        raise UsageError(f"Inductor option {key!r} takes true or false, got {raw!r}")
-    if isinstance(default, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise UsageError(f"Inductor option {key!r} takes an integer, got {raw!r}")
-    if isinstance(default, float):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise UsageError(f"Inductor option {key!r} takes a number, got {raw!r}")
-    if isinstance(default, str):
+    accepted = _accepted(declared)
+    if accepted is None:
+        return value
+    allowed, optional = accepted
+    if optional and raw.strip().lower() == "none":
+        return None
+    if type(value) in allowed:
+        return value
+    for kind in allowed:
+        converted = _convert(kind, raw, value)
+        if converted is not _NOT:
+            return converted
+    raise UsageError(f"Inductor option {key!r} takes {_describe(allowed, optional)}, got {raw!r}")
+
+
+def _convert(kind: Any, raw: str, value: Any) -> Any:
+    """``value`` (``raw`` parsed) as ``kind``, or ``_NOT``."""
+    if isinstance(kind, tuple):
+        return next((v for v in kind if str(v) == raw.strip()), _NOT)
+    if kind is bool:
+        return bool(value) if value in (0, 1) and type(value) is int else _NOT
+    if kind is float:
+        return float(value) if type(value) is int else _NOT
+    if kind is str:
         return raw
-    return value
+    return _NOT

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from inductor_lens.errors import UsageError
-from inductor_lens.options import CompileSpec, normalize_dtype, parse_inductor_options, parse_value
+from inductor_lens.options import (
+    CompileSpec,
+    check_inductor_options,
+    normalize_dtype,
+    parse_inductor_options,
+    parse_value,
+)
 
 KNOWN = {
     "epilogue_fusion": True,
@@ -94,3 +100,34 @@ def test_spec_round_trips_and_validates(tmp_path) -> None:
     assert normalize_dtype("bf16") == "bfloat16" and normalize_dtype("torch.float16") == "float16"
     with pytest.raises(UsageError, match="unknown dtype"):
         normalize_dtype("int3")
+
+
+def test_values_are_checked_against_the_type_torch_declares(run_cli) -> None:
+    # cpp.simdlen defaults to None, so only its declaration (``int | None``) says an integer is wanted; before,
+    # "abc" went through and turned vectorisation off.
+    with pytest.raises(UsageError) as error:
+        parse_inductor_options(["cpp.simdlen=abc"])
+    assert error.value.one_line() == "Inductor option 'cpp.simdlen' takes an integer or none, got 'abc'"
+    assert parse_inductor_options(["cpp.simdlen=256"]) == {"cpp.simdlen": 256}
+    assert parse_inductor_options(["cpp.simdlen=none"]) == {"cpp.simdlen": None}
+    # a Literal: one of its values, named in the error
+    assert parse_inductor_options(["memory_pool=outputs"]) == {"memory_pool": "outputs"}
+    with pytest.raises(UsageError, match=r"^Inductor option 'memory_pool' takes one of 'none', 'interm"):
+        parse_inductor_options(["memory_pool=everything"])
+    # a value a string cannot be checked against (a callable) still goes through as given
+    assert parse_inductor_options(["pre_grad_custom_pass=none"]) == {"pre_grad_custom_pass": "none"}
+    # the CLI: a one-line error, exit 2, before any model process starts
+    result = run_cli("compile", "no-such-model.py", "--option", "cpp.simdlen=abc")
+    assert result.code == 2
+    assert "takes an integer or none, got 'abc'" in result.stderr
+
+
+def test_api_option_values_are_checked_too() -> None:
+    assert check_inductor_options({"cpp.simdlen": 8, "triton.cudagraphs": False}) == {
+        "cpp.simdlen": 8,
+        "triton.cudagraphs": False,
+    }
+    with pytest.raises(UsageError, match=r"^Inductor option 'cpp.simdlen' takes an integer or none, got 'abc"):
+        check_inductor_options({"cpp.simdlen": "abc"})
+    with pytest.raises(UsageError, match=r"takes true or false, got 1$"):
+        check_inductor_options({"triton.cudagraphs": 1})
