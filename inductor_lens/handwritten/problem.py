@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..bench.roofline import argument_type, hinted, tensor_type
+from ..parse.call_layouts import written_layouts
 from ..parse.compat import SDPA_BACKWARD_CAUSAL_POSITION, SDPA_CAUSAL_POSITION
 from ..parse.fx_graph import FX_DTYPES
 from ..records import GraphRecord, KernelRecord, Launch
@@ -69,7 +70,11 @@ DECOMPOSED = {
     # rotary embedding as HF models write it: x * cos + cat(-x2, x1) * sin, with cos and sin of positions x
     # inverse frequencies (a bmm Inductor computes inside the pointwise kernel)
     "cos": ("rotary", {"sin", "cat", "neg", "mul", "add", "bmm"}),
+    # SiLU as torch 2.13's C++ kernels record it (seen 2.13.0, CPU): x / (1 + exp(-x)), its mul kept (SwiGLU's gate)
+    "neg": ("silu", {"exp", "add", "div", "reciprocal"}),
 }
+# Ops that must come with a marker for it to give its op away: a negation alone is no SiLU.
+DECOMPOSED_WITH = {"neg": frozenset({"exp"})}
 # A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))); Llama's
 # RMSNorm with its eps add) leaves its own adds and muls among the kernel's source nodes and name. Per marker
 # op found in the source nodes: the adds that belong to the formula rather than to a residual.
@@ -154,7 +159,8 @@ def concepts_of(
         if "where" in names and "arange" in names:
             names = [n for n in names if n not in MASK_OPS]
     for marker, (activation, parts) in DECOMPOSED.items():
-        if marker in names and not any(CONCEPTS.get(n) == activation for n in names if n != marker):
+        if (marker in names and DECOMPOSED_WITH.get(marker, frozenset()) <= set(names)
+                and not any(CONCEPTS.get(n) == activation for n in names if n != marker)):
             names = [activation if n == marker else n for n in names if n not in parts]
     found: list[str] = []
     for name in names:
@@ -200,17 +206,12 @@ def _tensors(graph: GraphRecord, kernel: KernelRecord | None, launch: Launch) ->
 
 @functools.lru_cache(maxsize=16)
 def _strides_in(output_code: str) -> dict[str, tuple[int, ...]]:
-    """Buffer and input name -> strides, from the output code's ``assert_size_stride(name, sizes, strides)``
-    and ``name = empty_strided_<device>(sizes, strides, ...)`` lines."""
+    """Buffer and input name -> strides, as call() checks or allocates them (``parse/call_layouts.py``: single
+    and grouped ``assert_size_stride``, ``assert_tensor_metadata``, ``empty_strided_<device>``); numbers only."""
     strides: dict[str, tuple[int, ...]] = {}
-    for match in re.finditer(
-        r"assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)|(\w+) = empty_strided_\w+\(\(([^)]*)\), \(([^)]*)\)",
-        output_code,
-    ):
-        name, values = (match[1], match[3]) if match[1] else (match[4], match[6])
-        parsed = [v.strip() for v in values.split(",") if v.strip()]
-        if all(v.isdigit() for v in parsed):
-            strides.setdefault(name, tuple(int(v) for v in parsed))
+    for name, written in written_layouts(output_code).items():
+        if written.base is None and all(d.isdecimal() for d in written.stride):
+            strides[name] = tuple(int(d) for d in written.stride)
     return strides
 
 

@@ -216,11 +216,11 @@ def _allocation_type(call: ast.Call) -> str:
     dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
     dtype = dtype or next((dotted_name(k.value) for k in call.keywords if k.arg == "dtype"), None)
     short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
-    dims = ", ".join(_dim(s) for s in size) if isinstance(size, list) else str(size)
+    dims = ", ".join(fx_dim(s) for s in size) if isinstance(size, list) else str(size)
     return f"{short}[{dims}]"
 
 
-def _dim(size: object) -> str:
+def fx_dim(size: object) -> str:
     """A size as FX prints it: ``2048``, ``s77``, ``2*s53`` (ast.unparse spaces its operators)."""
     return str(size).replace(" ", "")
 
@@ -229,4 +229,4 @@ def _view_type(base_type: str, size: ast.expr) -> str:
     """The type of ``reinterpret_tensor(base, size, ...)``: the base's dtype with the view's size."""
     dtype = base_type.split("[", 1)[0]
     dims = literal(size)
-    return f"{dtype}[{', '.join(_dim(d) for d in dims)}]" if isinstance(dims, list) else base_type
+    return f"{dtype}[{', '.join(fx_dim(d) for d in dims)}]" if isinstance(dims, list) else base_type

@@ -105,6 +105,27 @@ WRAPPER_HELPERS = {
 }
 WRAPPER_HELPER_PREFIXES = ("empty_strided_", "torch._C._dynamo.guards.")
 
+# Calls in call() that state a tensor's layout, read by parse/call_layouts.py (the parser, the reproducer and
+# the hand-written problems): helper -> (position of the tensor, of its sizes, of its strides), and whether
+# each of the three is a tuple holding one entry per tensor.
+#   assert_size_stride(arg0_1, (16, 8, 3, 3), (72, 9, 3, 1), 'input')          seen 2.11, 2.13, 2.14.1
+#   assert_size_stride_grouped((arg2_1, arg1_1), ((2, 8, 16, 16), (16, )), ((2048, 1, 128, 8), (1, )), 'input')
+#       first seen 2.14.1 (CPU): each input checked just before its first kernel, those of one kernel in one
+#       call (codegen/wrapper.py codegen_deferred_input_asserts); a single input keeps assert_size_stride
+#   assert_tensor_metadata(buf1, (2, 16, 16, 16), (4096, 1, 256, 16), torch.float32, 'torch.ops.aten...')
+#       first seen 2.14.1 (CPU): an extern or fallback kernel's output, with its dtype
+#       (codegen/wrapper.py _codegen_assert_size_stride with a dtype)
+LAYOUT_CHECKS: dict[str, tuple[int, int, int, bool]] = {
+    "assert_size_stride": (0, 1, 2, False),
+    "assert_size_stride_grouped": (0, 1, 2, True),
+    "assert_tensor_metadata": (0, 1, 2, False),
+}
+WRAPPER_HELPERS |= set(LAYOUT_CHECKS)
+# ``name = empty_strided_cpu(sizes, strides, dtype)`` allocates; ``name = reinterpret_tensor(base, sizes,
+# strides, offset)`` views (seen 2.11, 2.13, 2.14.1).
+LAYOUT_ALLOCATOR_PREFIX = "empty_strided"
+LAYOUT_VIEW = "reinterpret_tensor"
+
 # Under dynamic shapes call() reads the sizes of its inputs before the first launch (seen 2.13):
 #   s77 = arg0_1                      a size passed as an int argument
 #   arg2_1_size = arg2_1.size()       then  s53 = arg2_1_size[1]
@@ -322,3 +343,33 @@ def plain_fx_types(text: str) -> str:
     """An FX graph as the trace prints it, with the types as a graph folder's file has them."""
     return _STRIDE_DEVICE.sub(r'"\1"', text)
 
+
+
+# --- custom ops (torch.library) ---------------------------------------------------------------
+
+# The op namespaces torch registers itself (torch._C._dispatch_get_all_op_names() with torch._inductor loaded,
+# and higher_order, its higher-order ops).
+# An extern call ``torch.ops.<ns>.<op>.<overload>(...)`` into any other namespace runs a custom op, a user's or
+# a library's (``transformers::grouped_mm_fallback``), which Inductor calls as it is. The profiler names an op's
+# range ``<ns>::<op>``, without its overload, torch's ops and custom ops alike (seen 2.13.0 CPU, lens_demo::mix).
+#   seen 2.13.0 (CPU): all below but coor and mempool;  seen 2.14.1 (CPU build of the CUDA wheel): + coor, mempool
+TORCH_OP_NAMESPACES = frozenset({
+    "aten", "prims", "inductor", "inductor_prims", "debugprims", "rngprims", "quantized", "_quantized",
+    "quantized_decomposed", "quantization", "mkl", "mkldnn", "mkldnn_prepacked", "onednn", "c10d", "_c10d_functional",
+    "_c10d_functional_autograd", "c10d_functional", "_dtensor", "fsdp", "symm_mem", "profiler", "sparse", "streams",
+    "static_runtime", "onnx", "onnx_symbolic", "export", "flex_lib", "debug_mode_ops", "_native", "_test",
+    "_inductor_test", "higher_order", "coor", "mempool",
+})  # fmt: skip
+TORCH_OPS_PREFIX = "torch.ops."
+
+
+def op_namespace(target: str) -> tuple[str, str] | None:
+    """``torch.ops.lens_demo.mix.default`` -> (``lens_demo``, ``mix``); None for a call that is not a torch.ops op."""
+    parts = target.removeprefix(TORCH_OPS_PREFIX).split(".") if target.startswith(TORCH_OPS_PREFIX) else []
+    return (parts[0], parts[1]) if len(parts) >= 2 and all(parts[:2]) else None
+
+
+def custom_op(target: str) -> str | None:
+    """``lens_demo::mix`` where an extern call's target is an op of a namespace torch does not own, else None."""
+    found = op_namespace(target)
+    return f"{found[0]}::{found[1]}" if found is not None and found[0] not in TORCH_OP_NAMESPACES else None

@@ -4,7 +4,9 @@ The file is valid Python, so it is read with ``ast`` (never imported or run):
 - module-level ``name = async_compile.triton('name', '''source''', ...)`` and
   ``name = async_compile.cpp_pybinding([...], r'''source''')`` define the kernels; the comment block
   above each (kernel path, source nodes, ATen ops, node mapping, graph fragment) is read by line;
-- ``call()`` is walked statement by statement (``call_flow``); kernel launches and extern calls become
+- ``call()`` is walked statement by statement (``call_flow``); its checks of input and output layouts
+  (``assert_size_stride``, torch 2.14's grouped form and ``assert_tensor_metadata``) are read by
+  ``call_layouts``, and one that does not read is reported; kernel launches and extern calls become
   Launches, with the ``# Topologically Sorted Source Nodes`` / ``# [Provenance debug handles]``
   comments written since the previous launch, and the buffers each reads and writes;
 - the benchmark harness ``get_args()`` gives each argument of ``call()`` a value at the size hints:
@@ -24,6 +26,7 @@ from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
 from ..records.codec import int_or_none
 from . import compat
 from .call_flow import DataFlow, call_statements, find_call, partition_functions, shape_read
+from .call_layouts import read_layouts
 from .diagnostics import Diagnostics
 from .origins import origin_segments
 from .pyliteral import dotted_name, literal
@@ -68,6 +71,8 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
     by_name = {k.name: k for k in kernels}
     partitions = partition_functions(tree)
     flow = DataFlow.of(call, partitions)
+    for written in read_layouts(s for s, _ in call_statements(call.body, partitions)).unreadable:
+        diagnostics.warn(where, f"call(): a layout check or allocation not read as sizes and strides: {written}")
     launches = tuple(_launches(call, partitions, lines, by_name, flow, where, diagnostics))
     positions: dict[str, list[int]] = {}
     for launch in launches:

@@ -6,9 +6,10 @@ From a graph's records only (its output code, FX graph, launches, provenance), `
   ``async_compile.triton(...)`` (decorator with heuristics, ``triton_meta``, ``inductor_meta``) or to
   ``async_compile.cpp_pybinding(...)`` (with its argument types), read from output_code.py's syntax tree;
 - its arguments at its first launch: each tensor's size, strides, offset and dtype (the ``empty_strided``,
-  ``assert_size_stride`` and ``reinterpret_tensor`` of ``call()``, symbolic sizes at their hints), the
-  storage it shares with the others, what values random inputs get (integers kept within the kernel's
-  own index bounds), and scalars as ``call()`` passes them;
+  ``assert_size_stride`` (grouped too) and ``reinterpret_tensor`` of ``call()``, read by
+  ``parse/call_layouts.py``; symbolic sizes at their hints), the storage it shares with the others, what
+  values random inputs get (integers kept within the kernel's own index bounds), and scalars as ``call()``
+  passes them;
 - the eager reference: the kernel's post-grad FX nodes as the graph's code writes them, the nodes outside
   it they read (each tied to the kernel argument holding it) and the nodes it leaves for others (each tied
   to the argument the kernel writes it to); or why there is none.
@@ -24,7 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..parse.symbolic import SYM_TYPE, Hints, evaluate, split_dims, tensor_dims
+from ..parse.call_layouts import WrittenLayout, view_layout, written_layouts
+from ..parse.symbolic import SYM_TYPE, Hints, evaluate, tensor_dims
 from ..records import FxGraph, FxNode, GraphRecord, KernelRecord, Launch
 
 # FX's short dtype names -> torch's.
@@ -37,13 +39,6 @@ FLOAT_DTYPES = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "f
 _RANDOM_OPS = ("rand", "dropout", "bernoulli", "seed", "multinomial", "normal", "uniform", "exponential")
 # "index out of bounds: 0 <= tmp4 < 100L": the bound a kernel asserts for an indirect index.
 _INDEX_BOUND = re.compile(r"index out of bounds: 0 <= \w+ < (\d+)L?")
-_CALL_LAYOUT = re.compile(
-    r"^\s*(?P<name>\w+) = empty_strided_\w+\(\((?P<size>[^)]*)\), \((?P<stride>[^)]*)\)"
-    r"|^\s*assert_size_stride\((?P<input>\w+), \((?P<isize>[^)]*)\), \((?P<istride>[^)]*)\)"
-    r"|^\s*(?P<view>\w+) = reinterpret_tensor\((?P<vbase>\w+), \((?P<vsize>[^)]*)\), \((?P<vstride>[^)]*)\), (?P<voffset>[^)]*)\)",
-    re.MULTILINE,
-)  # fmt: skip
-
 
 class ReproError(ValueError):
     """The records do not hold what a reproducer of this kernel needs."""
@@ -244,29 +239,22 @@ class Layout:
 
 
 def call_layouts(output_code: str, hints: Hints) -> dict[str, Layout]:
-    """Buffer and input name -> its layout, from call()'s allocations, input checks and views."""
+    """Buffer and input name -> its layout, from call()'s allocations, input checks and views, at the hints."""
     found: dict[str, Layout] = {}
-    for match in _CALL_LAYOUT.finditer(output_code):
-        if match["name"]:
-            name, size, stride, offset, base = match["name"], match["size"], match["stride"], "0", None
-        elif match["input"]:
-            name, size, stride, offset, base = match["input"], match["isize"], match["istride"], "0", None
-        else:
-            name, size, stride = match["view"], match["vsize"], match["vstride"]
-            offset, base = match["voffset"], match["vbase"]
-        layout = _layout(size, stride, offset, hints, base)
+    for name, written in written_layouts(output_code).items():
+        layout = _layout(written, hints)
         if layout is not None:
-            found.setdefault(name, layout)
+            found[name] = layout
     return found
 
 
-def _layout(size: str, stride: str, offset: str, hints: Hints, base: str | None) -> Layout | None:
-    sizes = _ints(split_dims(size), hints)
-    strides = _ints(split_dims(stride), hints)
-    start = _ints([offset], hints)
+def _layout(written: WrittenLayout, hints: Hints) -> Layout | None:
+    sizes = _ints(written.size, hints)
+    strides = _ints(written.stride, hints)
+    start = _ints([written.offset], hints)
     if sizes is None or strides is None or start is None or len(sizes) != len(strides):
         return None
-    return Layout(sizes, strides, start[0], base)
+    return Layout(sizes, strides, start[0], written.base)
 
 
 def _ints(texts: Iterable[str], hints: Hints) -> tuple[int, ...] | None:
@@ -355,10 +343,10 @@ def _tensor_layout(
 ) -> tuple[str | None, Layout | None]:
     """(buffer, layout as the kernel sees it) of a tensor argument; (None, None) for a scalar."""
     if text.startswith("reinterpret_tensor("):
-        match = re.fullmatch(r"reinterpret_tensor\((\w+), \(([^)]*)\), \(([^)]*)\), (.+)\)", text)
-        if match is None:
+        view = view_layout(text)
+        if view is None:
             return None, None
-        return match[1], _layout(match[2], match[3], match[4], hints, match[1])
+        return view.base, _layout(view, hints)
     if not re.fullmatch(r"\w+", text) or text[0].isdigit():
         return None, None
     for name in alias_chain(graph, text):
