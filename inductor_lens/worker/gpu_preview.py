@@ -178,12 +178,33 @@ def _guard_library(torch: Any) -> Path:
     source.write_text(GUARD_SOURCE, encoding="utf-8")
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     building = library.with_suffix(f".{os.getpid()}.tmp")
-    command = ["c++", "-std=c++17", "-O1", "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+    command = ["c++", cpp_standard_flag(), "-O1", "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
                *(f"-I{p}" for p in include_paths()), str(source),
                *(f"-L{p}" for p in library_paths()), "-lc10", "-o", str(building)]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(build_failure(done.returncode, done.stderr))
     building.replace(library)
     return library
+
+
+def cpp_standard_flag() -> str:
+    """The C++ standard torch's own C++ builder passes (torch 2.13 and 2.14: ``-std=c++20``, which 2.14's c10
+    headers need: ``std::strong_ordering`` in ``c10/util/intrusive_ptr.h``); ``-std=c++17`` for a torch
+    without that helper (it is private)."""
+    try:
+        from torch._inductor.cpp_builder import _get_cpp_std_cflag
+
+        return "-" + str(_get_cpp_std_cflag()[0])
+    except (ImportError, AttributeError, IndexError):
+        return "-std=c++17"
+
+
+def build_failure(code: int, stderr: str) -> str:
+    """One line for a failed build of the device guard: the compiler's first ``error:`` line, else its last."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    first = next((line for line in lines if "error:" in line), lines[-1] if lines else "no output")
+    return f"building the stand-in CUDA device guard failed (c++ exit {code}): {first[:300]}"
 
 
 _INSTALLED: list[Any] = []  # the torch.library registrations, kept alive for the process
