@@ -1,7 +1,8 @@
 """Stage 4 of the pipeline (bench), hand-written side: matches and their checks joined to the run's records.
 
 ``attach_handwritten(run, capture_dir, execute=...)`` matches every kernel (``match.py``), and either
-runs the checks and timings in a child process (``runner.py``) or reads the results an earlier run
+runs in a child process (``runner.py``) the verification of each match against what Inductor's kernel
+computes (``verify.py``: a rejected match is not timed) and the checks and timings, or reads the results an earlier run
 left in ``capture/handwritten.json`` (a capture folder copied off a GPU box carries them).
 """
 
@@ -17,12 +18,15 @@ from ..worker.files import (
     HandwrittenResults,
     HandwrittenTask,
     HandwrittenTaskResult,
+    VerifyResult,
+    VerifyTask,
     task_key,
 )
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for, timed_launches
 from .runner import read_results, run_tasks
 from .source import kernel_record
+from .verify import verify_task
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -43,18 +47,21 @@ def attach_handwritten(
         for name in match.equivalents:
             shape = shape_for(get(name), dict(match.shape))
             if shape is not None:
-                task = HandwrittenTask(name, shape, match.dtype)
-                tasks.setdefault(task.key, task)
+                task = tasks.setdefault(task_key(name, shape, match.dtype), HandwrittenTask(name, shape, match.dtype))
+                task.matches.append(match.key)
                 stood_for, partly = weights.get(task.key, (0.0, 0.0))
                 weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
     data = HandwrittenResults()
+    unverified: dict[str, str] = {}
     if capture_dir is not None and execute and tasks:
+        verify, unverified = _verify_tasks(run, matches)
         # the largest profiled time first, so a stage cut short by its time limit has checked the most of it
         ordered = sorted(tasks.values(), key=lambda t: weights[t.key], reverse=True)
-        data = run_tasks(ordered, run_device(run), capture_dir, timeout_s)
+        data = run_tasks(ordered, run_device(run), capture_dir, timeout_s, verify)
     elif capture_dir is not None and (capture_dir / HANDWRITTEN_RESULTS_FILE).is_file():
         data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
     device = data.device or run_device(run)
+    matches = tuple(_verified(m, data.verified.get(m.key), unverified.get(m.key, "")) for m in matches)
     matches = tuple(_with_runs(m, data.results, device, run) for m in matches)
     names = dict.fromkeys(name for m in matches for name in m.equivalents)
     run = replace(run, handwritten=matches, handwritten_kernels=tuple(kernel_record(n) for n in names))
@@ -62,6 +69,32 @@ def attach_handwritten(
         warning = Diagnostic("warning", "hand-written kernels", data.error)
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
     return run
+
+
+def _verify_tasks(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> tuple[list[VerifyTask], dict[str, str]]:
+    """The verification of every exact or composed match of a generated kernel, and why the others have none."""
+    tasks, reasons = [], {}
+    for match in matches:
+        graph = run.graph(match.graph_id)
+        kernel = graph.kernel(match.target) if graph is not None else None
+        if match.kind not in ("exact", "composed"):
+            continue
+        if graph is None or kernel is None:
+            reasons[match.key] = "a library call: it computes the op it names"
+            continue
+        task = verify_task(graph, kernel, match)
+        if isinstance(task, str):
+            reasons[match.key] = f"not verified: {task}"
+        else:
+            tasks.append(task)
+    return tasks, reasons
+
+
+def _verified(match: HandwrittenMatch, result: VerifyResult | None, reason: str) -> HandwrittenMatch:
+    if result is None:
+        return replace(match, verify_note=reason) if reason else match
+    return replace(match, verified=result.agrees, verify_error=result.max_rel_error,
+                   verify_tolerance=result.tolerance, verify_note=result.note)  # fmt: skip
 
 
 def _profiled_time(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> list[tuple[HandwrittenMatch, float]]:
@@ -83,6 +116,9 @@ def _with_runs(
             runs.append(HandwrittenRun(name, {}, match.dtype, device, error="no shape for it in this match"))
             continue
         entry = results.get(task_key(name, shape, match.dtype))
+        if entry is not None and match.rejected:
+            # not timed as an equivalent: it does another job than Inductor's kernel
+            entry = replace(entry, timing=None, eager=None, gpu_alone=None)
         runs.append(_run_record(name, shape, match.dtype, device, entry, run) if entry is not None
                     else HandwrittenRun(name, shape, match.dtype, device))  # fmt: skip
     return replace(match, runs=tuple(runs))

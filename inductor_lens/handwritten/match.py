@@ -26,7 +26,7 @@ __all__ = [
 ]  # fmt: skip
 
 # Elementwise equivalents that read two full-size tensors (the others read one, and at most a bias row).
-TWO_FULL_INPUTS = frozenset({"residual", "bias_residual", "silu_mul"})
+TWO_FULL_INPUTS = frozenset({"residual", "bias_residual", "silu_mul", "gelu_mul", "gelu_tanh_mul"})
 # Extern calls with hand-written equivalents (the others, such as cuBLAS's own bmm, are not matched).
 MATCHED_EXTERN = frozenset({"convolution", "convolution_backward"})
 
@@ -179,8 +179,9 @@ def timed_launches(
 
 
 def agrees(match: HandwrittenMatch) -> bool:
-    """Every hand-written kernel of the match ran and agreed with torch."""
-    return bool(match.runs) and all(r.ok for r in match.runs)
+    """Every hand-written kernel of the match ran and agreed with torch, and the match was not rejected
+    (found to compute something else than Inductor's kernel)."""
+    return not match.rejected and bool(match.runs) and all(r.ok for r in match.runs)
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ class Coverage:
     """How much of the profiled device time has a hand-written equivalent, by kind of match."""
 
     total_us: float  # per step, every timed launch of the run's graphs
-    by_kind_us: dict[str, float]  # "exact", "composed", "partial", "none" (no match recorded: "none")
+    # "exact", "composed", "partial", "none" (no match recorded: "none"), "rejected" (computes something else)
+    by_kind_us: dict[str, float]
     launches: int
     # of the exact and composed ones, those whose every hand-written kernel agrees with torch
     agreeing_us: float
@@ -209,7 +211,7 @@ def coverage(run: CompileRun, matches: tuple[HandwrittenMatch, ...] | None = Non
     by_kind: dict[str, float] = {}
     total, agreeing, timed = 0.0, 0.0, 0
     for _, match, time_us in timed_launches(run, matches):
-        kind = match.kind if match is not None else "none"
+        kind = "none" if match is None else "rejected" if match.rejected else match.kind
         by_kind[kind] = by_kind.get(kind, 0.0) + time_us
         if match is not None and kind in ("exact", "composed") and agrees(match):
             agreeing += time_us

@@ -22,6 +22,8 @@ from ..worker.files import (
     HandwrittenResults,
     HandwrittenTask,
     HandwrittenTaskResult,
+    VerifyResult,
+    VerifyTask,
     decode,
     load_json_file,
     write_json_file,
@@ -29,11 +31,18 @@ from ..worker.files import (
 from ..worker.supervisor import run_worker
 
 
-def run_tasks(tasks: list[HandwrittenTask], device: str, capture_dir: Path, timeout_s: float) -> HandwrittenResults:
-    """Run the plan in the check process; returns what it wrote (possibly partial), with an error if it died."""
+def run_tasks(
+    tasks: list[HandwrittenTask],
+    device: str,
+    capture_dir: Path,
+    timeout_s: float,
+    verify: list[VerifyTask] | None = None,
+) -> HandwrittenResults:
+    """Run the plan in the check process (the matches' verification first, then the tasks); returns what it
+    wrote (possibly partial), with an error if it died."""
     capture_dir = capture_dir.resolve()  # the worker runs in it: relative paths would point elsewhere
     plan, results = capture_dir / HANDWRITTEN_PLAN_FILE, capture_dir / HANDWRITTEN_RESULTS_FILE
-    write_json_file(plan, HandwrittenPlan(device=device, tasks=tasks))
+    write_json_file(plan, HandwrittenPlan(device=device, tasks=tasks, verify=verify or []))
     results.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     if device == "cpu":
@@ -69,5 +78,12 @@ def read_results(path: Path) -> HandwrittenResults:
             results[str(key)] = decode(HandwrittenTaskResult, entry, str(key))
         except FileShapeError as exc:
             results[str(key)] = HandwrittenTaskResult(error=f"unreadable result ({exc})"[:200])
+    verified = {}
+    found = data.get("verified")
+    for key, entry in (found if isinstance(found, dict) else {}).items():
+        try:
+            verified[str(key)] = decode(VerifyResult, entry, str(key))
+        except FileShapeError as exc:
+            verified[str(key)] = VerifyResult(note=f"not verified: unreadable result ({exc})"[:200])
     device = data.get("device")
-    return HandwrittenResults(device=device if isinstance(device, str) else "", results=results)
+    return HandwrittenResults(device=device if isinstance(device, str) else "", results=results, verified=verified)

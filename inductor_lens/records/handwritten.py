@@ -83,6 +83,17 @@ class HandwrittenMatch:
     dtype: str = "float32"
     note: str = ""
     runs: tuple[HandwrittenRun, ...] = ()  # one per equivalent, once run
+    # Whether the equivalents compute what Inductor's kernel computes: run in float64 on the launch's input
+    # shapes against the kernel's own post-grad FX nodes (handwritten/verify.py). False: rejected, not timed;
+    # None: not verified (``verify_note`` says why).
+    verified: bool | None = None
+    verify_error: float | None = None  # max |equivalent - FX| / max |FX| of the best pairing of inputs
+    verify_tolerance: float | None = None
+    verify_note: str = ""
+
+    @property
+    def rejected(self) -> bool:
+        return self.verified is False
 
     @property
     def key(self) -> str:

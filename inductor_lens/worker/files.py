@@ -213,6 +213,8 @@ class HandwrittenTask:
     name: str
     shape: dict[str, int]
     dtype: str
+    # The keys of the matches it stands in for: not run when every one of them was rejected (verify_tasks).
+    matches: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -220,9 +222,42 @@ class HandwrittenTask:
 
 
 @dataclass
+class VerifyInput:
+    """One input of an Inductor kernel's FX nodes: a tensor (dtype, sizes at the hints, how its values are made,
+    as the reproducer makes them) or a size (``value``)."""
+
+    node: str
+    dtype: str = ""  # torch's name; "" for a size
+    size: list[int] = field(default_factory=list)
+    values: str = "randn"
+    value: int | float | None = None
+
+
+@dataclass
+class VerifyTask:
+    """Does a match compute what Inductor's kernel computes: its equivalents, in order, against the kernel's own
+    post-grad FX nodes (``code``, from ``repro/plan.reference_of``), both in float64 on the same inputs."""
+
+    match: str  # the match's key
+    steps: list[HandwrittenTask]
+    code: str
+    inputs: list[VerifyInput]
+    outputs: list[str]  # the FX nodes the kernel hands on
+
+
+@dataclass
+class VerifyResult:
+    agrees: bool | None = None  # None: not verified (see note)
+    max_rel_error: float | None = None  # of the best pairing of the kernel's inputs with the equivalents'
+    tolerance: float | None = None
+    note: str = ""
+
+
+@dataclass
 class HandwrittenPlan:
     device: str  # "cuda", or "cpu" (Triton's interpreter, reduced shapes, no timing)
     tasks: list[HandwrittenTask] = field(default_factory=list)
+    verify: list[VerifyTask] = field(default_factory=list)  # run first, on the CPU, in float64
 
 
 @dataclass
@@ -245,6 +280,7 @@ class HandwrittenTaskResult:
 class HandwrittenResults:
     device: str = ""
     results: dict[str, HandwrittenTaskResult] = field(default_factory=dict)
+    verified: dict[str, VerifyResult] = field(default_factory=dict)  # by match key
     # Set by the parent when the check process died or ran out of time.
     error: str | None = None
 

@@ -1,7 +1,8 @@
 """Stage 4 of the pipeline (bench), in the check process: run the matched hand-written kernels against torch.
 
 ``python -m inductor_lens.worker handwritten PLAN RESULTS``, started by ``handwritten/runner.py``:
-for each task of the plan (a ``files.HandwrittenPlan``), checks the hand-written kernel against its
+first verifies each match of the plan against what Inductor's kernel computes (``handwritten/verify.py``);
+then, for each task of the plan (a ``files.HandwrittenPlan``), checks the hand-written kernel against its
 torch reference (under Triton's interpreter, on a reduced shape, when the device is a CPU) and, on a
 GPU, times it and torch's own op with ``do_bench``, noting the launch configurations its autotuned
 kernels ran with (``handwritten/tuning.py``: tuned, or read from the autotune cache). The results file
@@ -18,6 +19,8 @@ from .files import (
     HandwrittenResults,
     HandwrittenTask,
     HandwrittenTaskResult,
+    VerifyResult,
+    VerifyTask,
     read_json_file,
     write_json_file,
 )
@@ -59,6 +62,16 @@ def run_task(task: HandwrittenTask, device: str) -> HandwrittenTaskResult:
     return entry
 
 
+def run_verify(task: VerifyTask, device: str) -> VerifyResult:
+    """Whether a match computes what Inductor's kernel computes; a failure is the match's note, not the end."""
+    from ..handwritten import verify
+
+    try:
+        return verify.run_verify(task, device)
+    except Exception as exc:
+        return VerifyResult(note=f"not verified: {type(exc).__name__}: {exc}"[:400])
+
+
 def main(argv: list[str]) -> int:
     """``argv``: the plan file and the results file."""
     plan = read_json_file(Path(argv[0]), HandwrittenPlan)
@@ -66,12 +79,20 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"no plan at {argv[0]}")
     out = Path(argv[1])
     data = HandwrittenResults(device=plan.device)
+    for verify in plan.verify:
+        data.verified[verify.match] = run_verify(verify, plan.device)
+        write_json_file(out, data)
+        print(f"verify {verify.match}: {data.verified[verify.match].note}", flush=True)
+    rejected = {key for key, result in data.verified.items() if result.agrees is False}
     for task in plan.tasks:
         started = time.perf_counter()
-        try:
-            entry = run_task(task, plan.device)
-        except Exception as exc:  # one kernel failing must not lose the others
-            entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
+        if task.matches and set(task.matches) <= rejected:
+            entry = HandwrittenTaskResult(error="not run: every match it stands in for computes something else")
+        else:
+            try:
+                entry = run_task(task, plan.device)
+            except Exception as exc:  # one kernel failing must not lose the others
+                entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
         entry.seconds = time.perf_counter() - started
         data.results[task.key] = entry
         write_json_file(out, data)

@@ -528,6 +528,19 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         functools.partial(_make_residual_inputs, with_bias=False),
         (_bias_act_kernel,),
     ),
+    # the gated GELU of T5 v1.1 and GEGLU: gelu(gate) * up, in both forms
+    "gelu_mul": Implementation(
+        lambda gate, up: bias_act(gate, residual=up, activation="gelu", gated=True),
+        lambda gate, up: _reference(gate, residual=up, activation="gelu", gated=True),
+        functools.partial(_make_residual_inputs, with_bias=False),
+        (_bias_act_kernel,),
+    ),
+    "gelu_tanh_mul": Implementation(
+        lambda gate, up: bias_act(gate, residual=up, activation="gelu_tanh", gated=True),
+        lambda gate, up: _reference(gate, residual=up, activation="gelu_tanh", gated=True),
+        functools.partial(_make_residual_inputs, with_bias=False),
+        (_bias_act_kernel,),
+    ),
     "bias_residual": Implementation(
         lambda x, bias, residual: bias_act(x, bias, residual),
         lambda x, bias, residual: _reference(x, bias, residual),

@@ -1,0 +1,204 @@
+"""Stage 4 of the pipeline (bench), hand-written side: does a match compute what Inductor's kernel computes.
+
+A match is made from the ATen ops a kernel fused (``match.py``); the check (``check.py``) runs each hand-written
+kernel against its own torch reference. Neither says that the hand-written kernels, chained as the match
+chains them, compute what Inductor's kernel does. Here:
+
+1. in the tool's process (records only), ``verify_task`` takes the kernel's own post-grad FX nodes as the
+   reproducer does (``repro/plan.reference_of``) and the shapes and dtypes of its first launch;
+2. in the check process, ``run_verify`` makes inputs of those shapes (values as the reproducer makes them),
+   evaluates the FX nodes in float64, runs the equivalents' torch references in float64 on the same inputs,
+   in the match's order (each step's first input is the step before's output), and compares the last
+   step's first output with the kernel's outputs of its size. The kernel's inputs are paired with the
+   equivalents' by size (a 2-D one transposed too); the best pairing counts. Beyond the dtype's tolerance
+   (the catalog's, as the check's) the match is rejected; where no pairing exists it is not verified.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from ..parse.symbolic import tensor_dims
+from ..records import GraphRecord, HandwrittenMatch, KernelRecord
+from ..repro.plan import TORCH_DTYPES, ReproError, plan_repro
+from ..worker.files import HandwrittenTask, VerifyInput, VerifyResult, VerifyTask
+from .catalog import get
+from .match import shape_for
+
+# Inputs of the kernel, in elements, beyond which a match is not verified (float64 on the CPU).
+VERIFY_ELEMENTS = 1 << 24
+# Pairings of the kernel's inputs with the equivalents' tried at most.
+MAX_PAIRINGS = 64
+SEED = 20261127
+
+
+def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatch) -> VerifyTask | str:
+    """What the check process needs to verify the match, or why it cannot be verified."""
+    steps = []
+    for name in match.equivalents:
+        shape = shape_for(get(name), dict(match.shape))
+        if shape is None:
+            return f"{name} has no shape in this match"
+        steps.append(HandwrittenTask(name, shape, match.dtype))
+    try:
+        plan = plan_repro(graph, kernel)
+    except ReproError as exc:
+        return f"no reference of the kernel: {exc}"
+    reference = plan.reference
+    if reference.missing:
+        return f"no reference of the kernel: {reference.missing}"
+    values = {a.param: a.values for a in plan.tensor_args}
+    inputs = []
+    for item in reference.inputs:
+        if item.param is None:
+            inputs.append(VerifyInput(item.node, value=item.value))
+            continue
+        parsed = tensor_dims(item.type, graph.hints)
+        dtype = TORCH_DTYPES.get(parsed[0]) if parsed else None
+        if parsed is None or dtype is None:
+            return f"the FX input {item.node} has a type no input can be made of ({item.type})"
+        inputs.append(VerifyInput(item.node, dtype, list(parsed[1]), values.get(item.param, "randn")))
+    elements = sum(math.prod(i.size) for i in inputs if i.dtype)
+    if elements > VERIFY_ELEMENTS:
+        return f"its inputs hold {elements:,} elements, more than the {VERIFY_ELEMENTS:,} verified in float64"
+    return VerifyTask(match.key, steps, reference.code, inputs, [o.node for o in reference.outputs])
+
+
+# --- in the check process ------------------------------------------------------------------------------------
+
+
+def run_verify(task: VerifyTask, device: str) -> VerifyResult:
+    """The task's equivalents against the kernel's FX nodes, both in float64 on the CPU; ``device`` is the
+    check process's (how its hand-written kernel modules were loaded)."""
+    import torch
+
+    from .check import as_tuple, compare, implementation
+
+    generator = torch.Generator().manual_seed(SEED)
+    values = {i.node: _input(i, generator) for i in task.inputs}
+    expected = _fx_reference(task, values)
+    tolerance = max(get(s.name).tolerance.get(s.dtype, 0.0) for s in task.steps)
+    tensors = {node: v for node, v in values.items() if isinstance(v, torch.Tensor)}
+    best: float | None = None
+    tried = 0
+    impls = [implementation(get(s.name), device) for s in task.steps]
+    slots = [as_tuple(impl.make_inputs(s.shape, torch.float64, torch.device("cpu"), generator))
+             for impl, s in zip(impls, task.steps, strict=True)]  # fmt: skip
+    for final in itertools.islice(_chains(impls, slots, tensors), MAX_PAIRINGS):
+        tried += 1
+        for exact in expected:
+            if isinstance(exact, torch.Tensor) and exact.numel() == final.numel():
+                error = compare((final.reshape(exact.shape),), (exact,))[0].max_rel
+                best = error if best is None or not error >= best else best
+        if best is not None and best <= tolerance:
+            break
+    names = " -> ".join(s.name for s in task.steps)
+    read = sum(1 for i, step in enumerate(slots) for slot in step[i > 0 :] if isinstance(slot, torch.Tensor))
+    if not tried and read > len(tensors):
+        # more tensors than the kernel reads: the hand-written kernels do another job, whatever the pairing
+        return VerifyResult(False, note=f"computes something else than Inductor's kernel: {names} reads {read} "
+                            f"tensors, the kernel {len(tensors)} ({', '.join(_described(i) for i in task.inputs if i.dtype)})")  # fmt: skip
+    if not tried:
+        return VerifyResult(note=f"not verified: the inputs of {names} could not be paired with the kernel's "
+                            f"({', '.join(_described(i) for i in task.inputs if i.dtype)})")  # fmt: skip
+    if best is None:
+        return VerifyResult(note=f"not verified: no output of the kernel has the size of {names}'s")
+    if best <= tolerance:
+        return VerifyResult(True, best, tolerance, "computes what Inductor's kernel computes")
+    return VerifyResult(
+        False, best, tolerance,
+        f"computes something else than Inductor's kernel: {names} on the kernel's inputs differs from its FX "
+        f"nodes by {best:.2e} of the largest value (tolerance {tolerance:.0e}, {tried} pairing{'s' * (tried != 1)} "
+        "of inputs tried)",
+    )  # fmt: skip
+
+
+def _described(item: VerifyInput) -> str:
+    return f"{item.node} {item.dtype}[{', '.join(map(str, item.size))}]"
+
+
+def _input(item: VerifyInput, generator: Any) -> Any:
+    """An input as the reproducer's script makes it (floats in float64)."""
+    import torch
+
+    if not item.dtype:
+        return item.value
+    dtype = getattr(torch, item.dtype)
+    size = tuple(item.size)
+    if item.values.startswith("randint("):
+        low, high = (int(v) for v in item.values[len("randint(") : -1].split(","))
+        return torch.randint(low, high, size, generator=generator).to(dtype)
+    if item.values == "bool":
+        return torch.randint(0, 2, size, generator=generator).bool()
+    if dtype.is_floating_point:
+        return torch.randn(size, generator=generator, dtype=torch.float64)
+    return torch.zeros(size, dtype=dtype)
+
+
+def _fx_reference(task: VerifyTask, values: dict[str, Any]) -> tuple[Any, ...]:
+    """The kernel's FX nodes run eagerly, every floating dtype they name made float64, on the CPU."""
+    import torch
+
+    code = task.code
+    for name in ("torch.float32", "torch.float16", "torch.bfloat16"):
+        code = code.replace(name, "torch.float64")
+    params = ", ".join(i.node for i in task.inputs)
+    body = "".join(f"    {line}\n" for line in code.splitlines())
+    text = f"def reference({params}):\n{body}    return ({', '.join(task.outputs)},)\n"
+    scope: dict[str, Any] = {"torch": torch, "inf": math.inf, "nan": math.nan,
+                             "device": lambda type=None, index=None: torch.device("cpu")}  # fmt: skip
+    exec(compile(text, "<kernel's FX nodes>", "exec"), scope)
+    return tuple(scope["reference"](*(values[i.node] for i in task.inputs)))
+
+
+def _chains(impls: list[Any], slots: list[tuple[Any, ...]], tensors: dict[str, Any]) -> Iterator[Any]:
+    """The last step's first output, for each pairing of the kernel's inputs with the steps' own (``slots``:
+    inputs of each step's shape, as its ``make_inputs`` makes them)."""
+    import torch
+
+    from .check import as_tuple
+
+    options = [[_candidates(slot, tensors) for slot in (step if i == 0 else step[1:])] for i, step in enumerate(slots)]
+    flat = [choice for step in options for choice in step]
+    for pairing in itertools.product(*flat):
+        at, value, chosen = 0, None, True
+        for i, (impl, step) in enumerate(zip(impls, slots, strict=True)):
+            taken = list(pairing[at : at + len(options[i])])
+            at += len(options[i])
+            nodes = [node for node, _ in taken if node]
+            if len(set(nodes)) != len(nodes):
+                chosen = False
+                break
+            args = [v for _, v in taken]
+            if i > 0:
+                if not isinstance(value, torch.Tensor) or value.numel() != step[0].numel():
+                    chosen = False
+                    break
+                args.insert(0, value.reshape(step[0].shape))
+            try:
+                value = as_tuple(impl.reference(*args))[0]
+            except (RuntimeError, ValueError, TypeError, IndexError):
+                chosen = False
+                break
+        if chosen and isinstance(value, torch.Tensor):
+            yield value
+
+
+def _candidates(slot: Any, tensors: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The kernel's inputs that can stand in a step's input: of its size and kind, reshaped (a 2-D one also
+    transposed); a non-tensor input stays the step's own."""
+    import torch
+
+    if not isinstance(slot, torch.Tensor):
+        return [("", slot)]
+    found = []
+    for node, value in tensors.items():
+        if value.is_floating_point() != slot.is_floating_point() or value.numel() != slot.numel():
+            continue
+        found.append((node, value.reshape(slot.shape).to(slot.dtype)))
+        if slot.dim() == 2 and value.dim() == 2 and value.shape != slot.shape and value.shape == slot.shape[::-1]:
+            found.append((node, value.t().to(slot.dtype)))
+    return found
