@@ -95,6 +95,7 @@ def _settings(spec: CompileSpec, result: CaptureResult) -> CompileSettings:
         fullgraph=spec.fullgraph,
         dynamic=spec.dynamic,
         capture_options=dict(result.settings.capture_options),
+        backward=result.settings.backward,
     )
 
 

@@ -116,6 +116,9 @@ class CompileSettings:
     dynamic: bool | None = None
     # Options inductor-lens itself set for the capture (they change comments, not code).
     capture_options: Mapping[str, JsonValue] = field(default_factory=dict)
+    # With --train, what the capture backpropagated: "outputs.loss" (the model returned a loss), or "the sum
+    # of N outputs" (every floating output); "" in reports from before issue 30.
+    backward: str = ""
     # True where no record named the mode and it was inferred from the options torch wrote (the
     # options a mode sets are then in mode_options, not options).
     mode_inferred: bool = False
@@ -171,6 +174,9 @@ class Accuracy:
     failed: int = 0
     # Outputs of another structure, count or shape than eager's: findings, not errors of the tool.
     findings: tuple[str, ...] = ()
+    # Output leaves that could not be compared, each with its type and why ("past_key_values: Foo, holds no
+    # tensor"); a cache's tensors are judged like any output's (issue 30).
+    skipped: tuple[str, ...] = ()
 
     @property
     def worst(self) -> TensorCheck | None:

@@ -275,7 +275,8 @@ def _summary(run: CompileRun, counts: Counter[str]) -> tuple[SummaryItem, ...]:
         extra = " · ".join(
             x
             for x in (
-                "forward + backward" if settings.train else "",
+                f"forward + backward of {settings.backward}" if settings.backward
+                else "forward + backward" if settings.train else "",
                 settings.dtype or "",
                 "fullgraph" if settings.fullgraph else "",
                 {True: "dynamic=True", False: "dynamic=False"}.get(settings.dynamic, ""),  # type: ignore[arg-type]
@@ -378,6 +379,8 @@ def accuracy_item(acc: Accuracy, divergence: NumericDivergence | None = None) ->
         parts.append(f"{acc.failed} out of bounds")
     if acc.findings:
         parts.append(f"{len(acc.findings)} of another structure or shape")
+    if acc.skipped:
+        parts.append(f"{len(acc.skipped)} output{'s' if len(acc.skipped) != 1 else ''} not judged ({acc.skipped[0]})")
     worst = acc.worst
     if worst is not None:
         parts.append(f"{'worst' if acc.within_tolerance else 'first'}: {worst.name} ({worst.note})")

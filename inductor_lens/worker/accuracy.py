@@ -6,8 +6,10 @@ compiled and eager are both judged against a float64 run of the same model on th
 the rule of Dynamo's own accuracy checker (``torch._dynamo.utils.same`` with ``fp64_ref``): a tensor
 passes when it is close to eager, or when the compiled RMSE against float64 is at most a few times
 eager's own (2x, 3x for 16-bit dtypes and small tensors) plus ``tol / 10``. Outputs of any structure
-(tuples, dicts, HuggingFace ``ModelOutput``) are compared leaf by leaf and gradients parameter by
-parameter; a leaf of another shape, or outputs of another structure, are findings, never a crash.
+(tuples, dicts, HuggingFace ``ModelOutput``, pytree nodes, and objects holding tensors such as HF's
+``DynamicCache`` in ``past_key_values``) are compared leaf by leaf and gradients parameter by parameter; a
+leaf of another shape, or outputs of another structure, are findings, never a crash; an object with no
+tensor inductor-lens can reach is named as not judged, with the reason.
 Without a float64 run (it failed, or ``--accuracy eager``) the check falls back to per-dtype tolerances.
 """
 
@@ -34,25 +36,77 @@ class Results:
 
     outputs: list[list[tuple[str, Any]]]  # per call: (leaf name, leaf value)
     gradients: list[list[tuple[str, Any]]]  # per call: (parameter name, gradient or None)
+    backward: str = ""  # with --train, what was backpropagated ("outputs.loss", "the sum of 2 outputs")
 
 
-def named_leaves(torch: Any, value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """The leaves of an output, named by their path: ``[0]``, ``logits``, ``past_key_values[1][0]``."""
+@dataclass(frozen=True)
+class Unjudged:
+    """A leaf of the outputs that cannot be compared: its type, and why."""
+
+    type: str
+    reason: str
+
+
+# How deep objects that are neither containers nor pytree nodes are searched for tensors (a cache's layers).
+OBJECT_DEPTH = 4
+
+
+def named_leaves(torch: Any, value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """The leaves of an output, named by their path: ``[0]``, ``logits``, ``past_key_values.layers[1].keys``.
+
+    Containers and pytree nodes are flattened; another object is searched through its attributes for the
+    tensors it holds (HF's ``DynamicCache``: ``.layers[i].keys``, ``.values``), its other attributes left out;
+    one holding none is an ``Unjudged`` leaf."""
     if isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str)):
         yield prefix or "output", value
     elif isinstance(value, Mapping):  # dicts, and HuggingFace's ModelOutput (an OrderedDict)
         for key, item in value.items():
-            yield from named_leaves(torch, item, f"{prefix}.{key}" if prefix else str(key))
+            yield from named_leaves(torch, item, f"{prefix}.{key}" if prefix else str(key), depth)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            yield from named_leaves(torch, item, f"{prefix}[{index}]")
+            yield from named_leaves(torch, item, f"{prefix}[{index}]", depth)
     elif is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
-            yield from named_leaves(torch, getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name)
+            yield from named_leaves(torch, getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name, depth)
+    elif (children := _pytree_children(torch, value)) is not None:
+        for key, item in children:
+            yield from named_leaves(torch, item, prefix + key, depth)
     elif hasattr(value, "to_tuple"):  # other ModelOutput-like containers
-        yield from named_leaves(torch, value.to_tuple(), prefix)
+        yield from named_leaves(torch, value.to_tuple(), prefix, depth)
     else:
-        yield prefix or "output", type(value).__name__
+        yield from _object_leaves(torch, value, prefix or "output", depth)
+
+
+def _pytree_children(torch: Any, value: Any) -> list[tuple[str, Any]] | None:
+    """One level of a type registered with torch's pytree (its children named by their keys), or None."""
+    pytree = torch.utils._pytree
+    node = pytree.SUPPORTED_NODES.get(type(value))
+    if node is None:
+        return None
+    if node.flatten_with_keys_fn is not None:
+        keyed, _ = node.flatten_with_keys_fn(value)
+        return [(pytree.keystr((key,)), child) for key, child in keyed]
+    children, _ = node.flatten_fn(value)  # no keys registered: children by position
+    return [(f"[{index}]", child) for index, child in enumerate(children)]
+
+
+def _object_leaves(torch: Any, value: Any, name: str, depth: int) -> Iterator[tuple[str, Any]]:
+    kind = type(value).__name__
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(value, torch.nn.Module) or not isinstance(attributes, dict):
+        yield name, Unjudged(kind, "not a container inductor-lens can read")
+        return
+    found = [
+        (leaf_name, leaf)
+        for key, item in (attributes.items() if depth < OBJECT_DEPTH else ())
+        if not key.startswith("_")
+        for leaf_name, leaf in named_leaves(torch, item, f"{name}.{key}", depth + 1)
+        if isinstance(leaf, torch.Tensor)
+    ]
+    if found:
+        yield from found
+    else:
+        yield name, Unjudged(kind, f"no tensor within {OBJECT_DEPTH} levels of its attributes")
 
 
 def keep(torch: Any, value: Any) -> Any:
@@ -73,6 +127,7 @@ def judge(
     """The verdict on every output leaf and gradient of every call."""
     checks: list[TensorCheck] = []
     findings: list[str] = []
+    skipped: list[str] = []
     largest = 0.0  # the largest |eager output|, for the overall relative error
     several = len(eager.outputs) > 1
     for number, (want, got) in enumerate(zip(eager.outputs, compiled.outputs, strict=True), 1):
@@ -83,6 +138,9 @@ def judge(
             continue
         ref = reference.outputs[number - 1] if reference else None
         for index, (name, value) in enumerate(want):
+            if isinstance(value, Unjudged):
+                skipped.append(f"{prefix}{name}: {value.type}, {value.reason}")
+                continue
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 largest = max(largest, _finite_max(torch, value.double().abs()))
             ref_value = ref[index][1] if ref and index < len(ref) else None
@@ -110,7 +168,7 @@ def judge(
                     checks.append(check)
     accuracy = _accuracy(checks, findings, reference is not None, train, len(eager.outputs), why_no_reference)
     relative = accuracy.max_abs_error / largest if largest > 0 else accuracy.max_abs_error
-    return replace(accuracy, max_rel_error=relative)
+    return replace(accuracy, max_rel_error=relative, skipped=tuple(skipped[:CHECKS_KEPT]))
 
 
 def _names(names: list[str]) -> str:
@@ -183,6 +241,8 @@ def describe_leaf(torch: Any, value: Any) -> str:
 def _short(torch: Any, value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"{str(value.dtype).removeprefix('torch.')}[{', '.join(str(s) for s in value.shape)}]"
+    if isinstance(value, Unjudged):
+        return f"{value.type} (not judged: {value.reason})"
     return repr(value)[:60] if isinstance(value, (bool, int, float, str)) or value is None else type(value).__name__
 
 

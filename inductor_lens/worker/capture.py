@@ -16,7 +16,7 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -151,6 +151,7 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     run.phase("eager run")
     eager, seconds = run_all(torch, model, calls, spec.train, device, "eager")
     result.eager_first_call_s = seconds[0]
+    result.settings.backward = eager.backward
     result.outputs = [f"{name}: {accuracy.describe_leaf(torch, value)}" for name, value in eager.outputs[0]]
 
     reference, why_not = None, "--accuracy eager" if spec.accuracy == "eager" else ""
@@ -209,13 +210,14 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
 def run_all(
     torch: Any, fn: Any, calls: list[Call], train: bool, device: Any, phase: str
 ) -> tuple[accuracy.Results, list[float]]:
-    """Every call once (and with --train, backward of its outputs' sum): what each gave, and how long it took."""
+    """Every call once (and with --train, a backward: ``backward_step``): what each gave, and how long it took."""
     results = accuracy.Results(outputs=[], gradients=[])
     seconds = []
     for call in calls:
-        outputs, gradients, took = step(torch, fn, call, train, device, phase)
+        outputs, gradients, took, backward = step(torch, fn, call, train, device, phase)
         results.outputs.append(outputs)
         results.gradients.append(gradients)
+        results.backward = results.backward or backward
         seconds.append(took)
     return results, seconds
 
@@ -241,9 +243,9 @@ def float64_run(
 
 def step(
     torch: Any, fn: Any, call: Call, train: bool, device: Any, phase: str
-) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]], float]:
-    """One call (and backward of the outputs' sum with --train); returns its output leaves, the
-    parameters' gradients (by name) and the seconds it took."""
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]], float, str]:
+    """One call (and with --train a backward, ``backward_step``); returns its output leaves, the
+    parameters' gradients (by name), the seconds it took and what was backpropagated ("" without --train)."""
     named = list(fn.named_parameters()) if train and hasattr(fn, "named_parameters") else []
     params = [(name, p) for name, p in named if p.requires_grad]
     for _, p in params:
@@ -251,10 +253,11 @@ def step(
     torch.manual_seed(0)
     synchronize(torch, device)
     start = time.perf_counter()
+    backward = ""
     try:
         if train:
             outputs = call(fn)
-            backward_of_sum(torch, outputs)
+            backward = backward_step(torch, outputs)
         else:
             with torch.no_grad():
                 outputs = call(fn)
@@ -268,15 +271,29 @@ def step(
     seconds = time.perf_counter() - start
     leaves = [(name, accuracy.keep(torch, value)) for name, value in accuracy.named_leaves(torch, outputs)]
     gradients = [(name, accuracy.keep(torch, p.grad) if p.grad is not None else None) for name, p in params]
-    return leaves, gradients, seconds
+    return leaves, gradients, seconds, backward
 
 
-def backward_of_sum(torch: Any, outputs: Any) -> None:
+def backward_step(torch: Any, outputs: Any) -> str:
+    """--train's backward, and what it backpropagated: the outputs' ``loss`` where the model returned one (an
+    HF model given ``labels``: a ModelOutput or dict key, or an attribute), else the sum of every floating
+    output that carries a gradient."""
+    loss = _loss(outputs)
+    if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.requires_grad:
+        loss.float().sum().backward()
+        return "outputs.loss"
     floats = [v for _, v in accuracy.named_leaves(torch, outputs)
               if isinstance(v, torch.Tensor) and v.is_floating_point() and v.requires_grad]  # fmt: skip
     if not floats:
         raise Failure("ModelRunError", "--train: the model's outputs carry no gradient")
     sum(t.float().sum() for t in floats).backward()
+    return f"the sum of {len(floats)} output{'s' if len(floats) != 1 else ''}"
+
+
+def _loss(outputs: Any) -> Any:
+    if isinstance(outputs, Mapping):
+        return outputs.get("loss")
+    return None if isinstance(outputs, (list, tuple)) else getattr(outputs, "loss", None)
 
 
 def synchronize(torch: Any, device: Any) -> None:
@@ -293,7 +310,7 @@ def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: b
         def one_step(fn: Any) -> None:
             for call in calls:
                 if train:
-                    backward_of_sum(torch, call(fn))
+                    backward_step(torch, call(fn))
                 else:
                     with torch.no_grad():
                         call(fn)

@@ -77,6 +77,7 @@ class ReportedSettings:
     # What the mode turns on (torch._inductor.list_mode_options), and what inductor-lens added.
     mode_options: dict[str, JsonValue] = field(default_factory=dict)
     capture_options: dict[str, JsonValue] = field(default_factory=dict)
+    backward: str = ""  # with --train: "outputs.loss" or "the sum of N outputs" (worker/capture.py)
 
 
 @dataclass

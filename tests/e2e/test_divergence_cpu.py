@@ -109,7 +109,7 @@ def test_a_training_step_compares_the_backward_graph_too() -> None:
     """With a backward (--train), both graphs' buffers are judged: the forward's and the backward's."""
     import torch
 
-    from inductor_lens.worker.capture import backward_of_sum
+    from inductor_lens.worker.capture import backward_step
     from inductor_lens.worker.divergence import search
 
     torch.manual_seed(0)
@@ -117,7 +117,7 @@ def test_a_training_step_compares_the_backward_graph_too() -> None:
     x = torch.randn(16, 32)
 
     def one_step(fn):
-        backward_of_sum(torch, fn(x))
+        backward_step(torch, fn(x))
 
     found = search(torch, model, one_step, {}, device="cpu", fullgraph=False, dynamic=None)
     assert found.status == "agrees", found
