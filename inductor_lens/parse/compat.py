@@ -40,12 +40,27 @@ KERNEL_DEFINERS = {
     "async_compile.cpp_pybinding": "cpp",
     "async_compile.cpp": "cpp",
 }
-# Other async_compile helpers that define something we do not treat as a kernel of its own.
+# Other async_compile helpers that define a kernel whose source this version does not read: each is listed with
+# a note, and its launches in call() (``name.run(...)``, ``name(...)`` on CPU, ``name.name(..., c_void_p(stream))``
+# for CUDA C++) are shown as library calls under the kernel's name, never as unrecognised calls.
 OTHER_DEFINERS = {
     "async_compile.multi_kernel",
     "async_compile.cuda",
     "async_compile.rocm",
     "async_compile.halide",
+    # read from torch 2.14.1's source (no capture here makes them; CuTe DSL, NVIDIA's universal GEMM, Pallas
+    # and Metal need their own hardware or libraries): codegen/cutedsl/cutedsl_scheduling.py (FlexAttention,
+    # the FlexGEMM templates and CuTe DSL matmuls), codegen/nv_universal_gemm/, codegen/pallas.py, codegen/mps.py,
+    # codegen/multi_kernel.py, codegen/cuda_combined_scheduling.py (CUTLASS on XPU)
+    "async_compile.cutedsl",
+    "async_compile.nv_universal_gemm",
+    "async_compile.pallas",
+    "async_compile.metal",
+    "async_compile.size_hint_multi_kernel",
+    "async_compile.xpu",
+    # FlyDSL templates (ROCm), after 2.14.1: `name = async_compile.flydsl('name', r'''...''')` in
+    # PyTorch's own tests of its main branch (2026-11); not in the 2.14.1 wheel
+    "async_compile.flydsl",
 }
 
 # Comment headers above a kernel definition and above launches in call().

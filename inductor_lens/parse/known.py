@@ -3,7 +3,7 @@
 A capture of torch 2.11 or 2.13 holds much more than the report uses; declaring it here keeps
 ``--strict`` quiet about it while anything new (a record kind a later torch adds) is still reported
 as "not known to this version". Each group names the torch versions it was seen in (the captures of
-tests/fixtures and /work/shared/fixtures) or the torch 2.13 source that writes it. A ``*`` in a name
+tests/fixtures and /work/shared/fixtures) or the torch source (2.13, 2.14.1) that writes it. A ``*`` in a name
 stands for a family of names torch builds at run time (``<pass name>_post_grad``).
 """
 
@@ -134,6 +134,16 @@ _TRACE_ARTIFACTS = (
             "changed between calls; the symbols they became are shown", "2.13 _dynamo/pgo.py", "get_local_code_state", "get_remote_code_state",
             "get_extra_remote_code_state", "put_local_code_state", "put_remote_code_state",
             "put_extra_remote_code_state"),
+    *_known("trace artifact", "the compile worker pool's health: a worker's status report, a crashed "
+            "sidecar's last output", "not part of the compile the report shows; a failed compile is "
+            "reported from the capture's outcome", "2.14.1 _inductor/compile_worker/subproc_pool.py "
+            "(first in 2.14)", "compile_worker_status", "compile_worker_sidecar_death"),
+    *_known("trace artifact", "FlexGEMM's lowering phases as text (flex_gemm_<phase>)", "its kernels are "
+            "CuTe DSL kernels, listed with a note", "2.14.1 _inductor/kernel/flex_gemm/debug.py (first in 2.14)",
+            "flex_gemm_*"),
+    *_known("trace artifact", "AOTAutograd's runtime wrappers", "wrapper code around the compiled graph, not "
+            "shown", "named for torch 2.15 by issue 30; not in 2.14.1's source (checked 2026-11-27)",
+            "aot_autograd_runtime_wrappers"),
 )  # fmt: skip
 
 KNOWN = (*_GRAPH_FILES, *_TRACE_RECORDS, *_TRACE_ARTIFACTS)

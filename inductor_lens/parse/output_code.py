@@ -69,11 +69,12 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
         diagnostics.warn(where, "no call() function found; launch order unknown")
         return OutputCode(kernels=tuple(kernels), launches=(), harness=harness)
     by_name = {k.name: k for k in kernels}
+    others = _other_definitions(tree)
     partitions = partition_functions(tree)
     flow = DataFlow.of(call, partitions)
     for written in read_layouts(s for s, _ in call_statements(call.body, partitions)).unreadable:
         diagnostics.warn(where, f"call(): a layout check or allocation not read as sizes and strides: {written}")
-    launches = tuple(_launches(call, partitions, lines, by_name, flow, where, diagnostics))
+    launches = tuple(_launches(call, partitions, lines, by_name, others, flow, where, diagnostics))
     positions: dict[str, list[int]] = {}
     for launch in launches:
         positions.setdefault(launch.target, []).append(launch.position)
@@ -148,6 +149,16 @@ def _kernel_definition(
     if backend == "triton":
         return _triton_kernel(common, where, diagnostics)
     return _cpp_kernel(common, statement.value)
+
+
+def _other_definitions(tree: ast.Module) -> set[str]:
+    """Names defined by ``compat.OTHER_DEFINERS``: kernels whose source is not read, launched all the same."""
+    return {
+        s.targets[0].id
+        for s in tree.body
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+        and isinstance(s.value, ast.Call) and dotted_name(s.value.func) in compat.OTHER_DEFINERS
+    }
 
 
 def _string_argument(call: ast.Call) -> str | None:
@@ -330,11 +341,13 @@ def _launches(
     partitions: list[ast.FunctionDef],
     lines: list[str],
     kernels: dict[str, KernelRecord],
+    others: set[str],
     flow: DataFlow,
     where: str,
     diagnostics: Diagnostics,
 ) -> Iterator[Launch]:
-    kernel_backends = {name: kernel.backend for name, kernel in kernels.items()}
+    kernel_backends: dict[str, str] = {name: _OTHER for name in others}
+    kernel_backends.update({name: kernel.backend for name, kernel in kernels.items()})
     found: list[tuple[ast.stmt, int | None, LaunchKind, str]] = []
     for statement, partition in call_statements(call.body, partitions):
         launched = _launch_target(statement, kernel_backends, where, diagnostics)
@@ -378,6 +391,10 @@ def _launches(
         )
 
 
+# The backend given to kernels of compat.OTHER_DEFINERS while call() is read: launched as library calls.
+_OTHER = "other"
+
+
 def _launch_target(
     statement: ast.stmt, kernel_backends: Mapping[str, str], where: str, diagnostics: Diagnostics
 ) -> tuple[LaunchKind, str] | None:
@@ -401,6 +418,8 @@ def _launch_target(
         return "triton", head
     if kernel_backends.get(target) == "cpp":
         return "cpp", target
+    if _OTHER in (kernel_backends.get(target), kernel_backends.get(head)):
+        return "extern", target if kernel_backends.get(target) == _OTHER else head
     if compat.is_wrapper_helper(target):
         return None
     if target.startswith(compat.EXTERN_PREFIXES):
