@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..parse.symbolic import tensor_dims
@@ -44,7 +45,7 @@ def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatc
             return f"{name} has no shape in this match"
         steps.append(HandwrittenTask(name, shape, match.dtype))
     try:
-        plan = plan_repro(graph, kernel)
+        plan = plan_repro(graph, _first_launch_nodes(graph, kernel))
     except ReproError as exc:
         return f"no reference of the kernel: {exc}"
     reference = plan.reference
@@ -65,6 +66,16 @@ def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatc
     if elements > VERIFY_ELEMENTS:
         return f"its inputs hold {elements:,} elements, more than the {VERIFY_ELEMENTS:,} verified in float64"
     return VerifyTask(match.key, steps, reference.code, inputs, [o.node for o in reference.outputs])
+
+
+def _first_launch_nodes(graph: GraphRecord, kernel: KernelRecord) -> KernelRecord:
+    """The kernel with the post-grad nodes of its first launch only, where provenance tells them apart: a kernel
+    launched once per layer lists every layer's nodes, whose inputs one launch does not hold."""
+    launch = next((x for x in graph.launches if x.target == kernel.name), None)
+    if graph.provenance is None or launch is None or not launch.handle:
+        return kernel
+    nodes = graph.provenance.kernel_to_post.get(launch.handle, ())
+    return replace(kernel, post_grad_nodes=tuple(nodes)) if nodes else kernel
 
 
 # --- in the check process ------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ class HandwrittenRow:
     eager_us: float | None
     verdict: str
     tone: str
-    correctness: str  # "ok", "mismatch", "error", "not run"
+    correctness: str  # "ok", "mismatch", "error", "not run", "rejected" (computes something else than Inductor's)
     gpu_alone_us: float | None  # all steps, replayed from a CUDA graph: no launch overhead
     launch_bound: str  # why the hand-written time is mostly host time, or ""
 
@@ -185,7 +185,7 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
     timed = [(r.inductor_us, r.handwritten_us) for r in matched if r.inductor_us and r.handwritten_us]
     faster = sum(1 for inductor, handwritten in timed if handwritten < inductor * (1 - TIE))
     slower = sum(1 for inductor, handwritten in timed if handwritten > inductor * (1 + TIE))
-    bad = sum(1 for r in matched if r.correctness in ("mismatch", "error"))
+    bad = sum(1 for r in matched if r.correctness in ("mismatch", "error", "rejected"))
     checked = [r for r in matched if r.correctness != "not run"]
     launches = sum(r.count for r in rows)
     summary = [
@@ -268,7 +268,7 @@ def _row(
             launch_bound += f". GPU time against GPU time: {alone_us:,.1f} µs by hand, {in_context:,.1f} µs for Inductor's in the profiled step"
     url = launch_url(graph, launch) if launch else graph_url(graph)
     return HandwrittenRow(match, graph, launch, launches, url, steps, inductor_us, method, handwritten_us, eager_us,
-                          verdict, tone, _correctness(match.runs), alone_us, launch_bound)  # fmt: skip
+                          verdict, tone, _correctness(match), alone_us, launch_bound)  # fmt: skip
 
 
 def _total_us(timings: list[Timing | None]) -> float | None:
@@ -318,6 +318,8 @@ def _verdict(
 ) -> tuple[str, str]:
     if match.kind == "none":
         return "nothing hand-written does this job", "muted"
+    if match.rejected:
+        return "rejected: computes something else than Inductor's kernel, not timed", "bad"
     if inductor_us is None or handwritten_us is None:
         return "not timed (timing needs a GPU)", "muted"
     ratio = inductor_us / handwritten_us
@@ -332,7 +334,10 @@ def _verdict(
     return f"within 5% of Inductor{launches}", ""
 
 
-def _correctness(runs: tuple[HandwrittenRun, ...]) -> str:
+def _correctness(match: HandwrittenMatch) -> str:
+    runs = match.runs
+    if match.rejected:
+        return "rejected"
     if not runs or all(r.ok is None and r.error is None for r in runs):
         return "not run"
     if any(r.ok is False for r in runs):
