@@ -6,7 +6,8 @@ recorded elsewhere around a plain loop, gets its steps from the calls of its fir
 - one ``## Call CompiledFxGraph <key> ##`` CPU range per compiled graph that ran;
 - inside it, one top-level CPU range per launch, in launch order: Inductor names each Triton
   launch after its kernel, C++ kernels appear as ``graph_<k>_<kernel>`` (with
-  TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE), and extern calls as their ATen op (``aten::mm``);
+  TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE), and extern calls as their op (``aten::mm``; a custom op,
+  ``torch.library``'s, as ``<namespace>::<op>``);
 - GPU kernels, each linked by ``External id`` to the CPU range that launched it (possibly nested
   inside the top-level one, such as ``aten::_efficient_attention_forward`` inside SDPA).
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..parse import compat
 from ..records import GraphRecord, Launch
 from ..worker.files import REGION_MARK, STEP_MARKS
 from .graph_replay import LaunchKey, best_graph, tie_replay
@@ -110,8 +112,12 @@ def load_trace(path: Path) -> dict[str, Any]:
 
 
 def launch_label(launch: Launch) -> str:
-    """The name the profiler gives a launch's top-level range."""
+    """The name the profiler gives a launch's top-level range: an op called through ``torch.ops`` is
+    ``<ns>::<op>`` (``aten::mm``, ``mkl::_mkl_linear``, a custom op's ``lens_demo::mix``)."""
     if launch.kind == "extern":
+        found = compat.op_namespace(launch.target)
+        if found is not None:
+            return f"{found[0]}::{found[1]}"
         op = launch.aten_op or launch.target
         base = op.split(".")[1] if op.startswith("aten.") and "." in op else op
         return f"aten::{base}"

@@ -18,6 +18,8 @@ by time at stake. The rules:
 - each graph break: its reason and user line, and the fix torch's hint or the reason suggests;
 - each recompile: its reason, and ``torch._dynamo.mark_dynamic`` on the dimension that changed;
 - ATen fallbacks: extern calls that are not library matmuls, convolutions or attention;
+- custom ops (``torch.library``, a namespace torch does not own): the user's or a library's own op, which
+  runs outside Inductor's kernels as it is (never called a fallback);
 - kernels far under the roofline (``roofline.FAR_FROM_ROOF``, launches of 5 µs or more): the time above
   what the roofline allows;
 - autotuning: picks within ``CLOSE_CALL`` of the runner-up, and matmuls or convolutions that take
@@ -33,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ..parse import compat
 from ..records import CompileRun, DynamoFrame, GraphBreak, GraphRecord, Launch
 from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S
 from .stability import Stability, judge
@@ -43,7 +46,7 @@ CLOSE_CALL = 0.02  # autotune winner within 2% of the runner-up
 UNTUNED_SHARE = 0.3
 # Extern calls into libraries Inductor does not aim to generate: not fallbacks.
 _LIBRARY_OPS = re.compile(
-    r"^(?:_?mm|addmm|bmm|baddbmm|bias_addmm|_mm_plus_mm|_int_mm|_scaled_mm|linear|_?convolution(?:_backward)?"
+    r"^(?:_?mm|addmm|bmm|baddbmm|bias_addmm|_mm_plus_mm|_int_mm|_scaled_mm|linear|_mkl_linear|_?convolution(?:_backward)?"
     r"|cudnn_\w+|mkldnn_\w+|onednn\w*|_scaled_dot_product\w*|_efficient_attention\w*|_flash_attention\w*"
     r"|_cudnn\w*)$"
 )
@@ -98,6 +101,7 @@ def diagnose(run: CompileRun) -> Diagnosis:
     findings += _graph_breaks(run, compiled_us)
     findings += _recompiles(run)
     findings += _fallbacks(run)
+    findings += _custom_ops(run)
     findings += _under_roofline(run)
     findings += _autotune(run)
     findings.sort(key=lambda f: (f.at_stake_us is None, -(f.at_stake_us or 0.0)))
@@ -324,8 +328,18 @@ def _recompile_fix(reason: str) -> str:
 
 
 def _op_base(launch: Launch) -> str:
+    """The op's name without namespace or overload (``mm``, ``_mkl_linear``): never cut to its namespace."""
+    found = compat.op_namespace(launch.target)
+    if found is not None:
+        return found[1]
     op = launch.aten_op or launch.target
-    return op.removeprefix("aten.").removeprefix("torch.ops.aten.").split(".")[0].rsplit(".", 1)[-1]
+    return op.removeprefix("aten.").split(".")[0]
+
+
+def _op_name(launch: Launch) -> str:
+    """What a fallback is called: ATen's by its name (``index_put``), another namespace's as ``mkl::_mkl_linear``."""
+    found = compat.op_namespace(launch.target)
+    return f"{found[0]}::{found[1]}" if found is not None and found[0] != "aten" else _op_base(launch)
 
 
 def _fallbacks(run: CompileRun) -> list[Finding]:
@@ -335,11 +349,13 @@ def _fallbacks(run: CompileRun) -> list[Finding]:
         (graph, launch)
         for graph in run.graphs
         for launch in graph.launches
-        if launch.kind == "extern" and not _LIBRARY_OPS.match(_op_base(launch))
+        if launch.kind == "extern"
+        and compat.custom_op(launch.target) is None
+        and not _LIBRARY_OPS.match(_op_base(launch))
     ]
     if not found:
         return []
-    ops = sorted({_op_base(launch) for _, launch in found})
+    ops = sorted({_op_name(launch) for _, launch in found})
     times = [launch.timing.median_us for _, launch in found if launch.timing is not None]
     graph, first = found[0]
     return [
@@ -354,6 +370,39 @@ def _fallbacks(run: CompileRun) -> list[Finding]:
             "eager kernels and cannot be fused with their neighbours",
             launch_url(graph, first),
             "rewrite the model with ops Inductor lowers (or register a decomposition for the op), so it is fused",
+            "low",
+        )
+    ]
+
+
+def _custom_ops(run: CompileRun) -> list[Finding]:
+    """Calls of custom ops (``torch.library``): the user's or a library's own code, opaque to Inductor."""
+    from ..report.views import launch_url
+
+    found = [
+        (graph, launch, name)
+        for graph in run.graphs
+        for launch in graph.launches
+        if launch.kind == "extern" and (name := compat.custom_op(launch.target)) is not None
+    ]
+    if not found:
+        return []
+    ops = sorted({name for _, _, name in found})
+    times = [launch.timing.median_us for _, launch, _ in found if launch.timing is not None]
+    graph, first, _ = found[0]
+    return [
+        Finding(
+            "custom op",
+            f"{len(found)} custom op call(s) run outside Inductor's kernels: {', '.join(ops[:6])}",
+            sum(times) if times else None,
+            "their time in context per step (the op's own profiler range): the op's own implementation sets it"
+            if times
+            else "not timed",
+            f"ops registered with torch.library (the model's or a library's own code), which Inductor calls as they "
+            f"are: {', '.join(ops)}; it neither generates nor fuses them, so the tensors around them go through memory",
+            launch_url(graph, first),
+            "speed up the op's own implementation (a fused or compiled kernel of its own); where its body is plain "
+            "torch ops, calling them directly instead of through the op lets Inductor compile and fuse them",
             "low",
         )
     ]

@@ -146,9 +146,14 @@ class Launch:
     def label(self) -> str:
         """What the report calls the launch: the kernel's name, or the ATen op of a library call. An
         extern helper that is an autotune choice of its own (``bias_addmm``, which runs ``aten.addmm``)
-        keeps its name, so it is never mistaken for the plain ``addmm`` choice it beat."""
+        keeps its name, so it is never mistaken for the plain ``addmm`` choice it beat; a custom op
+        (``torch.library``) is its namespace and name, ``transformers::grouped_mm_fallback``."""
         if self.kind != "extern":
             return self.target
+        from ..parse.compat import custom_op  # parse imports records: read at call time
+
+        if (custom := custom_op(self.target)) is not None:
+            return custom
         op = self.aten_op or self.target
         helper = self.target.removeprefix("extern_kernels.")
         if self.target.startswith("extern_kernels.") and helper != op.removeprefix("aten.").split(".")[0]:

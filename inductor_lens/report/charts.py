@@ -29,6 +29,7 @@ TIME_COLOURS = {
     "user": "#ec4899",
     "other": "#94a3b8",
     "extern": "#475569",
+    "custom op": "#be123c",
 }
 RIGHT, TOP, BOTTOM = 16, 16, 44
 # The left margin holds the y axis's title (rotated, centred at x=14) and its tick labels, drawn in the

@@ -53,6 +53,7 @@ CATEGORY_COLOURS = {
     "user": "#fbcfe8",
     "other": "#e2e8f0",
     "extern": "#e5e7eb",
+    "custom op": "#fecdd3",
 }
 # Placeholder styles by role.
 ROLE_STYLES = {

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..parse.compat import custom_op
 from ..parse.symbolic import FROM_HINTS
 from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
 from ..records.numerics import NumericDivergence, divergence_headline
@@ -68,6 +69,9 @@ def frame_anchor(compile_id: str) -> str:
 
 
 def launch_category(graph: GraphRecord, launch: Launch) -> str:
+    """The launched kernel's category, ``extern`` for a library call, ``custom op`` for a ``torch.library`` op."""
+    if launch.kind == "extern" and custom_op(launch.target) is not None:
+        return "custom op"
     return graph.launch_category(launch)
 
 
@@ -157,7 +161,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         graph,
                         launch.position,
                         "extern",
-                        "extern",
+                        launch_category(graph, launch),
                         launch.label,
                         launch_url(graph, launch),
                         launch.aten_ops,

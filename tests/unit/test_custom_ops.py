@@ -1,0 +1,190 @@
+"""Custom ops (``torch.library``) as library calls: named with their namespace, timed from their own profiler
+range, and diagnosed as the model's or a library's own op, never as an ATen fallback or as Python overhead.
+
+The real capture is ``cpu-torch2.13-custom-op`` (``samples/custom_op.py`` on CPU, torch 2.13: Linear -> ReLU ->
+``lens_demo::mix`` -> tanh, see tests/fixtures/PROVENANCE.md); the expected times are worked out here from its
+``profile_trace.json`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from inductor_lens.bench import attach_measurements
+from inductor_lens.bench.attribution import launch_label
+from inductor_lens.bench.diagnosis import diagnose
+from inductor_lens.parse import compat, parse_debug_folder
+from inductor_lens.parse.diagnostics import Diagnostics
+from inductor_lens.parse.output_code import parse_output_code
+from inductor_lens.records import CompileRun, Launch
+from inductor_lens.report import render_report
+
+from ..conftest import FIXED_TIME
+
+CASE = "cpu-torch2.13-custom-op"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ..conftest import unpack_fixture
+
+    return unpack_fixture(CASE, tmp_path_factory.mktemp("custom-op"))
+
+
+@pytest.fixture(scope="module")
+def timed(root: Path) -> CompileRun:
+    run = parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME)
+    return attach_measurements(run, root / "capture", strict=True)
+
+
+def _mix(run: CompileRun) -> Launch:
+    (graph,) = run.graphs
+    (launch,) = [launch for launch in graph.launches if launch.target.startswith("torch.ops.lens_demo.")]
+    return launch
+
+
+def test_the_custom_op_is_a_library_call_named_with_its_namespace(timed: CompileRun) -> None:
+    (graph,) = timed.graphs
+    assert [(launch.kind, launch.label) for launch in graph.launches] == [
+        ("extern", "aten.addmm"),
+        ("cpp", "cpp_fused_mix_relu_0"),
+        ("extern", "lens_demo::mix"),
+        ("cpp", "cpp_fused_add_tanh_1"),
+    ]
+    mix = _mix(timed)
+    assert (mix.position, mix.target, mix.aten_op) == (3, "torch.ops.lens_demo.mix.default", "lens_demo.mix.default")
+    assert launch_label(mix) == "lens_demo::mix"  # the profiler's name for its range
+
+
+def _expected_us(trace: Path, *names: str) -> tuple[int, float]:
+    """(steps, median over the profiled steps of the summed duration of the ranges of these names in each)."""
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    steps = [e for e in events if e["name"].startswith("inductor_lens_step_")]
+    per_step = [
+        sum(e["dur"] for e in events if e["name"] in names and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]) for s in steps
+    ]
+    return len(steps), statistics.median(per_step)
+
+
+def test_the_custom_op_is_timed_from_its_own_profiler_range(root: Path, timed: CompileRun) -> None:
+    steps, expected = _expected_us(root / "capture" / "profile_trace.json", "lens_demo::mix")
+    mix = _mix(timed)
+    assert steps == 20 and expected > 0
+    assert mix.timing is not None and mix.timing.steps == 20 and mix.timing.calls == 1
+    assert mix.timing.median_us == pytest.approx(expected, rel=1e-9)
+    step = timed.bench.step if timed.bench else None
+    assert step is not None and "lens_demo::mix" not in step.unattributed and step.unattributed == {}
+    # the time tied to launches counts the op's range: the four launches' ranges of each step, summed
+    names = ("aten::addmm", "graph_0_cpp_fused_mix_relu_0", "lens_demo::mix", "graph_0_cpp_fused_add_tanh_1")
+    assert step.attributed_us == pytest.approx(_expected_us(root / "capture" / "profile_trace.json", *names)[1])
+
+
+def test_the_diagnosis_names_a_custom_op_never_a_fallback(timed: CompileRun) -> None:
+    diagnosis = diagnose(timed)
+    kinds = [f.kind for f in diagnosis.findings]
+    assert "fallback" not in kinds and kinds.count("custom op") == 1
+    (finding,) = [f for f in diagnosis.findings if f.kind == "custom op"]
+    assert finding.title == "1 custom op call(s) run outside Inductor's kernels: lens_demo::mix"
+    mix = _mix(timed)
+    assert mix.timing is not None and finding.at_stake_us == mix.timing.median_us
+    assert finding.evidence_url == "graphs/model__0_inference_0.0.html#launch-3"
+
+
+def test_the_report_shows_the_custom_op_with_its_time(timed: CompileRun) -> None:
+    pages = render_report(timed, draw=False)
+    index = pages["index.html"]
+    assert '<td data-value="lens_demo::mix">' in index  # its row in the kernel table
+    assert "#3 lens_demo::mix: " in index  # its segment of the step's bar
+    assert "1 custom op call(s) run outside Inductor&#39;s kernels: lens_demo::mix" in index
+    assert "ATen fallback call(s)" not in index
+    assert '<span class="badge cat-custom-op">custom op</span>' in index
+    # the launch order: its row, with its time
+    graph_page = pages["graphs/model__0_inference_0.0.html"]
+    row = graph_page[graph_page.index('<tr id="launch-3">') :].split("</tr>")[0]
+    mix = _mix(timed)
+    assert mix.timing is not None and f"{mix.timing.median_us / 1e3:.2f} ms" in row
+    assert "<code>lens_demo::mix</code>" in row and '<span class="badge cat-custom-op">custom op</span>' in row
+
+
+# Qwen3-MoE's experts under transformers 5.17 (transformers/integrations/moe.py registers
+# transformers::grouped_mm_fallback with torch.library); call() as Inductor writes a custom op's fallback.
+MOE_CALL = textwrap.dedent(
+    """
+    class Runner:
+        def call(self, args):
+            arg0_1, arg1_1, arg2_1 = args
+            args.clear()
+            # Topologically Sorted Source Nodes: [grouped_mm_fallback], Original ATen: [transformers.grouped_mm_fallback]
+            buf0 = torch.ops.transformers.grouped_mm_fallback.default(arg0_1, arg1_1, arg2_1)
+            buf1 = buf0
+            del buf0
+            buf2 = torch.ops.mkl._mkl_linear.default(buf1, arg1_1, arg1_1, None, 16)
+            buf3 = torch.ops._c10d_functional.all_reduce_.default(buf2, 'sum', '0')
+            return (buf1, buf2, )
+    """
+)
+
+
+def test_a_library_namespace_is_kept_whole() -> None:
+    parsed = parse_output_code(MOE_CALL, "output_code.py", Diagnostics(strict=True))
+    moe, mkl, collective = parsed.launches
+    assert (moe.kind, moe.target, moe.aten_op) == (
+        "extern",
+        "torch.ops.transformers.grouped_mm_fallback.default",
+        "transformers.grouped_mm_fallback.default",
+    )
+    assert moe.aten_ops == ("transformers.grouped_mm_fallback",)
+    assert (moe.label, launch_label(moe)) == ("transformers::grouped_mm_fallback", "transformers::grouped_mm_fallback")
+    # torch's own namespaces are not custom ops; the profiler names their ranges <ns>::<op> all the same
+    assert (mkl.label, launch_label(mkl)) == ("mkl._mkl_linear.default", "mkl::_mkl_linear")
+    assert (collective.label, launch_label(collective)) == (
+        "_c10d_functional.all_reduce_.default",
+        "_c10d_functional::all_reduce_",
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("torch.ops.lens_demo.mix.default", "lens_demo::mix"),
+        ("torch.ops.transformers.grouped_mm_fallback.default", "transformers::grouped_mm_fallback"),
+        ("torch.ops.mylib.scale", "mylib::scale"),  # an overload packet, no .default
+        ("torch.ops.aten._scaled_dot_product_efficient_attention.default", None),
+        ("torch.ops.prims.iota.default", None),
+        ("torch.ops.mkl._mkl_linear.default", None),
+        ("torch.ops._c10d_functional.wait_tensor.default", None),
+        ("extern_kernels.mm", None),
+        ("aten.randint.low", None),
+        ("torch.ops.lens_demo", None),
+    ],
+)
+def test_custom_op_classification(target: str, expected: str | None) -> None:
+    assert compat.custom_op(target) == expected
+
+
+def test_a_library_custom_op_is_diagnosed_whole(timed: CompileRun) -> None:
+    """transformers::grouped_mm_fallback in place of lens_demo::mix: named whole, never a fallback "transformers"."""
+    (graph,) = timed.graphs
+    moe = replace(
+        _mix(timed),
+        target="torch.ops.transformers.grouped_mm_fallback.default",
+        aten_op="transformers.grouped_mm_fallback.default",
+    )
+    mkl = replace(moe, position=5, target="torch.ops.mkl._mkl_linear.default", aten_op="mkl._mkl_linear.default",
+                  timing=None)  # fmt: skip
+    index = replace(moe, position=6, target="torch.ops.aten.index_put.default", aten_op="aten.index_put.default",
+                    timing=None)  # fmt: skip
+    launches = (*(moe if launch.position == 3 else launch for launch in graph.launches), mkl, index)
+    run = replace(timed, graphs=(replace(graph, launches=launches),))
+    findings = {f.kind: f for f in diagnose(run).findings}
+    assert findings["custom op"].title == (
+        "1 custom op call(s) run outside Inductor's kernels: transformers::grouped_mm_fallback"
+    )
+    # the MKL matmul is a library call; ATen's index_put is the one fallback, named whole
+    assert findings["fallback"].title == "1 ATen fallback call(s) Inductor did not generate: index_put"
