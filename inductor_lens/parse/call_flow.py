@@ -215,8 +215,13 @@ def _allocation_type(call: ast.Call) -> str:
     size = literal(call.args[0]) if call.args else []
     dtype = dotted_name(call.args[2]) if len(call.args) > 2 else None
     dtype = dtype or next((dotted_name(k.value) for k in call.keywords if k.arg == "dtype"), None)
+    return tensor_type(dtype, size if isinstance(size, list) else str(size))
+
+
+def tensor_type(dtype: str | None, size: list[object] | tuple[object, ...] | str) -> str:
+    """``torch.bfloat16`` and ``(1024, 8192)`` -> ``bf16[1024, 8192]``, the type as FX prints it."""
     short = _DTYPES.get((dtype or "").removeprefix("torch."), (dtype or "?").removeprefix("torch."))
-    dims = ", ".join(fx_dim(s) for s in size) if isinstance(size, list) else str(size)
+    dims = size if isinstance(size, str) else ", ".join(fx_dim(s) for s in size)
     return f"{short}[{dims}]"
 
 

@@ -33,6 +33,7 @@ class WrittenLayout:
     stride: tuple[str, ...]
     offset: str = "0"
     base: str | None = None  # the buffer a view's storage belongs to
+    dtype: str | None = None  # where the statement says it (assert_tensor_metadata, allocations): "torch.float32"
 
     def ints(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """Sizes and strides as numbers, or None where one is symbolic."""
@@ -89,10 +90,11 @@ def written_layouts(output_code: str) -> dict[str, WrittenLayout]:
 
 
 def _checked(
-    call: ast.Call, tensor_at: int, size_at: int, stride_at: int, grouped: bool
+    call: ast.Call, tensor_at: int, size_at: int, stride_at: int, dtype_at: int | None, grouped: bool
 ) -> list[tuple[str, WrittenLayout]] | None:
-    if len(call.args) <= max(tensor_at, size_at, stride_at):
+    if len(call.args) <= max(tensor_at, size_at, stride_at, dtype_at or 0):
         return None
+    dtype = dotted_name(call.args[dtype_at]) if dtype_at is not None else None
     tensors, sizes, strides = (call.args[i] for i in (tensor_at, size_at, stride_at))
     if grouped:
         if not (isinstance(tensors, ast.Tuple) and isinstance(sizes, ast.Tuple) and isinstance(strides, ast.Tuple)):
@@ -104,7 +106,7 @@ def _checked(
         return None
     found = []
     for tensor, size, stride in zip(*groups, strict=True):
-        layout = _layout(size, stride)
+        layout = _layout(size, stride, dtype)
         if not isinstance(tensor, ast.Name) or layout is None:
             return None
         found.append((tensor.id, layout))
@@ -116,7 +118,8 @@ def _made(name: str, call: ast.Call, view: bool) -> list[tuple[str, WrittenLayou
     args = call.args[1:] if view else call.args
     if len(args) < (3 if view else 2):
         return None
-    layout = _layout(args[0], args[1])
+    dtype = dotted_name(args[2]) if not view and len(args) > 2 else None
+    layout = _layout(args[0], args[1], dtype)
     if layout is None:
         return None
     if view:
@@ -127,10 +130,10 @@ def _made(name: str, call: ast.Call, view: bool) -> list[tuple[str, WrittenLayou
     return [(name, layout)]
 
 
-def _layout(size: ast.expr, stride: ast.expr) -> WrittenLayout | None:
+def _layout(size: ast.expr, stride: ast.expr, dtype: str | None = None) -> WrittenLayout | None:
     if not (isinstance(size, ast.Tuple) and isinstance(stride, ast.Tuple)) or len(size.elts) != len(stride.elts):
         return None
-    return WrittenLayout(_dims(size), _dims(stride))
+    return WrittenLayout(_dims(size), _dims(stride), dtype=dtype)
 
 
 def _dims(node: ast.Tuple) -> tuple[str, ...]:

@@ -121,8 +121,8 @@ WRAPPER_HELPERS = {
 WRAPPER_HELPER_PREFIXES = ("empty_strided_", "torch._C._dynamo.guards.")
 
 # Calls in call() that state a tensor's layout, read by parse/call_layouts.py (the parser, the reproducer and
-# the hand-written problems): helper -> (position of the tensor, of its sizes, of its strides), and whether
-# each of the three is a tuple holding one entry per tensor.
+# the hand-written problems): helper -> (position of the tensor, of its sizes, of its strides, of its dtype or
+# None), and whether the first three are tuples holding one entry per tensor.
 #   assert_size_stride(arg0_1, (16, 8, 3, 3), (72, 9, 3, 1), 'input')          seen 2.11, 2.13, 2.14.1
 #   assert_size_stride_grouped((arg2_1, arg1_1), ((2, 8, 16, 16), (16, )), ((2048, 1, 128, 8), (1, )), 'input')
 #       first seen 2.14.1 (CPU): each input checked just before its first kernel, those of one kernel in one
@@ -130,10 +130,10 @@ WRAPPER_HELPER_PREFIXES = ("empty_strided_", "torch._C._dynamo.guards.")
 #   assert_tensor_metadata(buf1, (2, 16, 16, 16), (4096, 1, 256, 16), torch.float32, 'torch.ops.aten...')
 #       first seen 2.14.1 (CPU): an extern or fallback kernel's output, with its dtype
 #       (codegen/wrapper.py _codegen_assert_size_stride with a dtype)
-LAYOUT_CHECKS: dict[str, tuple[int, int, int, bool]] = {
-    "assert_size_stride": (0, 1, 2, False),
-    "assert_size_stride_grouped": (0, 1, 2, True),
-    "assert_tensor_metadata": (0, 1, 2, False),
+LAYOUT_CHECKS: dict[str, tuple[int, int, int, int | None, bool]] = {
+    "assert_size_stride": (0, 1, 2, None, False),
+    "assert_size_stride_grouped": (0, 1, 2, None, True),
+    "assert_tensor_metadata": (0, 1, 2, 3, False),
 }
 WRAPPER_HELPERS |= set(LAYOUT_CHECKS)
 # ``name = empty_strided_cpu(sizes, strides, dtype)`` allocates; ``name = reinterpret_tensor(base, sizes,
@@ -388,3 +388,15 @@ def custom_op(target: str) -> str | None:
     """``lens_demo::mix`` where an extern call's target is an op of a namespace torch does not own, else None."""
     found = op_namespace(target)
     return f"{found[0]}::{found[1]}" if found is not None and found[0] not in TORCH_OP_NAMESPACES else None
+
+
+# --- the model's own frame (issue 30) --------------------------------------------------------------------------
+# The frame Dynamo compiles for an nn.Module whose forward is torch's own code (nn.Sequential, a bare nn.Linear):
+# OptimizedModule wraps the module in torch/_dynamo/external_utils.py's wrap_inline, whose ``inner`` is the
+# compiled frame, so no frame, FX note or stack trace of the compile names a line of the model file. Seen in
+# 2.11.0 (H200, the mlp_default fixture), 2.13.0 (CPU) and 2.14.1 (CPU).
+WRAP_INLINE_FRAME = ("/torch/_dynamo/external_utils.py", "inner")
+
+
+def is_wrap_inline_frame(filename: str | None, function: str | None) -> bool:
+    return filename is not None and filename.endswith(WRAP_INLINE_FRAME[0]) and function == WRAP_INLINE_FRAME[1]

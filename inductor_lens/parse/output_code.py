@@ -25,7 +25,7 @@ from typing import Any, TypeGuard
 from ..records import KernelArg, KernelRecord, Launch, LaunchKind, NodeMapping
 from ..records.codec import int_or_none
 from . import compat
-from .call_flow import DataFlow, call_statements, find_call, partition_functions, shape_read
+from .call_flow import DataFlow, call_statements, find_call, partition_functions, shape_read, tensor_type
 from .call_layouts import read_layouts
 from .diagnostics import Diagnostics
 from .origins import origin_segments
@@ -72,8 +72,13 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
     others = _other_definitions(tree)
     partitions = partition_functions(tree)
     flow = DataFlow.of(call, partitions)
-    for written in read_layouts(s for s, _ in call_statements(call.body, partitions)).unreadable:
+    layouts = read_layouts(s for s, _ in call_statements(call.body, partitions))
+    for written in layouts.unreadable:
         diagnostics.warn(where, f"call(): a layout check or allocation not read as sizes and strides: {written}")
+    for name, layout in layouts.layouts.items():
+        # torch 2.14 states an extern kernel's output type (assert_tensor_metadata); older ones leave it untyped
+        if layout.dtype is not None and layout.base is None:
+            flow.types.setdefault(name, tensor_type(layout.dtype, layout.size))
     launches = tuple(_launches(call, partitions, lines, by_name, others, flow, where, diagnostics))
     positions: dict[str, list[int]] = {}
     for launch in launches:

@@ -58,6 +58,10 @@ def test_capture_parses_with_exact_kernels_and_launches(unpacked: Callable[[str]
     # what makes it a 2.14 capture: three grouped input asserts and two metadata asserts after extern kernels
     assert graph.output_code.count("assert_size_stride_grouped(") == 3
     assert graph.output_code.count("    assert_tensor_metadata(") == 2
+    # the metadata asserts type the extern kernels' outputs, which call() does not allocate
+    assert (graph.buffers["buf1"], graph.buffers["buf5"]) == ("f32[2, 8, 16, 16]", "f32[2, 2, 256, 4]")
+    conv, pointwise = graph.launches[1], graph.launches[2]
+    assert conv.writes == ("buf1",) and pointwise.reads == ("buf2", "arg2_1", "arg3_1")
 
 
 def test_grouped_asserts_give_each_input_its_layout(unpacked: Callable[[str], Path]) -> None:
@@ -67,8 +71,8 @@ def test_grouped_asserts_give_each_input_its_layout(unpacked: Callable[[str], Pa
     assert layouts["arg1_1"] == WrittenLayout(("8",), ("1",))
     assert layouts["arg4_1"].ints() == ((24, 8), (8, 1)) and layouts["arg5_1"].ints() == ((24,), (1,))
     assert layouts["arg0_1"].ints() == ((8, 8, 3, 3), (72, 9, 3, 1))  # a single assert_size_stride
-    # assert_tensor_metadata after the convolution and after attention
-    assert layouts["buf1"].ints() == IMAGE
+    # assert_tensor_metadata after the convolution and after attention, with the output's dtype
+    assert layouts["buf1"].ints() == IMAGE and layouts["buf1"].dtype == "torch.float32"
     assert layouts["buf5"].ints() == ((2, 2, 256, 4), (2048, 4, 8, 1))
     assert layouts["buf8"] == WrittenLayout(("2", "256", "8"), ("2048", "8", "1"), "0", "buf2")  # a view
     assert sorted(n for n in layouts if n.startswith("arg")) == [f"arg{i}_1" for i in range(8)]
