@@ -9,7 +9,8 @@ chains them, compute what Inductor's kernel does. Here:
 2. in the check process, ``run_verify`` makes inputs of those shapes (values as the reproducer makes them),
    evaluates the FX nodes in float64, runs the equivalents' torch references in float64 on the same inputs,
    in the match's order (each step's first input is the step before's output), and compares the last
-   step's first output with the kernel's outputs of its size. The kernel's inputs are paired with the
+   step's first output with the kernel's outputs of its size (the nodes tied to what it writes, and the nodes
+   of the kernel none of its others reads). The kernel's inputs are paired with the
    equivalents' by size (a 2-D one transposed too); the best pairing counts. Beyond the dtype's tolerance
    (the catalog's, as the check's) the match is rejected; where no pairing exists it is not verified.
 """
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from ..parse.symbolic import tensor_dims
 from ..records import GraphRecord, HandwrittenMatch, KernelRecord
-from ..repro.plan import TORCH_DTYPES, ReproError, plan_repro
+from ..repro.plan import TORCH_DTYPES, ReferenceOutput, ReproError, plan_repro
 from ..worker.files import HandwrittenTask, VerifyInput, VerifyResult, VerifyTask
 from .catalog import get
 from .match import shape_for
@@ -65,7 +67,16 @@ def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatc
     elements = sum(math.prod(i.size) for i in inputs if i.dtype)
     if elements > VERIFY_ELEMENTS:
         return f"its inputs hold {elements:,} elements, more than the {VERIFY_ELEMENTS:,} verified in float64"
-    return VerifyTask(match.key, steps, reference.code, inputs, [o.node for o in reference.outputs])
+    return VerifyTask(match.key, steps, reference.code, inputs, _outputs(graph, reference.code, reference.outputs))
+
+
+def _outputs(graph: GraphRecord, code: str, tied: tuple[ReferenceOutput, ...]) -> list[str]:
+    """The nodes a match's result is compared with: those tied to what the kernel writes, and the nodes of the
+    kernel no other of its nodes reads (what it makes, where its writes could not all be tied to nodes)."""
+    defined = [m[0] for line in code.splitlines() if (m := re.match(r"\w+", line))]
+    fx = graph.fx_graph("transformed")
+    read = {i for n in (fx.nodes if fx else ()) if n.name in set(defined) for i in n.inputs}
+    return list(dict.fromkeys([o.node for o in tied] + [n for n in defined if n not in read]))
 
 
 def _first_launch_nodes(graph: GraphRecord, kernel: KernelRecord) -> KernelRecord:
@@ -108,8 +119,10 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
             break
     names = " -> ".join(s.name for s in task.steps)
     read = sum(1 for i, step in enumerate(slots) for slot in step[i > 0 :] if isinstance(slot, torch.Tensor))
-    if not tried and read > len(tensors):
-        # more tensors than the kernel reads: the hand-written kernels do another job, whatever the pairing
+    elementwise = all(get(s.name).family == "elementwise" for s in task.steps)
+    if not tried and elementwise and read > len(tensors):
+        # an elementwise chain reading more tensors than the kernel (a bias row, a residual it never reads) does
+        # another job, whatever the pairing (a rotary embedding's tables may be computed inside the kernel)
         return VerifyResult(False, note=f"computes something else than Inductor's kernel: {names} reads {read} "
                             f"tensors, the kernel {len(tensors)} ({', '.join(_described(i) for i in task.inputs if i.dtype)})")  # fmt: skip
     if not tried:
