@@ -21,14 +21,14 @@ from inductor_lens.report import render_report
 
 from ..conftest import CliResult
 
-# Every fixture with graph folders and a TORCH_TRACE log (GPU: H200 and H100, torch 2.11; CPU: torch 2.13).
+# Every fixture with graph folders and a TORCH_TRACE log (GPU: H200 and H100, torch 2.11; CPU: torch 2.13, 2.14.1).
 CAPTURES = (
     "block_default", "block_reduce_overhead", "gpt2_small_ro", "h100-block-ro-graphfree",
     "h200-block-autotune-timed", "llama_bf16_max_autotune", "llama_small_bf16", "mlp_bf16_max_autotune_nocg",
     "mlp_default", "mlp_epilogue", "mlp_max_autotune_nocg", "resnet18_train", "resnet50_train",
     "softmax_ln_coord", "softmax_ln_default", "cpu-torch2.13-block-dynamic", "cpu-torch2.13-dynamic-recompile",
     "cpu-torch2.13-graphbreak-recompile", "cpu-torch2.13-mlp-train-dynamic", "cpu-torch2.13-mlp-train",
-    "cpu-torch2.13-slice-dynamic",
+    "cpu-torch2.13-slice-dynamic", "cpu-torch2.14-channels-last",
 )  # fmt: skip
 
 
