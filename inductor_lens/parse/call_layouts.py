@@ -1,7 +1,7 @@
 """Parse stage: the layout call() gives each tensor (sizes, strides, storage offset), as written.
 
-One reader for everyone who needs a tensor's strides from the output code: the parser (which checks that
-each layout statement reads), the reproducer (``repro/plan.py``) and the hand-written problems
+One reader for everyone who needs a tensor's strides from the output code: the parser (which reports a
+layout check that does not read), the reproducer (``repro/plan.py``) and the hand-written problems
 (``handwritten/problem.py``). The statements (``compat.LAYOUT_CHECKS``, allocations, views):
 
 - ``assert_size_stride(arg0_1, (16, 8, 3, 3), (72, 9, 3, 1), 'input')``: an input, checked;
@@ -45,7 +45,7 @@ class WrittenLayout:
 @dataclass(frozen=True)
 class CallLayouts:
     layouts: dict[str, WrittenLayout]
-    # Layout statements whose arguments did not read as tensors with sizes and strides, as written.
+    # Layout checks whose arguments did not read as tensors with sizes and strides, as written.
     unreadable: tuple[str, ...] = ()
 
 
@@ -58,20 +58,19 @@ def read_layouts(statements: Iterable[ast.stmt]) -> CallLayouts:
         if not isinstance(value, ast.Call):
             continue
         name = dotted_name(value.func) or ""
-        found: list[tuple[str, WrittenLayout]] | None
+        found: list[tuple[str, WrittenLayout]] | None = None
         if name in compat.LAYOUT_CHECKS and isinstance(statement, ast.Expr):
             found = _checked(value, *compat.LAYOUT_CHECKS[name])
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and (
-            name.startswith(compat.LAYOUT_ALLOCATOR_PREFIX) or name == compat.LAYOUT_VIEW
-        ):
-            target = statement.targets[0]
-            found = _made(target.id, value, name == compat.LAYOUT_VIEW) if isinstance(target, ast.Name) else None
-        else:
-            continue
-        if found is None:
-            unreadable.append(ast.unparse(value)[:120])
-            continue
-        for tensor, layout in found:
+            if found is None:
+                unreadable.append(ast.unparse(value)[:120])
+        elif (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and (name.startswith(compat.LAYOUT_ALLOCATOR_PREFIX) or name == compat.LAYOUT_VIEW)
+        ):  # fmt: skip
+            # allocations and views in another form (sizes from a variable) are left to the types of call_flow
+            found = _made(statement.targets[0].id, value, name == compat.LAYOUT_VIEW)
+        for tensor, layout in found or ():
             layouts.setdefault(tensor, layout)
     return CallLayouts(layouts, tuple(unreadable))
 
