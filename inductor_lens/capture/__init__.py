@@ -250,6 +250,7 @@ def _outcome(
         inputs=tuple(result.inputs),
         outputs=tuple(result.outputs),
         parameters=result.parameters,
+        model_built=tuple(result.model_built),
         accuracy=result.accuracy,
         divergence=result.divergence,
         log_file=f"{CAPTURE_DIR}/{LOG_FILE}",

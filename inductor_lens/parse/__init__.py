@@ -25,7 +25,7 @@ from ..version import __version__
 from . import compat, readers, registry
 from .autotune import link_tables
 from .diagnostics import Diagnostics
-from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
+from .frames import dynamo_frame, fold_restarts, graph_breaks, own_frame, own_graph_breaks
 from .graph import GraphContext, parse_graph_files, parse_graph_folder, traced_graph_files
 from .layout import DebugLayout, locate
 from .readers import REGISTRY
@@ -74,7 +74,8 @@ def parse_debug_folder(
         graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
     frame_traces = fold_restarts(traces.frames)
     own_breaks = own_graph_breaks(frame_traces)
-    frames = tuple(dynamo_frame(trace, own_breaks.get(trace.compile_id)) for trace in frame_traces)
+    built = capture.model_built if capture is not None else ()
+    frames = tuple(own_frame(dynamo_frame(trace, own_breaks.get(trace.compile_id)), built) for trace in frame_traces)
     breaks = tuple(b for trace in frame_traces for b in graph_breaks(trace))
     if not layout.trace_files:
         breaks = tuple(_debug_log_breaks(layout, diagnostics))

@@ -10,9 +10,11 @@ first ``.backward()``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..records import CompilePhase, DynamoFrame, GraphBreak, SourceLine
+from . import compat
 from .graph_break_registry import registry_entry
 from .source_lines import from_traceback, is_tool_file, is_user_file, user_frames
 from .trace import FrameTrace
@@ -138,6 +140,19 @@ def dynamo_frame(trace: FrameTrace, graph_breaks: int | None = None) -> DynamoFr
         compliant_custom_ops=tuple(str(op) for op in metrics.get("compliant_custom_ops") or ()),
         cache_lookups=tuple(trace.cache_lookups),
     )
+
+
+def own_frame(frame: DynamoFrame, model_built: tuple[SourceLine, ...] = ()) -> DynamoFrame:
+    """The frame as the model's author knows it. Torch's wrap_inline frame (``compat.WRAP_INLINE_FRAME``)
+    compiles a module whose forward is torch's own code (nn.Sequential): it is named by the model's type, at
+    the line where get_model() built it where the capture recorded one (``CaptureOutcome.model_built``), else
+    ``nn.Module`` with no file, never as a file of torch's; torch's frame stays in ``stack``."""
+    if not compat.is_wrap_inline_frame(frame.filename, frame.function):
+        return frame
+    if model_built:
+        model = model_built[0]
+        return replace(frame, function=model.function, filename=model.filename, line=model.line)
+    return replace(frame, function="nn.Module", filename=None, line=None)
 
 
 def _fail_user_frame(metrics: dict[str, Any]) -> SourceLine | None:

@@ -25,6 +25,8 @@ _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), 
 _TOOL_PATH = re.compile(r"/inductor_lens/(capture/child|worker/\w+)\.py$")
 # Library code, and the tool's.
 _LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<)")
+# torch's own package: never the model's source, not even as a library's (a model from transformers is).
+_TORCH_PATH = re.compile(r"/(site|dist)-packages/torch/")
 
 
 def from_fx_comment(text: str) -> SourceLine | None:
@@ -59,6 +61,10 @@ def is_user_file(path: str) -> bool:
 def is_tool_file(path: str) -> bool:
     """inductor-lens's own code in the model process (or Python's runpy/importlib internals, as ``<...>``)."""
     return bool(_TOOL_PATH.search(path)) or path.startswith("<")
+
+
+def is_torch_file(path: str) -> bool:
+    return bool(_TORCH_PATH.search(path))
 
 
 def user_frames(frames: Iterable[SourceLine]) -> tuple[SourceLine, ...]:

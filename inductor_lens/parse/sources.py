@@ -2,7 +2,8 @@
 
 Every such file that exists where the report is built is read, up to a size limit, wherever it lives:
 a model from a library (transformers, torchvision) has its code under site-packages, and the ``# File:``
-notes of its FX graphs point there. Only inductor-lens's own model process is left out. A report built
+notes of its FX graphs point there. Only inductor-lens's own model process and torch's own files (the
+wrapper frame of a compiled nn.Sequential, say) are left out. A report built
 from a folder copied off another machine usually finds none; it then shows the code lines that torch
 copied into its comments instead.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from ..records import DynamoFrame, GraphBreak, GraphRecord, SourceFile
 from .diagnostics import Diagnostics
-from .source_lines import is_tool_file
+from .source_lines import is_tool_file, is_torch_file
 
 SOURCE_SIZE_LIMIT = 1024 * 1024
 
@@ -32,7 +33,7 @@ def referenced_files(
             names[frame.filename] = None
     for graph_break in breaks:
         names.update((s.filename, None) for s in graph_break.user_stack)
-    return [name for name in names if not is_tool_file(name)]
+    return [name for name in names if not is_tool_file(name) and not is_torch_file(name)]
 
 
 def read_sources(

@@ -218,6 +218,10 @@ class CaptureOutcome:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     parameters: int | None = None
+    # Where get_model() built the model and each of its modules, from lines of the model file (the model
+    # itself first): for a model of torch's own modules (nn.Sequential), the only lines of it that are the
+    # user's (issue 30). Empty in reports from before, and for a model that is not an nn.Module.
+    model_built: tuple[SourceLine, ...] = ()
     accuracy: Accuracy | None = None
     # compile --find-divergence: the first kernel whose output went wrong, and the options that fix it.
     divergence: NumericDivergence | None = None

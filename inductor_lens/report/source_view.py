@@ -1,11 +1,14 @@
 """Report stage: the view model of the source page: the user's code, each line annotated with the
-kernels (and library calls) its ops ended up in, and the graph breaks it caused."""
+kernels (and library calls) its ops ended up in, the graph breaks it caused, and the modules get_model()
+built on it (for a model of torch's own modules, such as nn.Sequential, the only lines of it that are the
+user's: its forward, and every frame and FX note of its compile, are torch's)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..parse import compat
 from ..records import CompileRun, GraphRecord, SourceLine
 from .views import kernel_url, launch_category, launch_url
 
@@ -25,6 +28,7 @@ class AnnotatedLine:
     text: str
     uses: list[LineUse] = field(default_factory=list)
     breaks: list[str] = field(default_factory=list)
+    built: list[str] = field(default_factory=list)  # "0: Linear": a module get_model() built on this line
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class SourceFileView:
 class SourcePage:
     run: CompileRun
     files: tuple[SourceFileView, ...]
+    # The model built by get_model() ("Sequential"), where its forward is torch's own code (compiled through
+    # torch's wrap_inline frame): no line of the model file can have ops, only where its modules were built.
+    torch_forward: str = ""
 
 
 def line_anchor(file_index: int, line: int) -> str:
@@ -50,7 +57,17 @@ def file_order(run: CompileRun) -> list[str]:
     names = dict.fromkeys(s.path for s in run.sources)
     for filename, _ in _uses(run):
         names.setdefault(filename, None)
+    for site in run.capture.model_built if run.capture else ():
+        names.setdefault(site.filename, None)
     return list(names)
+
+
+def torch_forward(run: CompileRun) -> str:
+    """The model's type where a frame compiled it through torch's wrap_inline frame (its forward is torch's)."""
+    wrapped = any(f.stack and compat.is_wrap_inline_frame(f.stack[-1].filename, f.stack[-1].function)
+                  for f in run.frames)  # fmt: skip
+    built = run.capture.model_built if run.capture else ()
+    return (built[0].function or "") if wrapped and built else ""
 
 
 def line_urls(run: CompileRun) -> dict[tuple[str, int], str]:
@@ -124,6 +141,9 @@ def source_page(run: CompileRun) -> SourcePage:
         if graph_break.location is not None:
             key = (graph_break.location.filename, graph_break.location.line)
             breaks.setdefault(key, []).append(graph_break.reason)
+    built: dict[tuple[str, int], list[SourceLine]] = {}
+    for site in run.capture.model_built if run.capture else ():
+        built.setdefault((site.filename, site.line), []).append(site)
     texts = {s.path: s.text for s in run.sources}
     files = []
     for index, name in enumerate(file_order(run)):
@@ -131,11 +151,13 @@ def source_page(run: CompileRun) -> SourcePage:
             lines = [AnnotatedLine(n, text) for n, text in enumerate(texts[name].splitlines(), start=1)]
             complete = True
         else:
-            quoted = sorted((line for (f, _), (line, _) in uses.items() if f == name), key=lambda s: s.line)
-            lines = [AnnotatedLine(s.line, s.code or "") for s in quoted]
+            quoted = {line.line: line for (f, _), (line, _) in uses.items() if f == name}
+            quoted.update({n: sites[0] for (f, n), sites in built.items() if f == name and n not in quoted})
+            lines = [AnnotatedLine(n, quoted[n].code or "") for n in sorted(quoted)]
             complete = False
         for line in lines:
             line.uses = sorted(uses.get((name, line.number), (None, []))[1], key=lambda u: (u.graph, u.label))
             line.breaks = breaks.get((name, line.number), [])
+            line.built = [site.function or "" for site in built.get((name, line.number), [])]
         files.append(SourceFileView(path=name, anchor=f"file-{index}", lines=tuple(lines), complete=complete))
-    return SourcePage(run=run, files=tuple(files))
+    return SourcePage(run=run, files=tuple(files), torch_forward=torch_forward(run))

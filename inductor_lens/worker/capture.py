@@ -40,6 +40,8 @@ from .model_file import (
     describe_calls,
     first_line,
     load_model_file,
+    module_construction,
+    module_sites,
     move,
     place,
     resolve_device,
@@ -114,7 +116,9 @@ def execute(run: Run, torch: Any) -> None:
 
     run.phase("build model")
     torch.manual_seed(0)
-    model = call_contract(module, "get_model", spec.model_path)
+    with module_construction(torch, spec.model_path) as sites:
+        model = call_contract(module, "get_model", spec.model_path)
+    run.result.model_built = module_sites(torch, model, spec.model_path, sites)
     calls = calls_from(torch, call_contract(module, "get_inputs", spec.model_path))
     if not callable(model):
         raise Failure(

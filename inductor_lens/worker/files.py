@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..records.codec import JsonValue, from_jsonable, to_jsonable
+from ..records.graph import SourceLine
 from ..records.handwritten import KernelConfig
 from ..records.numerics import NumericDivergence
 from ..records.run import Accuracy, CompileCall, Environment
@@ -175,6 +176,8 @@ class CaptureResult:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     parameters: int | None = None
+    # Where get_model() built the model and its modules (worker/model_file.py module_sites).
+    model_built: list[SourceLine] = field(default_factory=list)
     accuracy: Accuracy | None = None
     divergence: NumericDivergence | None = None  # --find-divergence
     bench: BenchData | None = None

@@ -15,11 +15,19 @@ ones to ``--dtype``. A forward that takes a tuple and a dict positionally is wri
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import linecache
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..records.graph import SourceLine
+
+# Modules whose construction site is kept (a model of thousands of layers keeps its first ones).
+MODULE_SITES_KEPT = 200
 
 
 class Failure(Exception):
@@ -72,6 +80,51 @@ def call_contract(module: Any, name: str, path: Path) -> Any:
         return function()
     except Exception as exc:
         raise Failure("ModelRunError", f"{name}() raised {type(exc).__name__}: {first_line(exc)}") from exc
+
+
+@contextlib.contextmanager
+def module_construction(torch: Any, path: Path) -> Iterator[dict[int, tuple[Any, int]]]:
+    """While open, every ``nn.Module`` built from a line of the model file ``path`` is recorded: id -> (the
+    module, its line). The model's own code, for a model of torch's modules (``nn.Sequential(nn.Linear(...))``),
+    is only where it was built: its forward, and so every frame and FX note of the compile, is torch's."""
+    module_class = torch.nn.Module
+    original = module_class.__init__
+    filename = str(path.resolve())
+    sites: dict[int, tuple[Any, int]] = {}
+
+    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        frame = sys._getframe(1)
+        # the first line of the model file that is not the module's own __init__ (its super().__init__())
+        while frame is not None and (frame.f_code.co_filename != filename or frame.f_locals.get("self") is self):
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is not None and id(self) not in sites:
+            sites[id(self)] = (self, frame.f_lineno)
+
+    module_class.__init__ = recording_init
+    try:
+        yield sites
+    finally:
+        module_class.__init__ = original
+
+
+def module_sites(torch: Any, model: Any, path: Path, sites: dict[int, tuple[Any, int]]) -> list[SourceLine]:
+    """Where the model file built the model and each of its modules: ``SourceLine(file, line, "0: Linear",
+    code)``, the model itself first (``"Sequential"``); none for a model that is not an ``nn.Module``."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    filename = str(path.resolve())
+    lines = []
+    for name, module in model.named_modules():
+        site = sites.get(id(module))
+        if site is None or site[0] is not module:
+            continue
+        code = linecache.getline(filename, site[1]).strip() or None
+        kind = type(module).__name__
+        lines.append(SourceLine(filename, site[1], f"{name}: {kind}" if name else kind, code))
+        if len(lines) >= MODULE_SITES_KEPT:
+            break
+    return lines
 
 
 def calls_from(torch: Any, value: Any) -> list[Call]:
