@@ -16,13 +16,23 @@ for a benchmarked choice, ``triton_cache_hash``, the Triton cache folder of the 
 ``capture/best_configs.json`` (``{"<2 chars>/<key>.best_config": {..., "kernel_file": "<2 chars>/<kernel>.py"}}``,
 beside the Triton cache so a capture copied without it still knows each kernel's config), for
 ``stages.cache.autotune_choice``.
+
+Inductor's Triton kernels inline Triton functions of the torch that generated them (``triton_helpers.maximum``,
+``online_softmax_combine``, ``welford``; ``libdevice`` and ``math`` through ``triton_compat``), and these change
+between torch versions (2.14 added a required ``strict_signed_zero`` to ``online_softmax_combine``). Where the
+capture generated Triton kernels, ``keep_runtime_helpers`` keeps those modules, as the model process's torch
+(the same Python as this process) has them, with that torch's version, in ``capture/triton_runtime/``: the
+stages compiled later, by another torch, compile each kernel against the helpers it was generated for.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 KEPT_CACHE_DIR = "triton_cache"
@@ -32,6 +42,14 @@ KERNEL_FILE_KEY = "kernel_file"  # added to each kept best_config: the kernel fi
 BEST_CONFIG_LIMIT = 20_000  # files; each is a few hundred bytes
 _BEST_CONFIG_MAX_BYTES = 64 * 1024
 _KEPT = (".json", ".ttir", ".ttgir", ".llir", ".ptx", ".cubin")
+RUNTIME_HELPERS_DIR = "triton_runtime"  # in the capture folder
+RUNTIME_HELPERS_INDEX = "kept.json"  # in it: {"torch_version": ..., "modules": [...]}
+# The modules of torch._inductor.runtime whose Triton functions the kernels inline: what the kernels import
+# (``from torch._inductor.runtime.triton_helpers import libdevice, math``) and what triton_helpers imports
+# them from (``.triton_compat``, torch 2.13 and 2.14). hints and triton_heuristics, which the kernels import
+# too, only build the launcher: the stages compile with the installed torch's (``stages/compile_child.py``).
+RUNTIME_HELPER_MODULES = ("triton_helpers", "triton_compat")
+_KERNEL_FILE_LIMIT = 5_000  # files read to tell whether the capture generated Triton kernels
 
 
 def keep_compiled(caches: Path, capture_dir: Path) -> None:
@@ -39,6 +57,7 @@ def keep_compiled(caches: Path, capture_dir: Path) -> None:
     kernels' compiler stages and the configs autotuning kept, into ``capture_dir``."""
     keep_triton_cache(caches / "triton", capture_dir)
     keep_best_configs(caches / "inductor", capture_dir)
+    keep_runtime_helpers(caches / "inductor", capture_dir)
 
 
 def keep_triton_cache(cache: Path, capture_dir: Path, limit_bytes: int = KEEP_LIMIT_BYTES) -> int:
@@ -122,3 +141,52 @@ def _kernel_files(cache: Path) -> dict[str, str]:
         name = hashlib.sha256(key.encode() + salt).hexdigest()
         kernels[f"{source.parent.name}/{name}.best_config"] = f"{source.parent.name}/{source.name}"
     return kernels
+
+
+@dataclass(frozen=True)
+class KeptHelpers:
+    folder: Path  # holds <module>.py for each of RUNTIME_HELPER_MODULES the torch had
+    torch_version: str
+
+
+def keep_runtime_helpers(cache: Path, capture_dir: Path) -> KeptHelpers | None:
+    """If a kernel file of the Inductor cache ``cache`` imports the Triton helpers: the installed torch's
+    helper modules and version, into ``capture_dir/triton_runtime``. Never raises."""
+    try:
+        files = sorted(cache.glob("*/*.py"))[:_KERNEL_FILE_LIMIT] if cache.is_dir() else []
+        triton = any("triton_helpers" in f.read_text(encoding="utf-8", errors="replace") for f in files)
+        spec = importlib.util.find_spec("torch") if triton else None
+    except (OSError, ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    torch_dir = Path(next(iter(spec.submodule_search_locations)))
+    try:  # torch/version.py, read rather than imported: this process need not load torch
+        found = re.search(r"^__version__ = '([^']+)'", (torch_dir / "version.py").read_text(), re.MULTILINE)
+        target = capture_dir / RUNTIME_HELPERS_DIR
+        target.mkdir(parents=True, exist_ok=True)
+        kept = []
+        for module in RUNTIME_HELPER_MODULES:
+            source = torch_dir / "_inductor" / "runtime" / f"{module}.py"
+            if source.is_file():
+                shutil.copy2(source, target / source.name)
+                kept.append(module)
+        version = found.group(1) if found else "unknown"
+        index = {"torch_version": version, "modules": kept}
+        (target / RUNTIME_HELPERS_INDEX).write_text(json.dumps(index), encoding="utf-8")
+    except OSError:
+        return None
+    return KeptHelpers(target, version) if kept else None
+
+
+def kept_runtime_helpers(capture_dir: Path) -> KeptHelpers | None:
+    """The Triton helpers kept with the capture in ``capture_dir``, or None."""
+    folder = capture_dir / RUNTIME_HELPERS_DIR
+    try:
+        index = json.loads((folder / RUNTIME_HELPERS_INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    version = index.get("torch_version") if isinstance(index, dict) else None
+    if not isinstance(version, str) or not (folder / "triton_helpers.py").is_file():
+        return None
+    return KeptHelpers(folder, version)

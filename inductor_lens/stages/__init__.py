@@ -10,7 +10,11 @@ registers, spills, shared memory and occupancy, and its Python lines tied to PTX
    cache kept beside it (``cache.chosen_config``, ``cache.autotune_choice``);
 2. with ``compile_missing``, for the kernels step 1 did not find (a debug folder or a bare trace from
    elsewhere): compiled here from the output code for the capture's GPU (``aot.py``), and said so, with both
-   Triton versions where they differ.
+   Triton versions where they differ. The Triton functions a kernel inlines (``triton_helpers``) are those
+   of the torch that generated it where the capture kept them (``capture/triton_runtime``), else this
+   torch's; a kernel that does not compile against another torch's helpers gets one line saying so
+   ("captured with torch 2.11.0+cu130; its Triton helpers were not kept in this capture; torch 2.14.1+cu130's
+   triton_helpers.online_softmax_combine takes other arguments (...)"), and one that does, a note.
 
 Kernels that already have stages in the run (read back from lens.json) keep them. Registers and local memory
 come from the cubin (``cuobjdump -res-usage``): what the driver reports as ``CU_FUNC_ATTRIBUTE_NUM_REGS`` and
@@ -24,12 +28,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..capture.triton_cache import KEPT_CACHE_DIR
+from ..capture.triton_cache import KEPT_CACHE_DIR, KeptHelpers, kept_runtime_helpers
 from ..records import CompileRun, GraphRecord, KernelRecord
 from ..records.codec import JsonScalar, int_or_none
 from ..records.stages import KernelStages, StagesOrigin, StageText
 from . import linemap, tools
-from .aot import CompileRequest, compile_kernels
+from .aot import CompileOutcome, CompileRequest, compile_kernels
 from .cache import (
     STAGE_FILES,
     AutotuneChoice,
@@ -67,7 +71,8 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
             )
     missing = [(g, k) for g, k in wanted if (g.id, k.name) not in found]
     if compile_missing and missing:
-        found.update(_compile_here(run, missing, autotuned))
+        helpers = kept_runtime_helpers(capture_dir) if capture_dir is not None else None
+        found.update(_compile_here(run, missing, autotuned, helpers))
     if not found:
         return run
     kept = tuple(s for s in run.kernel_stages if (s.graph_id, s.kernel) not in found)
@@ -87,6 +92,7 @@ def _compile_here(
     run: CompileRun,
     kernels: list[tuple[GraphRecord, KernelRecord]],
     autotuned: Mapping[tuple[str, str], AutotuneChoice | None],
+    kept: KeptHelpers | None = None,
 ) -> dict[tuple[str, str], KernelStages]:
     requests: dict[str, CompileRequest] = {}
     wanted: dict[tuple[str, str], tuple[str, dict[str, JsonScalar], str, KernelRecord]] = {}
@@ -103,13 +109,12 @@ def _compile_here(
         requests.setdefault(key, CompileRequest(key, kernel.name, kernel.source, config, cc))
         wanted[graph.id, kernel.name] = (key, config, how, kernel)
     with tempfile.TemporaryDirectory(prefix="inductor-lens-stages-") as work:
-        outcomes = compile_kernels(list(requests.values()), Path(work))
+        outcomes = compile_kernels(list(requests.values()), Path(work), kept.folder if kept else None)
         for (graph_id, name), (key, config, how, kernel) in wanted.items():
             outcome = outcomes[key]
+            error, helpers_note = _helpers_said(run, outcome, kept)
             if outcome.folder is None:
-                failed[graph_id, name] = KernelStages(
-                    graph_id, name, "compiled here", error=outcome.error or "not compiled"
-                )
+                failed[graph_id, name] = KernelStages(graph_id, name, "compiled here", error=error or "not compiled")
                 continue
             entries = [e for e in read_cache(outcome.folder.parent) if e.folder == outcome.folder]
             if not entries:
@@ -118,9 +123,34 @@ def _compile_here(
                 )
                 continue
             notes = tuple(n for n in (how if not outcome.note else "", outcome.note) if n)
-            failed[graph_id, name] = stages_from_entry(entries[0], graph_id, kernel, "compiled here", run,
-                                                       dict(outcome.config or config), notes)  # fmt: skip
+            stages = stages_from_entry(entries[0], graph_id, kernel, "compiled here", run,
+                                       dict(outcome.config or config), notes)  # fmt: skip
+            failed[graph_id, name] = replace(stages, notes=stages.notes + ((helpers_note,) if helpers_note else ()))
     return failed
+
+
+def _helpers_said(run: CompileRun, outcome: CompileOutcome, kept: KeptHelpers | None) -> tuple[str, str]:
+    """(the error to show, a note) on the Triton helpers a kernel was compiled against here."""
+    captured = run.environment.torch_version or "an unknown torch"
+    here = outcome.torch_version or "this torch"
+    if outcome.helpers == "kept" and kept is not None:
+        used = f"the Triton helpers kept with the capture (torch {kept.torch_version})"
+    elif captured != here:  # another torch's helpers: said, as is why they were
+        not_kept = "its Triton helpers were not kept in this capture"
+        used = f"captured with torch {captured}; {not_kept if outcome.helpers == 'installed' else outcome.helpers}"
+    else:  # the torch that generated the kernels: its helpers are the right ones
+        return outcome.error, ""
+    if not outcome.helper:
+        if outcome.helpers == "kept":
+            return outcome.error, f"compiled against {used}"
+        return outcome.error, f"{used}; compiled against torch {here}'s helpers"
+    if outcome.cause_type == "TypeError":
+        why = "takes other arguments" + (f" ({outcome.cause})" if outcome.cause else "")
+    else:
+        why = f"fails ({outcome.cause_type or 'error'}: {outcome.cause})" if outcome.cause else "fails"
+    if outcome.helpers == "kept":
+        return f"compiled against {used}: {outcome.helper} {why}", ""
+    return f"{used}; torch {here}'s {outcome.helper} {why}", ""
 
 
 def stages_from_entry(

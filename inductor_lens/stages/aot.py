@@ -13,7 +13,8 @@ on stdin):
 Triton must run without its interpreter (which the caller may have on), a kernel module's import runs its
 decorator, and a crash of the compiler must not take the report down. The child writes each kernel's source
 to ``<work>/<n>/<kernel>.py`` (the file its line info names) and compiles into ``<work>/cache``, a Triton
-cache read back like the capture's own (``cache.read_cache``).
+cache read back like the capture's own (``cache.read_cache``). ``helpers``: the Triton helper modules kept
+with the capture, which the kernels are compiled against (``compile_child.py``).
 """
 
 from __future__ import annotations
@@ -46,16 +47,24 @@ class CompileOutcome:
     error: str = ""
     note: str = ""  # how the config was picked, where the child had to choose
     config: Mapping[str, JsonScalar] | None = None
+    torch_version: str = ""  # the torch of the compiling process
+    helpers: str = ""  # whose Triton helpers: "kept", "installed", or why the kept ones were not used
+    helper: str = ""  # where the error was in a call of a helper: "triton_helpers.online_softmax_combine"
+    cause: str = ""  # and why that call failed: "missing a required argument: 'strict_signed_zero'"
+    cause_type: str = ""  # "TypeError"
 
 
-def compile_kernels(requests: Sequence[CompileRequest], work: Path) -> dict[str, CompileOutcome]:
-    """Compile every request in one child process; {request key: outcome}."""
+def compile_kernels(
+    requests: Sequence[CompileRequest], work: Path, helpers: Path | None = None
+) -> dict[str, CompileOutcome]:
+    """Compile every request in one child process, against the Triton helper modules in ``helpers`` where
+    given; {request key: outcome}."""
     if not requests:
         return {}
     work.mkdir(parents=True, exist_ok=True)
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     environment["TRITON_CACHE_DIR"] = str(work / "cache")
-    payload = {"work": str(work), "requests": [r.__dict__ for r in requests]}
+    payload = {"work": str(work), "requests": [r.__dict__ for r in requests], "helpers": helpers and str(helpers)}
     try:
         child = subprocess.run(
             [sys.executable, "-m", "inductor_lens.stages.compile_child"],
@@ -85,5 +94,6 @@ def compile_kernels(requests: Sequence[CompileRequest], work: Path) -> dict[str,
             result.get("error", ""),
             result.get("note", ""),
             result.get("config"),
+            *(str(result.get(k) or "") for k in ("torch", "helpers", "helper", "cause", "cause_type")),
         )
     return outcomes

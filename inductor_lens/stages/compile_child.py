@@ -1,16 +1,31 @@
 """Compiler stages: the child process that compiles Inductor's Triton kernels for a GPU target (see ``aot.py``).
 
-``python -m inductor_lens.stages.compile_child`` reads ``{"work": folder, "requests": [CompileRequest]}`` on
-stdin and prints ``{key: {"folder": cache entry, "note", "config"} or {"error": why}}`` as its last line.
+``python -m inductor_lens.stages.compile_child`` reads ``{"work": folder, "requests": [CompileRequest],
+"helpers": folder or null}`` on stdin and prints ``{key: {"folder": cache entry, "note", "config", "torch",
+"helpers"} or {"error": why, "torch", "helpers", "helper", "cause", "cause_type"}}`` as its last line.
+
+``helpers``: the Triton helper modules kept with the capture (``capture/triton_cache.py``,
+``keep_runtime_helpers``). While a kernel's module is executed, ``torch._inductor.runtime.triton_helpers``
+is the kept copy (loaded as a package of its own, so its ``from .triton_compat import`` finds the kept
+``triton_compat``), so the Triton functions the kernel inlines are those of the torch that generated it.
+Without them, the installed torch's are used; a compile error inside a call of one of them names it
+(``helper``, ``cause``), for the one line the report gives.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+KEPT_PACKAGE = "inductor_lens_kept_triton_runtime"
+HELPERS_MODULE = "torch._inductor.runtime.triton_helpers"
+HELPER_NAMES = ("triton_helpers", "libdevice", "tl_math")  # as the kernels import them
 
 
 def _no_stream(device: int = 0) -> int:
@@ -68,7 +83,55 @@ def _config_for(configs: list[Any], wanted: Mapping[str, Any]) -> tuple[Any, str
     return triton.Config(kwargs, **{k: v for k, v in wanted.items() if k in launch}), ""
 
 
-def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any]) -> dict[str, Any]:
+def _load_kept_helpers(folder: Path) -> ModuleType:
+    """The kept ``triton_helpers`` module, as a package of its own whose path is ``folder``."""
+    import importlib.util
+
+    package = ModuleType(KEPT_PACKAGE)
+    package.__path__ = [str(folder)]
+    sys.modules[KEPT_PACKAGE] = package
+    spec = importlib.util.spec_from_file_location(f"{KEPT_PACKAGE}.triton_helpers", folder / "triton_helpers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.set_driver_to_gpu = lambda: None  # type: ignore[attr-defined]  # kernels call it on import
+    return module
+
+
+@contextlib.contextmanager
+def _helpers_as(module: ModuleType | None) -> Iterator[None]:
+    """While inside: ``torch._inductor.runtime.triton_helpers`` is ``module`` (None: the installed one)."""
+    import torch._inductor.runtime as runtime
+
+    if module is None:
+        yield
+        return
+    installed = sys.modules[HELPERS_MODULE]
+    sys.modules[HELPERS_MODULE], runtime.triton_helpers = module, module
+    try:
+        yield
+    finally:
+        sys.modules[HELPERS_MODULE], runtime.triton_helpers = installed, installed
+
+
+def _helper_in_error(error: BaseException) -> dict[str, str]:
+    """For a Triton compile error at a call of a helper function: the function and why the call failed."""
+    node = getattr(error, "node", None)
+    called = node.func if isinstance(node, ast.Call) else node  # a call of it, or the name alone (missing)
+    if not (isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name)
+            and called.value.id in HELPER_NAMES):  # fmt: skip
+        return {}
+    cause = error.__cause__ or error.__context__
+    return {
+        "helper": f"{called.value.id}.{called.attr}",
+        "cause": (str(cause).splitlines() or [""])[0][:200] if cause is not None else "",
+        "cause_type": type(cause).__name__ if cause is not None else "",
+    }
+
+
+def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any],
+                 helpers: ModuleType | None = None) -> dict[str, Any]:  # fmt: skip
     import importlib.util
     from types import SimpleNamespace
 
@@ -83,7 +146,8 @@ def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any])
     seen.clear()
     spec = importlib.util.spec_from_file_location(f"inductor_lens_kernel_{folder.name}", path)
     assert spec is not None and spec.loader is not None
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    with _helpers_as(helpers):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
     if "fn" not in seen:
         return {"error": "the kernel's module defines no Inductor-decorated Triton kernel"}
     config, note = _config_for(seen["configs"], request["config"])
@@ -100,14 +164,25 @@ def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any])
 
 
 def main() -> None:
+    import torch
+
     payload = json.load(sys.stdin)
     seen = _prepare_child()
+    helpers, used = None, "installed"
+    if payload.get("helpers"):
+        try:
+            helpers, used = _load_kept_helpers(Path(payload["helpers"])), "kept"
+        except Exception as error:  # the kept helpers do not import here: the installed ones, and say so
+            why = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+            used = f"its Triton helpers, kept in this capture, do not load here ({why})"
+    common = {"torch": torch.__version__, "helpers": used}
     results: dict[str, Any] = {}
     for index, request in enumerate(payload["requests"]):
         try:
-            results[request["key"]] = _compile_one(request, Path(payload["work"]) / str(index), seen)
+            result = _compile_one(request, Path(payload["work"]) / str(index), seen, helpers)
         except Exception as error:  # reported per kernel on its page
-            results[request["key"]] = {"error": f"{type(error).__name__}: {error}"[-1500:]}
+            result = {"error": f"{type(error).__name__}: {error}"[-1500:], **_helper_in_error(error)}
+        results[request["key"]] = {**result, **common}
     print(json.dumps(results))
 
 

@@ -8,20 +8,37 @@ config the run's autotuning chose, registers and spills against ptxas's own ``-v
 shared memory against Triton's metadata and the template's own tile arithmetic, the line map against the
 PTX's ``.loc`` directives, occupancy by hand. A Triton cache folder, as a GPU capture leaves it, is read back
 (the entry of the chosen config picked among two).
+
+The GPU captures (torch 2.11) kept no Triton helpers: their kernels compile against the installed torch's
+``triton_helpers``, and say so. Torch 2.14 added a required argument to ``online_softmax_combine``
+(``strict_signed_zero``), so under it the online-softmax reduction does not compile and says why in one line.
+A torch 2.14.1 capture (``cpu-torch2.14.1-softmax_ln-preview``) kept its helpers: its reduction compiles
+against them under any torch, and without them, under a torch whose helper differs, says why.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
+from markupsafe import escape
+from torch._inductor.runtime import triton_helpers
 
-from inductor_lens.capture.triton_cache import KEPT_CACHE_DIR, keep_best_configs, keep_triton_cache
+from inductor_lens.capture.triton_cache import (
+    KEPT_CACHE_DIR,
+    RUNTIME_HELPERS_DIR,
+    keep_best_configs,
+    keep_runtime_helpers,
+    keep_triton_cache,
+    kept_runtime_helpers,
+)
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, GraphRecord, KernelRecord, KernelStages
 from inductor_lens.report import render_report
@@ -42,6 +59,12 @@ REDUCTION = (
 PERSISTENT = ("block_default", "triton_per_fused_native_layer_norm_0")
 TEMPLATE = ("mlp_bf16_max_autotune_nocg", "triton_tem_fused_addmm_t_0")
 CASES = (POINTWISE, REDUCTION, PERSISTENT, TEMPLATE)
+FIXTURES_TORCH = "2.11.0+cu130"  # the GPU captures'
+# The 2.11 reduction calls online_softmax_combine with 4 arguments: this torch's helper needs 5 (torch 2.14+).
+HELPERS_CHANGED = "strict_signed_zero" in triton_helpers.online_softmax_combine.arg_names
+COMPILED = tuple(c for c in CASES if not (HELPERS_CHANGED and c == REDUCTION))
+NOT_KEPT = f"captured with torch {FIXTURES_TORCH}; its Triton helpers were not kept in this capture"
+PREVIEW_214 = ("cpu-torch2.14.1-softmax_ln-preview", "triton_red_fused__softmax_add_mul_native_layer_norm_prepare_softmax_online_0")
 
 
 def _one_kernel_run(run: CompileRun, name: str) -> tuple[CompileRun, GraphRecord, KernelRecord]:
@@ -69,12 +92,24 @@ def compiled(
     result = {}
     for case, (run, graph, kernel) in runs.items():
         stages = merged.stages_of(graph.id, kernel.name)
-        assert stages is not None and not stages.error, stages
+        assert stages is not None and (case in COMPILED) == (not stages.error), stages
         result[case] = (run, kernel, stages)
     return result
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_kernels_of_another_torch_say_whose_helpers_they_were_compiled_against(compiled: dict) -> None:
+    for case in COMPILED:
+        assert compiled[case][2].notes[-1] == f"{NOT_KEPT}; compiled against torch {torch.__version__}'s helpers"
+    if not HELPERS_CHANGED:
+        return
+    run, kernel, stages = compiled[REDUCTION]
+    assert stages.error == (f"{NOT_KEPT}; torch {torch.__version__}'s triton_helpers.online_softmax_combine takes "
+                            "other arguments (missing a required argument: 'strict_signed_zero')")  # fmt: skip
+    page = render_report(replace(run, kernel_stages=(stages,)), draw=False)[f"kernels/{run.graphs[0].id}/{kernel.name}.html"]
+    assert str(escape(f"not available: {stages.error}")) in page and "CompilationError" not in page
+
+
+@pytest.mark.parametrize("case", COMPILED, ids=[c[0] for c in COMPILED])
 def test_every_stage_is_there(compiled: dict, case: tuple[str, str]) -> None:
     _, kernel, stages = compiled[case]
     assert [t.stage for t in stages.texts] == ["ttir", "ttgir", "llir", "ptx", "sass"]
@@ -95,16 +130,17 @@ def test_the_config_the_run_chose_is_compiled(compiled: dict) -> None:
     # what the trace logged as each kernel's best config on the H200
     assert dict(compiled[POINTWISE][2].config) == {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}
     assert compiled[POINTWISE][2].config_note == "the config the run's autotuning chose"
-    assert dict(compiled[REDUCTION][2].config) == {
-        "R0_BLOCK": 1024,
-        "XBLOCK": 1,
-        "num_warps": 8,
-        "num_stages": 1,
-    }
+    if REDUCTION in COMPILED:
+        assert dict(compiled[REDUCTION][2].config) == {
+            "R0_BLOCK": 1024,
+            "XBLOCK": 1,
+            "num_warps": 8,
+            "num_stages": 1,
+        }
     assert dict(compiled[PERSISTENT][2].config) == {"XBLOCK": 2, "num_warps": 1, "num_stages": 1}
     assert dict(compiled[TEMPLATE][2].config) == {"num_warps": 4, "num_stages": 3}
     assert compiled[TEMPLATE][2].config_note == "the kernel's only config"
-    for case in CASES:
+    for case in COMPILED:
         stages = compiled[case][2]
         assert (stages.num_warps, stages.num_stages) == (
             stages.config["num_warps"],
@@ -125,7 +161,7 @@ def _ptxas_report(ptx: str, tmp_path: Path) -> tuple[int, int]:
     return int(registers.group(1)), int(frame.group(1))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", COMPILED, ids=[c[0] for c in COMPILED])
 def test_registers_and_spills_are_what_ptxas_reports(
     compiled: dict, case: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -141,7 +177,7 @@ def test_shared_memory_is_the_metadata_and_the_tiles(compiled: dict) -> None:
     # 3 stages of a 128x64 A tile and a 64x128 B tile in bf16 (the template's config_args)
     assert template.shared_bytes == 3 * (128 * 64 + 64 * 128) * 2 == 98304
     # the reduction's cross-warp scratch: the H200's own benchmark (output_code.py -k) said 96 too
-    assert compiled[REDUCTION][2].shared_bytes == 96
+    assert REDUCTION not in COMPILED or compiled[REDUCTION][2].shared_bytes == 96
     assert compiled[POINTWISE][2].shared_bytes == 0
 
 
@@ -363,3 +399,63 @@ def test_stages_compiled_here_take_the_config_the_kept_best_config_names(
     assert chosen.origin == "compiled here" and chosen.config == {"XBLOCK": 512, "num_warps": 8, "num_stages": 1}
     assert chosen.config_note.endswith("(Inductor's autotune cache, matched to the kernel's file by torch's own key)")
     assert chosen.registers is not None and guessed.registers is not None and chosen.registers != guessed.registers
+
+
+def test_the_capture_keeps_the_triton_helpers_its_kernels_import(
+    compiled: dict, tmp_path: Path
+) -> None:
+    """A capture whose Inductor cache holds a Triton kernel file keeps this torch's helper modules and version;
+    one with C++ kernels only keeps none."""
+    _, kernel, _ = compiled[POINTWISE]
+    cpp_only, triton_run = tmp_path / "cpp" / "inductor", tmp_path / "triton" / "inductor"
+    (cpp_only / "ab").mkdir(parents=True)
+    (cpp_only / "ab" / "cpp_kernel.py").write_text("from torch._inductor.codecache import CppWrapperCodeCache\n")
+    assert keep_runtime_helpers(cpp_only, tmp_path / "cpp" / "capture") is None
+    assert not (tmp_path / "cpp" / "capture").exists()
+    (triton_run / "cd").mkdir(parents=True)
+    (triton_run / "cd" / f"{kernel.name}.py").write_text(kernel.source)
+    kept = keep_runtime_helpers(triton_run, tmp_path / "triton" / "capture")
+    assert kept == kept_runtime_helpers(tmp_path / "triton" / "capture")
+    assert kept is not None and kept.torch_version == torch.__version__
+    assert kept.folder == tmp_path / "triton" / "capture" / RUNTIME_HELPERS_DIR
+    runtime = Path(triton_helpers.__file__).parent
+    assert sorted(p.name for p in kept.folder.iterdir()) == ["kept.json", "triton_compat.py", "triton_helpers.py"]
+    for name in ("triton_helpers.py", "triton_compat.py"):
+        assert (kept.folder / name).read_bytes() == (runtime / name).read_bytes()
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["helpers-kept", "helpers-removed"])
+def test_a_torch_2_14_capture_compiles_against_the_helpers_it_kept(
+    unpacked: Callable[[str], Path], tmp_path: Path, kept: bool
+) -> None:
+    """The torch 2.14.1 preview of samples/softmax_ln.py calls ``online_softmax_combine(max, sum, x, False,
+    False)``. With its helpers kept it compiles against them under any torch (the PTX names the kept file);
+    without them it compiles where this torch's helper takes those arguments, else says why in one line."""
+    capture = tmp_path / "capture"
+    shutil.copytree(unpacked(PREVIEW_214[0]), capture)
+    if not kept:
+        shutil.rmtree(capture / RUNTIME_HELPERS_DIR)
+    run = parse_debug_folder(capture)
+    assert run.environment.torch_version == "2.14.1+cu130"
+    (kernel,) = [k for _, k in run.all_kernels()]
+    assert kernel.name == PREVIEW_214[1] and "_tmp6_max, _tmp6_sum, tmp5,\n            False, False\n" in kernel.source
+    (stages,) = attach_stages(run, capture, compile_missing=True).kernel_stages
+    if kept:
+        assert not stages.error and stages.notes[-1] == "compiled against the Triton helpers kept with the capture (torch 2.14.1+cu130)"
+        files = re.findall(r'\.file\s+\d+\s+"([^"]+)"', stages.text("ptx").text)  # type: ignore[union-attr]
+        assert str(capture / RUNTIME_HELPERS_DIR / "triton_helpers.py") in files
+        assert not any(f.endswith("torch/_inductor/runtime/triton_helpers.py") for f in files)
+    elif torch.__version__ == "2.14.1+cu130":  # the capture's own torch: its helpers are this torch's
+        assert not stages.error and not any("helpers" in note for note in stages.notes)
+    elif HELPERS_CHANGED:
+        assert not stages.error and stages.notes[-1] == (
+            "captured with torch 2.14.1+cu130; its Triton helpers were not kept in this capture; "
+            f"compiled against torch {torch.__version__}'s helpers"
+        )
+    else:
+        assert stages.error == (
+            "captured with torch 2.14.1+cu130; its Triton helpers were not kept in this capture; torch "
+            f"{torch.__version__}'s triton_helpers.online_softmax_combine takes other arguments (too many positional arguments)"
+        )
+    if not stages.error:
+        assert stages.target == "sm_90" and [t.stage for t in stages.texts] == ["ttir", "ttgir", "llir", "ptx", "sass"]
