@@ -63,7 +63,7 @@ def test_the_wrap_inline_frame_is_never_the_models_source(unpacked: Callable[[st
         # one line per module of a multi-line nn.Sequential(...)
         ("convnet", [("Sequential", 13), ("0: Conv2d", 14), ("1: BatchNorm2d", 15), ("2: ReLU", 16),
                      ("3: Conv2d", 17), ("4: BatchNorm2d", 18), ("5: ReLU", 19), ("6: AdaptiveAvgPool2d", 20),
-                     ("7: Flatten", 21), ("8: Linear", 22)]),  # fmt: skip
+                     ("7: Flatten", 21), ("8: Linear", 22)]),
         # a module of the file's own: its submodules are built in its __init__
         ("softmax_ln", [("SoftmaxLayerNorm", 23), ("norm: LayerNorm", 16)]),
     ],
