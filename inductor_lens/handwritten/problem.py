@@ -307,18 +307,50 @@ def _kernel_problem(graph: GraphRecord, kernel: KernelRecord, tensors: list[_Ten
         if rotated:
             problem.shape = dict(zip(("batch", "heads", "seq", "head_dim"), rotated[0].dims, strict=True))
     # an add or mul that a decomposed op's pieces hid: the kernel's name still lists it. Where the model
-    # wrote the decomposed op's formula out, the name lists the formula's own adds and muls: only an add
-    # of a second full-size input (a residual) is the kernel's own work then.
+    # wrote the decomposed op's formula out, the name lists the formula's own adds and muls: only the op that
+    # brings in a second full-size input (a residual's add, a gate's mul: T5's gated NewGELU) is the kernel's
+    # own work then, found in its FX nodes (an add where they are not recorded).
     if not written_formulas(kernel):
         wanted: tuple[str, ...] = ("mul", "add")
+    elif joining := _joining_ops(graph, kernel):
+        wanted = joining  # T5's final RMSNorm adds the residual its launch types do not show as full-size
     else:
         wanted = ("add",) if problem.full_inputs > 1 else ()
     problem.concepts[:0] = [op for op in kernel.name.split("_") if op in wanted and op not in problem.concepts]
 
 
+def _joining_ops(graph: GraphRecord, kernel: KernelRecord) -> tuple[str, ...]:
+    """The adds and muls of the kernel's post-grad FX nodes that join two full-size values computed from
+    different inputs of the kernel (a residual's add, a gate's mul), not the steps of a formula on one input."""
+    fx = graph.fx_graph("transformed")
+    members = set(kernel.post_grad_nodes)
+    if fx is None or not members:
+        return ()
+    types = {n.name: n.type for n in fx.nodes}
+    sources: dict[str, frozenset[str]] = {}
+    found: list[str] = []
+    for node in fx.nodes:
+        if node.name not in members:
+            continue
+        inputs = [sources.get(i, frozenset({i})) for i in node.inputs]
+        sources[node.name] = frozenset().union(*inputs)
+        op = op_name(node.target)
+        if op in ("add", "mul") and len(inputs) == 2 and not (inputs[0] & inputs[1]) and op not in found:
+            sizes = {_numel_of(types.get(i), graph) for i in (*node.inputs, node.name)}
+            if len(sizes) == 1 and None not in sizes:
+                found.append(op)
+    return tuple(found)
+
+
+def _numel_of(text: str | None, graph: GraphRecord) -> int | None:
+    parsed = tensor_type(text, graph.hints) if text else None
+    return math.prod(parsed[1]) if parsed is not None else None
+
+
 def written_formulas(kernel: KernelRecord) -> list[str]:
-    """The decomposed ops (FORMULA_ADDS' markers) whose formula the model's own code wrote out."""
-    return [m for m in FORMULA_ADDS if any(re.fullmatch(rf"{m}(_\d+)?", node) for node in kernel.source_nodes)]
+    """The decomposed ops (FORMULA_ADDS' markers) whose formula the model's own code wrote out, once per time
+    it is written (a kernel launched once per layer lists every layer's nodes)."""
+    return [m for m in FORMULA_ADDS for node in kernel.source_nodes if re.fullmatch(rf"{m}(_\d+)?", node)]
 
 
 def _rows_cols(tensors: list[_Tensor], problem: Problem, *, by_written: bool = False) -> None:
