@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ParseError
+from ..parse import compat
 from ..records import (
     BenchResult,
     CompileRun,
@@ -215,6 +216,11 @@ def _step(attribution: Attribution, device: str, window: str) -> StepTiming:
         else f"{window}; per step, the duration of each launch's CPU range (C++ kernels recorded with "
         "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE); medians"
     )
+    if attribution.by_ops:
+        method += (
+            f"; {len(attribution.by_ops)} custom op launch(es) without a range of their own "
+            f"({compat.RANGELESS_CUSTOM_OPS}) timed as the ranges of the ops each ran between its neighbouring launches"
+        )
     replayed = statistics.median(attribution.replayed_us) if attribution.replayed_us else 0.0
     if replayed:
         method += (

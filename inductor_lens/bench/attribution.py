@@ -87,6 +87,8 @@ class Attribution:
     unattributed_count: int = 0  # kernels (GPU) or ranges (CPU) behind ``unattributed``, over all steps
     outside_count: int = 0  # kernels (GPU) or top-level ATen ops (CPU) outside every step
     outside_us: float = 0.0  # their total duration
+    # custom ops that left no range of their own, timed by the ranges of the ops they ran (``_by_their_ops``)
+    by_ops: set[tuple[str, int]] = field(default_factory=set)
 
 
 # How a compiled-graph call in the trace was tied to a graph of the report.
@@ -188,6 +190,7 @@ def attribute(
     unjoined: list[_Range] = []  # calls in the steps of no graph (yet: a CUDA-graph replay may still tie one)
     unattributed: dict[str, list[float]] = {}
     unattributed_count = 0
+    by_ops: set[LaunchKey] = set()
     for region, children, graph, how in regions:
         step = step_of_range(region)
         if step is None:
@@ -199,6 +202,9 @@ def attribute(
         joins[graph.id] = (JOIN_METHODS[how], joins.get(graph.id, ("", 0))[1] + 1)
         region_graphs.append((region, graph))
         pairs = _align(graph.launches, children)
+        rangeless = _by_their_ops(graph.launches, children, pairs)
+        by_ops.update((graph.id, launch.position) for launch, _ in rangeless)
+        pairs += rangeless
         for launch, (child, nested) in pairs:
             key = (graph.id, launch.position)
             launches.setdefault(key, LaunchTimes())
@@ -329,6 +335,7 @@ def attribute(
         unattributed_count=unattributed_count,
         outside_count=outside_count,
         outside_us=outside_us,
+        by_ops=by_ops,
     )
 
 
@@ -459,7 +466,8 @@ def _match_graph(
     match equally (a recompile launching the same kernels), the one of the compile id Dynamo marked the call with."""
     scores: list[tuple[float, GraphRecord]] = []
     for graph in graphs:
-        expected = [launch_label(launch) for launch in graph.launches]
+        # a custom op's own range may be missing (compat.RANGELESS_CUSTOM_OPS): not expected
+        expected = [launch_label(launch) for launch in graph.launches if compat.custom_op(launch.target) is None]
         if expected:
             scores.append((_count_in_order(expected, names) / len(expected), graph))
     best_score = max((score for score, _ in scores), default=0.0)
@@ -498,6 +506,33 @@ def _align(
         pairs.append((launch, children[index]))
         position = index + 1
     return pairs
+
+
+def _by_their_ops(
+    launches: tuple[Launch, ...],
+    children: list[tuple[_Range, list[_Range]]],
+    pairs: list[tuple[Launch, tuple[_Range, list[_Range]]]],
+) -> list[tuple[Launch, tuple[_Range, list[_Range]]]]:
+    """Custom ops that left no range of their own (``compat.RANGELESS_CUSTOM_OPS``), each with the top-level
+    ranges no launch claimed between its neighbours' ranges: the ops it ran. Only where it is the one launch
+    without a range between those neighbours; otherwise whose ranges they are is not known, and they stay untied."""
+    index_of = {id(child): index for index, (child, _) in enumerate(children)}
+    placed = sorted((launch.position, index_of[id(child)]) for launch, (child, _) in pairs)
+    has_range = {position for position, _ in placed}
+    claimed = {index for _, index in placed}
+    found: list[tuple[Launch, tuple[_Range, list[_Range]]]] = []
+    for launch in launches:
+        if launch.position in has_range or launch.kind != "extern" or compat.custom_op(launch.target) is None:
+            continue
+        low_position, low = max(((p, i) for p, i in placed if p < launch.position), default=(0, -1))
+        high_position, high = min(((p, i) for p, i in placed if p > launch.position), default=(1 << 30, len(children)))
+        alone = not any(
+            other is not launch and other.position not in has_range and low_position < other.position < high_position
+            for other in launches
+        )
+        if alone:
+            found += [(launch, children[index]) for index in range(low + 1, high) if index not in claimed]
+    return found
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:

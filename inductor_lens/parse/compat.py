@@ -390,6 +390,14 @@ def custom_op(target: str) -> str | None:
     return f"{found[0]}::{found[1]}" if found is not None and found[0] not in TORCH_OP_NAMESPACES else None
 
 
+# A custom op written in Python (torch.library.custom_op, as transformers' and samples/custom_op.py's are) leaves no
+# ``<ns>::<op>`` range of its own since 2.14: it dispatches through the PyObject dispatcher (torch/_ops.py
+# _PyObjectDispatcher, switched on by torch/_library/custom_ops.py), which records none, so the ranges of the ops it
+# runs (aten::matmul ...) sit at the top level of the graph's call. Seen 2.14.1 (CPU build of the CUDA wheel); 2.13.0
+# (CPU) nests them in ``lens_demo::mix``. The timing stage then times the op by those ranges.
+RANGELESS_CUSTOM_OPS = "torch 2.14 and later record no profiler range for a custom op written in Python"
+
+
 # --- the model's own frame (issue 30) --------------------------------------------------------------------------
 # The frame Dynamo compiles for an nn.Module whose forward is torch's own code (nn.Sequential, a bare nn.Linear):
 # OptimizedModule wraps the module in torch/_dynamo/external_utils.py's wrap_inline, whose ``inner`` is the

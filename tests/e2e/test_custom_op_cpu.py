@@ -1,7 +1,8 @@
 """End to end on CPU: a ``torch.library`` custom op between compiled ops (``samples/custom_op.py``,
 ``lens_demo::mix``: two 512x512 matmuls) compiled by ``inductor-lens compile --strict``. The op is a library call
 named with its namespace, in the launch order and the timing tables, with its own time: per launch, the median over
-the profiled steps of the ``lens_demo::mix`` ranges in each, worked out here from the run's own
+the profiled steps of its ``lens_demo::mix`` ranges in each (torch 2.13), or where torch records none (2.14 and
+later: compat.RANGELESS_CUSTOM_OPS) of the ranges of the ops it ran, worked out from the run's own
 ``profile_trace.json`` alone; the same again when the report is timed from that trace as one recorded elsewhere
 (``report --profile``). The diagnosis calls it a custom op, never an ATen fallback.
 """
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import json
 import statistics
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from ..conftest import SAMPLES, CliResult, run_cli_process
+from ..unit.test_custom_ops import op_times, top_level_ranges
 
 OP = "lens_demo::mix"
 TARGET = "torch.ops.lens_demo.mix.default"
@@ -28,13 +31,6 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliResult, Path]
     return result, folder / "report"
 
 
-def _op_times(trace: Path) -> list[float]:
-    """Per profiled step (``inductor_lens_step_<i>``): the summed duration of the op's ranges inside it."""
-    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
-    steps = sorted((e for e in events if e["name"].startswith("inductor_lens_step_")), key=lambda e: e["ts"])
-    return [sum(e["dur"] for e in events if e["name"] == OP and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]) for s in steps]
-
-
 def _mix(run: dict) -> dict:
     (graph,) = run["graphs"]
     (launch,) = [launch for launch in graph["launches"] if launch["target"] == TARGET]
@@ -43,7 +39,9 @@ def _mix(run: dict) -> dict:
 
 def _assert_timed_from_the_trace(report: Path, trace: Path) -> dict:
     run = json.loads((report / "lens.json").read_text())["run"]
-    per_step = _op_times(trace)
+    own_range = tuple(int(part) for part in version("torch").split(".")[:2]) < (2, 14)
+    assert any(name == OP for step in top_level_ranges(trace) for name, _ in step) is own_range
+    per_step = op_times(trace)
     assert len(per_step) == 20 and all(us > 0 for us in per_step)
     mix = _mix(run)
     assert mix["kind"] == "extern" and mix["aten_op"] == "lens_demo.mix.default"
