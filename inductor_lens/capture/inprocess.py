@@ -7,18 +7,23 @@ process gets from its environment: Inductor's debug output under ``capture_dir/t
 torch is imported), provenance tracking, kernel metadata, ``comment_origin``, and fresh private caches
 (``torch._inductor.utils.fresh_cache``: a warm cache writes no debug output). Dynamo is reset before
 and after, so code compiled earlier in the process neither hides this capture's graphs nor sees its
-settings. Unlike the model process, nothing here is protected from a crash or a hang.
+settings. Each capture's trace defines every file name its stacks use, however many captures the process
+made before, and Inductor's lines naming each graph folder's compile id are kept in ``inductor_debug.log``.
+Unlike the model process, nothing here is protected from a crash or a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 TRACE_DIR = "trace"
+# Inductor's logger of its debug folders, and where a capture here keeps its lines.
+DEBUG_LOGGER = "torch._inductor.debug"
+DEBUG_LOG = "inductor_debug.log"
 
 # Inductor settings the model process gets through TORCH_COMPILE_DEBUG, TORCHINDUCTOR_BENCHMARK_KERNEL
 # and its options (worker/capture.py CAPTURE_OPTIONS).
@@ -42,6 +47,8 @@ def in_process_capture(capture_dir: Path) -> Iterator[Path]:
     (capture_dir / TRACE_DIR).mkdir(parents=True, exist_ok=True)
     torch._dynamo.reset()
     handler = _trace_handler(capture_dir / TRACE_DIR)
+    _log_interned_strings()
+    debug_handler = _debug_trace_handler(capture_dir / DEBUG_LOG)
     try:
         with (
             fresh_cache(),
@@ -51,6 +58,8 @@ def in_process_capture(capture_dir: Path) -> Iterator[Path]:
             yield capture_dir
     finally:
         _remove(handler)
+        logging.getLogger(DEBUG_LOGGER).removeHandler(debug_handler)
+        debug_handler.close()
         torch._dynamo.reset()
 
 
@@ -60,8 +69,39 @@ def _trace_handler(folder: Path) -> logging.Handler:
     handler = LazyTraceHandler(str(folder))
     handler.setFormatter(TorchLogsFormatter(trace=True))
     trace_log.setLevel(logging.DEBUG)
-    trace_log.addHandler(handler)
+    # Without TORCH_TRACE, torch's own trace handler removes itself on its first record (seen 2.13.0, 2.14.1), and
+    # logging then skips the handler after it for that record (the process's first: a stack's file name): first.
+    trace_log.handlers.insert(0, handler)
     return handler
+
+
+def _debug_trace_handler(path: Path) -> logging.Handler:
+    """Inductor's ``debug trace:`` lines, which name each graph's folder with its compile id, kept in a log of
+    the capture: the model process's capture.log has them (and everything else it printed)."""
+    from torch._logging._internal import TorchLogsFormatter
+
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(TorchLogsFormatter())
+    handler.setLevel(logging.WARNING)
+    logging.getLogger(DEBUG_LOGGER).addHandler(handler)
+    return handler
+
+
+def _log_interned_strings() -> None:
+    """Log again every file name torch's trace has interned in this process.
+
+    Stacks in a TORCH_TRACE log name files by number; torch logs each number's ``str`` record once per
+    process (``torch._logging.structured.INTERN_TABLE``, seen 2.13.0 and 2.14.1), so a second capture's
+    log would hold numbers it never defines. Each capture's log gets them all (other trace handlers get
+    the same definitions again, which changes nothing)."""
+    from torch._logging import structured, trace_structured
+
+    for text, number in list(structured.INTERN_TABLE.items()):
+        trace_structured("str", _interned(text, number), suppress_context=True)
+
+
+def _interned(text: str, number: int) -> Callable[[], tuple[str, int]]:
+    return lambda: (text, number)
 
 
 def _remove(handler: logging.Handler) -> None:

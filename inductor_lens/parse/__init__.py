@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,13 @@ from . import compat, readers, registry
 from .autotune import link_tables
 from .diagnostics import Diagnostics
 from .frames import dynamo_frame, fold_restarts, graph_breaks, own_frame, own_graph_breaks
-from .graph import GraphContext, parse_graph_files, parse_graph_folder, traced_graph_files
+from .graph import (
+    GraphContext,
+    parse_graph_files,
+    parse_graph_folder,
+    traced_folders,
+    traced_graph_files,
+)
 from .layout import DebugLayout, locate
 from .readers import REGISTRY
 from .sources import read_sources
@@ -57,7 +63,9 @@ def parse_debug_folder(
     layout = layout or locate(folder, allow_empty=allow_empty)
     diagnostics = Diagnostics(strict=strict)
     bare_trace = not layout.graph_folders and bool(layout.trace_files)
-    traces = read_traces(list(layout.trace_files), layout.root, diagnostics, keep_graphs=bare_trace)
+    # The trace's copies of each graph's files stand in for what an FX graph cache hit leaves out: the files of
+    # its folder, or (an AOTAutograd cache hit) the folder itself.
+    traces = read_traces(list(layout.trace_files), layout.root, diagnostics, keep_graphs=bool(layout.trace_files))
     log_text = _read_logs(layout, diagnostics)
     context = GraphContext(
         layout=layout,
@@ -71,7 +79,7 @@ def parse_debug_folder(
         if graphs:
             _note_bare_trace(layout, traces, diagnostics)
     else:
-        graphs = _unique_ids(parse_graph_folder(f, context) for f in layout.graph_folders)
+        graphs = _unique_ids(_folder_graphs(layout, traces, context))
     frame_traces = fold_restarts(traces.frames)
     own_breaks = own_graph_breaks(frame_traces)
     built = capture.model_built if capture is not None else ()
@@ -107,6 +115,21 @@ def parse_debug_folder(
         stats=diagnostics.stats(),
         timeline=timeline,
     )
+
+
+def _folder_graphs(layout: DebugLayout, traces: TraceSummary, context: GraphContext) -> Iterator[GraphRecord]:
+    """Each graph folder's graph, then each graph of the trace that Inductor's caches served without a folder."""
+    traced = traces.traced_graphs
+    matched = traced_folders(layout.graph_folders, traced, context.logged_compile_ids)
+    if len(layout.trace_files) != 1 or context.multiple_runs:
+        matched = None  # compile ids and folder names repeat across processes
+    for folder in layout.graph_folders:
+        index = matched.get(folder.path) if matched is not None else None
+        yield parse_graph_folder(folder, context, traced[index] if index is not None else None)
+    used = set(matched.values()) if matched is not None else set(range(len(traced)))
+    for index, graph in enumerate(traced):
+        if index not in used and graph.fx_cache == "hit":
+            yield parse_graph_files(traced_graph_files(graph), context)
 
 
 def _note_bare_trace(layout: DebugLayout, traces: TraceSummary, diagnostics: Diagnostics) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, cast, get_args
@@ -41,6 +41,8 @@ _MAX_FILE_BYTES = 32 * 1024 * 1024
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # The ids of graphs rebuilt from a bare TORCH_TRACE log (a folder's name never starts so).
 TRACE_GRAPH_PREFIX = "trace-"
+# The file of a graph's kernels and launches (the one registered parser of readers.KERNELS).
+OUTPUT_CODE = next(p.reads for p in REGISTRY.of("graph file", readers.KERNELS))
 
 
 @dataclass(frozen=True)
@@ -64,14 +66,22 @@ class GraphFiles:
     kind: GraphKind | None = None  # None: from the folder's name
     compile_id: str | None = None  # None: from the trace (or log) through the output code's md5
     sibling_key: tuple[str, str] | None = None  # (run folder, graph folder): other processes' kernel info
+    cache_hit: bool = False  # served from Inductor's FX graph cache (its trace lookup says so)
 
 
-def parse_graph_folder(folder: GraphFolder, context: GraphContext) -> GraphRecord:
+def parse_graph_folder(
+    folder: GraphFolder, context: GraphContext, traced: TracedGraph | None = None
+) -> GraphRecord:
+    """``traced``: the trace's record of this graph (``traced_folders``), read in place of a folder Inductor left
+    without output code (a graph served from its FX graph cache)."""
     where_folder = context.layout.relative(folder.path)
     files, texts = _read_files(folder, where_folder, context.diagnostics)
     name = folder.path.name
     graph = GraphFiles(_graph_id(folder, context), name, where_folder, tuple(files), texts,
                        sibling_key=(folder.path.parent.parent.name, name))  # fmt: skip
+    if traced is not None and OUTPUT_CODE not in texts:
+        graph = replace(graph, files=tuple(dict.fromkeys((*files, *traced.files))), texts={**traced.files, **texts},
+                        compile_id=traced.compile_id, cache_hit=traced.fx_cache == "hit")  # fmt: skip
     return parse_graph_files(graph, context)
 
 
@@ -81,7 +91,39 @@ def traced_graph_files(traced: TracedGraph) -> GraphFiles:
     name = f"{traced.compile_id} {traced.kind}"
     graph_id = TRACE_GRAPH_PREFIX + (_SLUG_UNSAFE.sub("_", f"{traced.compile_id}_{traced.kind}").strip("._") or "graph")
     return GraphFiles(graph_id, name, traced.where, tuple(traced.files), dict(traced.files), kind=kind,
-                      compile_id=traced.compile_id)  # fmt: skip
+                      compile_id=traced.compile_id, cache_hit=traced.fx_cache == "hit")  # fmt: skip
+
+
+def lacks_output_code(folder: GraphFolder) -> bool:
+    return not (folder.path / OUTPUT_CODE).is_file()
+
+
+def traced_folders(
+    folders: Sequence[GraphFolder], traced: Sequence[TracedGraph], logged_compile_ids: Mapping[str, str]
+) -> dict[Path, int] | None:
+    """Each graph folder's graph in the trace (its index in ``traced``), or None where they cannot be told.
+
+    A folder is its compile's graph of its kind, by the compile id the process log gives it (Inductor's
+    ``debug trace:`` lines); without a log, by order, when there are as many of each: a folder's ``.<k>``
+    counts the graphs of its process, and the trace logs their output code in the same order."""
+    names = {f.path: compat.GRAPH_FOLDER.match(f.path.name) for f in folders}
+    if any(f.path.name in logged_compile_ids for f in folders):
+        unused: dict[tuple[str, str], list[int]] = {}
+        for index, graph in enumerate(traced):
+            unused.setdefault((graph.compile_id, graph.kind), []).append(index)
+        found: dict[Path, int] = {}
+        for folder in folders:
+            match, compile_id = names[folder.path], logged_compile_ids.get(folder.path.name)
+            same = unused.get((compile_id, match["kind"])) if match and compile_id else None
+            if same:
+                found[folder.path] = same.pop(0)
+        return found
+    if len(folders) != len(traced) or not all(names.values()):
+        return None
+    ordered = sorted(folders, key=lambda f: int(names[f.path]["counter"] or 0))  # type: ignore[index]
+    if any(names[f.path]["kind"] != g.kind for f, g in zip(ordered, traced, strict=True)):  # type: ignore[index]
+        return None
+    return {f.path: index for index, f in enumerate(ordered)}
 
 
 def parse_graph_files(graph: GraphFiles, context: GraphContext) -> GraphRecord:
@@ -100,13 +142,12 @@ def parse_graph_files(graph: GraphFiles, context: GraphContext) -> GraphRecord:
                 found.append(registry.run(parser, at, diagnostics, text, at, diagnostics))
         return [r for r in found if r is not None]
 
-    (code_parser,) = REGISTRY.of("graph file", readers.KERNELS)
     parsed = OutputCode(kernels=(), launches=())
-    output_code = texts.get(code_parser.reads, "")
+    output_code = texts.get(OUTPUT_CODE, "")
     if output_code:
         parsed = next(iter(results(readers.KERNELS)), parsed)
     else:
-        diagnostics.warn(where_folder, f"no {code_parser.reads} (the compile of this graph may have failed)")
+        diagnostics.warn(where_folder, f"no {OUTPUT_CODE} (the compile of this graph may have failed)")
     fx_graphs = tuple(results(readers.FX_GRAPHS))
     ir = tuple(results(readers.IR_DUMPS))
     for dump in ir:
@@ -171,6 +212,7 @@ def parse_graph_files(graph: GraphFiles, context: GraphContext) -> GraphRecord:
         outputs=parsed.outputs,
         symbols=symbols,
         fx_cache_key=traced.cache_key if traced else None,
+        cache_hit=graph.cache_hit,
     )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..records import CacheLookup, IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
@@ -97,6 +97,8 @@ class TracedGraph:
     kind: str  # "forward", "backward", "inference", or "unknown"
     where: str  # the trace file and the line of its output code
     files: dict[str, str]  # file name (as in a graph folder) -> text
+    # The result of its FX graph cache lookup ("hit", "miss", "bypass"), logged just after its output code.
+    fx_cache: str | None = None
 
 
 @dataclass
@@ -458,6 +460,9 @@ def read_cache_lookup(record: TraceRecord, state: TraceState, diagnostics: Diagn
     graph = state.last_graph
     if cache == "FX graph" and lookup.key and graph is not None and graph.compile_id == compile_id:
         graph.cache_key = lookup.key
+    traced = state.summary.traced_graphs
+    if cache == "FX graph" and traced and traced[-1].compile_id == compile_id and traced[-1].fx_cache is None:
+        traced[-1] = replace(traced[-1], fx_cache=result)
 
 
 # Control characters (and U+FFFD, what torch's decoding left of other bytes) in a component: a pickle printed as text.

@@ -246,6 +246,9 @@ class GraphRecord:
     # Its key in Inductor's FX graph cache: the profiler names each call of the graph after it
     # (``## Call CompiledFxGraph <key> ##``), which tells apart graphs that launch the same kernels.
     fx_cache_key: str | None = None
+    # Served from Inductor's FX graph cache (the trace's fx_graph_cache_hit): not compiled again, so its debug
+    # folder is empty and its output code, kernels and provenance were read from the TORCH_TRACE log.
+    cache_hit: bool = False
 
     @property
     def hints(self) -> dict[str, int | float]:
