@@ -15,7 +15,7 @@ from inductor_lens.errors import CaptureTimeout, CompileError, ModelFileError, M
 
 from ..conftest import SAMPLES, assert_one_line_error, run_cli_process
 
-SAMPLE_NAMES = ("mlp", "softmax_ln", "block", "convnet", "graphbreak")
+SAMPLE_NAMES = ("mlp", "softmax_ln", "block", "convnet", "graphbreak", "channels_last")
 
 
 def _compile(tmp_path: Path, model: Path, *args: str, out: str = "report"):
