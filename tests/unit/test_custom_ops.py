@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,24 +25,31 @@ from inductor_lens.parse.diagnostics import Diagnostics
 from inductor_lens.parse.output_code import parse_output_code
 from inductor_lens.records import CompileRun, Launch
 from inductor_lens.report import render_report
+from inductor_lens.report.env import format_micros
 
-from ..conftest import FIXED_TIME, unpack_fixture
+from ..conftest import FIXED_TIME
 
-# The same sample captured under two torch versions: 2.13 records the op's own ``lens_demo::mix`` range (with two
-# ``aten::mm`` in it); 2.14.1 records none (compat.RANGELESS_CUSTOM_OPS), its two ``aten::matmul`` at the top level.
-CASES = ("cpu-torch2.13-custom-op", "cpu-torch2.14.1-custom-op")
+# The same sample captured under two torch versions on CPU and on an H200: 2.13 records the op's own
+# ``lens_demo::mix`` range (with two ``aten::mm`` in it); 2.14.1 records none (compat.RANGELESS_CUSTOM_OPS), its two
+# ``aten::matmul`` at the top level; on the H200 (2.11) the range launches four GPU kernels (two CUTLASS SGEMMs, two cuBLASLt split-K reductions).
+CASES = ("cpu-torch2.13-custom-op", "cpu-torch2.14.1-custom-op", "h200-torch2.11-custom-op")
 OP = "lens_demo::mix"
+LAUNCHES = {
+    "cpu": [("extern", "aten.addmm"), ("cpp", "cpp_fused_mix_relu_0"), ("extern", OP), ("cpp", "cpp_fused_add_tanh_1")],
+    "cuda": [("extern", "aten.mm"), ("triton", "triton_poi_fused_addmm_mix_relu_0"), ("extern", OP),
+             ("triton", "triton_poi_fused_add_tanh_1")],
+}  # fmt: skip
+CPU_CASES = CASES[:2]
+_RUNS: dict[str, CompileRun] = {}
 
 
-@pytest.fixture(scope="module", params=CASES)
-def root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return unpack_fixture(request.param, tmp_path_factory.mktemp("custom-op"))
-
-
-@pytest.fixture(scope="module")
-def timed(root: Path) -> CompileRun:
-    run = parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME)
-    return attach_measurements(run, root / "capture", strict=True)
+def _timed(unpacked: Callable[[str], Path], case: str) -> tuple[Path, CompileRun]:
+    """The fixture's folder and its run, parsed and timed once per session."""
+    root = unpacked(case)
+    if case not in _RUNS:
+        run = parse_debug_folder(root, strict=True, now=lambda: FIXED_TIME)
+        _RUNS[case] = attach_measurements(run, root / "capture", strict=True)
+    return root, _RUNS[case]
 
 
 def _mix(run: CompileRun) -> Launch:
@@ -50,14 +58,11 @@ def _mix(run: CompileRun) -> Launch:
     return launch
 
 
-def test_the_custom_op_is_a_library_call_named_with_its_namespace(timed: CompileRun) -> None:
+@pytest.mark.parametrize("case", CASES)
+def test_the_custom_op_is_a_library_call_named_with_its_namespace(unpacked: Callable[[str], Path], case: str) -> None:
+    _, timed = _timed(unpacked, case)
     (graph,) = timed.graphs
-    assert [(launch.kind, launch.label) for launch in graph.launches] == [
-        ("extern", "aten.addmm"),
-        ("cpp", "cpp_fused_mix_relu_0"),
-        ("extern", OP),
-        ("cpp", "cpp_fused_add_tanh_1"),
-    ]
+    assert [(launch.kind, launch.label) for launch in graph.launches] == LAUNCHES[timed.environment.device_type or ""]
     mix = _mix(timed)
     assert (mix.position, mix.target, mix.aten_op) == (3, "torch.ops.lens_demo.mix.default", "lens_demo.mix.default")
     assert launch_label(mix) == OP  # the profiler's name for its range
@@ -95,7 +100,38 @@ def op_times(trace: Path, before: str = "graph_0_cpp_fused_mix_relu_0", after: s
     return times
 
 
-def test_the_custom_op_is_timed_from_its_profiler_ranges(root: Path, timed: CompileRun) -> None:
+def gpu_op_times(trace: Path) -> list[tuple[float, int]]:
+    """Per profiled step: the summed duration and the number of the GPU kernels launched from inside the op's range
+    (by the ``External id`` of the CPU ops and CUDA runtime calls within it)."""
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    marks = sorted((e for e in events if e["name"].startswith("inductor_lens_step_") and e["cat"] == "user_annotation"),
+                   key=lambda e: e["ts"])  # fmt: skip
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    found = []
+    for step in marks:
+        ours = [e for e in events if e["name"] == OP and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]]
+        ids = {e["args"].get("External id") for op in ours for e in events
+               if e.get("cat") in ("cpu_op", "cuda_runtime") and e["tid"] == op["tid"]
+               and op["ts"] <= e["ts"] and e["ts"] + e["dur"] <= op["ts"] + op["dur"]}  # fmt: skip
+        launched = [k["dur"] for k in kernels if k["args"].get("External id") in ids]
+        found.append((sum(launched), len(launched)))
+    return found
+
+
+def test_the_custom_op_is_timed_on_the_gpu_by_its_kernels(unpacked: Callable[[str], Path]) -> None:
+    root, timed = _timed(unpacked, "h200-torch2.11-custom-op")
+    per_step = gpu_op_times(root / "capture" / "profile_trace.json")
+    mix = _mix(timed)
+    assert len(per_step) == 20 and all(n == 4 for _, n in per_step)
+    assert mix.timing is not None and mix.timing.steps == 20 and mix.timing.calls == 4
+    assert mix.timing.median_us == pytest.approx(statistics.median(us for us, _ in per_step), rel=1e-9)
+    step = timed.bench.step if timed.bench else None
+    assert step is not None and step.unattributed == {}  # every kernel of the step tied to a launch
+
+
+@pytest.mark.parametrize("case", CPU_CASES)
+def test_the_custom_op_is_timed_from_its_profiler_ranges(unpacked: Callable[[str], Path], case: str) -> None:
+    root, timed = _timed(unpacked, case)
     trace = root / "capture" / "profile_trace.json"
     ranges = top_level_ranges(trace)
     names = {name for step in ranges for name, _ in step}
@@ -115,7 +151,9 @@ def test_the_custom_op_is_timed_from_its_profiler_ranges(root: Path, timed: Comp
     assert ("custom op launch(es) without a range of their own" in step.method) is not own_range
 
 
-def test_the_diagnosis_names_a_custom_op_never_a_fallback(timed: CompileRun) -> None:
+@pytest.mark.parametrize("case", CASES)
+def test_the_diagnosis_names_a_custom_op_never_a_fallback(unpacked: Callable[[str], Path], case: str) -> None:
+    _, timed = _timed(unpacked, case)
     diagnosis = diagnose(timed)
     kinds = [f.kind for f in diagnosis.findings]
     assert "fallback" not in kinds and kinds.count("custom op") == 1
@@ -126,7 +164,9 @@ def test_the_diagnosis_names_a_custom_op_never_a_fallback(timed: CompileRun) -> 
     assert finding.evidence_url == "graphs/model__0_inference_0.0.html#launch-3"
 
 
-def test_the_report_shows_the_custom_op_with_its_time(timed: CompileRun) -> None:
+@pytest.mark.parametrize("case", CASES)
+def test_the_report_shows_the_custom_op_with_its_time(unpacked: Callable[[str], Path], case: str) -> None:
+    _, timed = _timed(unpacked, case)
     pages = render_report(timed, draw=False)
     index = pages["index.html"]
     assert '<td data-value="lens_demo::mix">' in index  # its row in the kernel table
@@ -138,7 +178,7 @@ def test_the_report_shows_the_custom_op_with_its_time(timed: CompileRun) -> None
     graph_page = pages["graphs/model__0_inference_0.0.html"]
     row = graph_page[graph_page.index('<tr id="launch-3">') :].split("</tr>")[0]
     mix = _mix(timed)
-    assert mix.timing is not None and f"{mix.timing.median_us / 1e3:.2f} ms" in row
+    assert mix.timing is not None and f'<td class="num" title="{mix.timing.spread}">{format_micros(mix.timing.median_us)}</td>' in row
     assert "<code>lens_demo::mix</code>" in row and '<span class="badge cat-custom-op">custom op</span>' in row
 
 
@@ -198,7 +238,9 @@ def test_custom_op_classification(target: str, expected: str | None) -> None:
     assert compat.custom_op(target) == expected
 
 
-def test_a_library_custom_op_is_diagnosed_whole(timed: CompileRun) -> None:
+@pytest.mark.parametrize("case", CASES)
+def test_a_library_custom_op_is_diagnosed_whole(unpacked: Callable[[str], Path], case: str) -> None:
+    _, timed = _timed(unpacked, case)
     """transformers::grouped_mm_fallback in place of lens_demo::mix: named whole, never a fallback "transformers"."""
     (graph,) = timed.graphs
     moe = replace(
