@@ -26,7 +26,7 @@ from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for, timed_launches
 from .runner import read_results, run_tasks
 from .source import kernel_record
-from .verify import verify_task
+from .verify import verify_key, verify_task
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -48,7 +48,7 @@ def attach_handwritten(
             shape = shape_for(get(name), dict(match.shape))
             if shape is not None:
                 task = tasks.setdefault(task_key(name, shape, match.dtype), HandwrittenTask(name, shape, match.dtype))
-                task.matches.append(match.key)
+                task.matches.append(verify_key(match))
                 stood_for, partly = weights.get(task.key, (0.0, 0.0))
                 weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
     data = HandwrittenResults()
@@ -61,7 +61,7 @@ def attach_handwritten(
     elif capture_dir is not None and (capture_dir / HANDWRITTEN_RESULTS_FILE).is_file():
         data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
     device = data.device or run_device(run)
-    matches = tuple(_verified(m, data.verified.get(m.key), unverified.get(m.key, "")) for m in matches)
+    matches = tuple(_verified(m, data.verified.get(verify_key(m)), unverified.get(m.key, "")) for m in matches)
     matches = tuple(_with_runs(m, data.results, device, run) for m in matches)
     names = dict.fromkeys(name for m in matches for name in m.equivalents)
     run = replace(run, handwritten=matches, handwritten_kernels=tuple(kernel_record(n) for n in names))

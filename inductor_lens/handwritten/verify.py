@@ -67,7 +67,13 @@ def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatc
     elements = sum(math.prod(i.size) for i in inputs if i.dtype)
     if elements > VERIFY_ELEMENTS:
         return f"its inputs hold {elements:,} elements, more than the {VERIFY_ELEMENTS:,} verified in float64"
-    return VerifyTask(match.key, steps, reference.code, inputs, _outputs(graph, reference.code, reference.outputs))
+    return VerifyTask(verify_key(match), steps, reference.code, inputs, _outputs(graph, reference.code, reference.outputs))
+
+
+def verify_key(match: HandwrittenMatch) -> str:
+    """A verification's key: the match and its equivalents (a result read back from an earlier run stands only
+    for the equivalents it verified)."""
+    return f"{match.key}:{'+'.join(match.equivalents)}"
 
 
 def _outputs(graph: GraphRecord, code: str, tied: tuple[ReferenceOutput, ...]) -> list[str]:

@@ -217,7 +217,7 @@ class HandwrittenTask:
     name: str
     shape: dict[str, int]
     dtype: str
-    # The keys of the matches it stands in for: not run when every one of them was rejected (verify_tasks).
+    # The matches it stands in for (VerifyTask.match): not timed when every one of them was rejected.
     matches: list[str] = field(default_factory=list)
 
     @property
@@ -242,7 +242,7 @@ class VerifyTask:
     """Does a match compute what Inductor's kernel computes: its equivalents, in order, against the kernel's own
     post-grad FX nodes (``code``, from ``repro/plan.reference_of``), both in float64 on the same inputs."""
 
-    match: str  # the match's key
+    match: str  # the match's key and its equivalents (verify.verify_key)
     steps: list[HandwrittenTask]
     code: str
     inputs: list[VerifyInput]
@@ -284,7 +284,7 @@ class HandwrittenTaskResult:
 class HandwrittenResults:
     device: str = ""
     results: dict[str, HandwrittenTaskResult] = field(default_factory=dict)
-    verified: dict[str, VerifyResult] = field(default_factory=dict)  # by match key
+    verified: dict[str, VerifyResult] = field(default_factory=dict)  # by VerifyTask.match
     # Set by the parent when the check process died or ran out of time.
     error: str | None = None
 

@@ -155,3 +155,43 @@ def test_verification_fields_round_trip_and_older_matches_load() -> None:
         older.pop(key)
     loaded = from_jsonable(HandwrittenMatch, older)
     assert loaded.verified is None and not loaded.rejected
+
+
+T5 = "cpu-torch2.13-t5-gated"
+T5_GATED = "cpp_fused__unsafe_view_add_mul_pow_tanh_3"
+
+
+def test_t5_gated_gelu_is_gelu_tanh_mul_and_verified(unpacked) -> None:
+    """HF T5 v1.1 (transformers 5.17, 2 layers): its gated NewGELU, one kernel launched once per layer, was
+    matched as bias_gelu_tanh -> residual and said to agree; it is gelu_tanh_mul, verified by the check process
+    that made the capture (read back here), and the final norm's residual add is seen."""
+    root = unpacked(T5)
+    run = parse_debug_folder(root, strict=True)
+    (graph,) = run.graphs
+    assert [x.position for x in graph.launches if x.target == T5_GATED] == [11, 22]
+    attached = attach_handwritten(run, root / "capture", execute=False)
+    by_target = {m.target: m for m in attached.handwritten}
+    gated = by_target[T5_GATED]
+    assert (gated.kind, gated.equivalents, gated.concepts, gated.not_covered) == (
+        "exact", ("gelu_tanh_mul",), ("mul", "gelu_tanh"), ())  # fmt: skip
+    assert gated.verified is True and gated.verify_error is not None and gated.verify_error < 1e-12
+    assert agrees(gated)
+    final = by_target["cpp_fused__unsafe_view_add_mean_mul_pow_rsqrt_6"]
+    assert (final.equivalents, final.verified) == (("rmsnorm_residual",), True)
+    assert not any("bias_gelu_tanh" in m.equivalents for m in attached.handwritten)
+    assert not [m.target for m in attached.handwritten if m.verified is False]
+    # verified here too, from the records
+    task = verify_task(graph, graph.kernel(T5_GATED), gated)
+    assert not isinstance(task, str) and run_verify(task, "cpu").agrees is True
+
+
+def test_a_stored_verdict_stands_only_for_the_equivalents_it_verified(unpacked, monkeypatch) -> None:
+    """The capture's results verified gelu_tanh_mul; a match with other equivalents read against them is not
+    verified (nor rejected) by that verdict."""
+    root = unpacked(T5)
+    run = parse_debug_folder(root, strict=True)
+    planted = tuple(replace(m, equivalents=("silu_mul",)) if m.target == T5_GATED else m for m in match_run(run))
+    monkeypatch.setattr(attach_module, "match_run", lambda _run: planted)
+    attached = attach_handwritten(run, root / "capture", execute=False)
+    gated = next(m for m in attached.handwritten if m.target == T5_GATED)
+    assert gated.verified is None and gated.verify_note == ""
