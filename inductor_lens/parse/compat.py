@@ -1,8 +1,9 @@
 """Parse stage: every difference between torch versions that the parsers know about, in one place.
 
 Each entry says which torch versions it was seen in. "seen" means checked against real captures
-(torch 2.11.0+cu130 on an H200 and torch 2.13.0+cpu, see tests/fixtures/PROVENANCE.md); "older"
-entries come from earlier releases' output and are kept so old debug folders still parse.
+(torch 2.11.0+cu130 on an H200, torch 2.13.0+cpu, and torch 2.14.1+cu130 run on a CPU, see
+tests/fixtures/PROVENANCE.md); "older" entries come from earlier releases' output and are kept so old debug
+folders still parse; entries read from a torch's source name the file.
 """
 
 from __future__ import annotations
