@@ -211,6 +211,19 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
             "bad" if bad else "",
         ),
     ]
+    verified = [r for r in matched if r.match.verified is not None]
+    if verified:
+        rejected = sum(1 for r in verified if r.match.rejected)
+        summary.append(
+            SummaryItem(
+                "Compute what Inductor's kernel computes",
+                f"{len(verified) - rejected} of {len(verified)} verified",
+                f"{rejected} rejected: they compute something else, and are not timed"
+                if rejected
+                else "each in float64 on its launch's shapes, against the kernel's own FX nodes",
+                "bad" if rejected else "",
+            )
+        )
     if (share := coverage(run)) is not None:
         agreed = f"; {share.agreeing_share:.0%} with every check agreeing with torch" if checked else ""
         summary.append(
