@@ -195,3 +195,23 @@ def test_a_stored_verdict_stands_only_for_the_equivalents_it_verified(unpacked, 
     attached = attach_handwritten(run, root / "capture", execute=False)
     gated = next(m for m in attached.handwritten if m.target == T5_GATED)
     assert gated.verified is None and gated.verify_note == ""
+
+
+def test_gated_activations_as_triton_kernels_match_and_verify(unpacked) -> None:
+    """The same four blocks as Triton kernels (``--preview-gpu``: torch 2.13 generating for an H200, no GPU):
+    Triton kernels record aten.gelu and aten.silu whole, and the gate's mul beside them."""
+    run = parse_debug_folder(unpacked(f"{GATED}-preview"), strict=True)
+    (graph,) = run.graphs
+    matches = {m.target: m for m in match_run(run) if graph.kernel(m.target)}
+    expected = {
+        "triton_poi_fused__unsafe_view_add_mul_pow_tanh_0": ("gelu_tanh_mul", 3),  # T5's NewGELU written out
+        "triton_poi_fused__unsafe_view_gelu_mul_1": ("gelu_tanh_mul", 7),
+        "triton_poi_fused__unsafe_view_gelu_mul_2": ("gelu_mul", 11),
+        "triton_poi_fused__unsafe_view_mul_silu_3": ("silu_mul", 15),
+    }
+    assert {t: (m.equivalents[0], m.launch) for t, m in matches.items()} == expected
+    for target, m in matches.items():
+        assert (m.kind, len(m.equivalents), m.not_covered) == ("exact", 1, ())
+        task = verify_task(graph, graph.kernel(target), m)
+        assert not isinstance(task, str), task
+        assert run_verify(task, "cpu").agrees is True, target
