@@ -56,6 +56,7 @@ class TensorArg:
     dtype: str  # torch's name: "float32"
     values: str  # how random values are made: "randn", "randint(0, 100)", "bool", "zeros"
     values_why: str = ""
+    layout_why: str = ""  # set where call() states no layout for it and its strides are guessed
 
 
 @dataclass(frozen=True)
@@ -323,8 +324,10 @@ def _argument(
     buffer_type = _buffer_type(graph, base)
     parsed = tensor_dims(buffer_type, hints) if buffer_type else None
     dtype = declared or (TORCH_DTYPES.get(parsed[0]) if parsed else None)
+    layout_why = ""
     if layout is None and parsed is not None:
         layout = Layout(tuple(parsed[1]), contiguous(tuple(parsed[1])))
+        layout_why = "call() states no layout for it: taken as contiguous"
     if layout is None or dtype is None:
         raise ReproError(
             f"{kernel.name}: the type of {base} ({buffer_type or 'unknown'}) is not one a script can build"
@@ -334,7 +337,7 @@ def _argument(
     # the storage the argument lives in: the allocation its view or reuse chain ends at
     storage = alias_chain(graph, base)[-1]
     return TensorArg(
-        param, role, text, storage, layout.size, layout.stride, layout.offset, dtype, values, why
+        param, role, text, storage, layout.size, layout.stride, layout.offset, dtype, values, why, layout_why
     )
 
 

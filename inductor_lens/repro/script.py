@@ -108,7 +108,8 @@ def _arg_literal(arg: TensorArg | ScalarArg) -> dict[str, object]:
         return {"param": arg.param, "scalar": arg.value, "written": arg.written}
     return {"param": arg.param, "role": arg.role, "dtype": arg.dtype, "size": list(arg.size),
             "stride": list(arg.stride), "offset": arg.offset, "storage": arg.storage, "values": arg.values,
-            "written": arg.written, **({"why": arg.values_why} if arg.values.startswith("randint") else {})}  # fmt: skip
+            "written": arg.written, **({"why": arg.values_why} if arg.values.startswith("randint") else {}),
+            **({"layout": arg.layout_why} if arg.layout_why else {})}  # fmt: skip
 
 
 def _pretty(value: object) -> str:

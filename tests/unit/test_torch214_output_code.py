@@ -166,3 +166,19 @@ def test_other_kernel_kinds_are_noted_and_launched(definer: str, launch: str) ->
     assert [(d.level, d.message) for d in diagnostics.stats().diagnostics] == [
         ("note", f"k0 is defined by {definer}, which this version does not show as a kernel")
     ]
+
+
+def test_a_layout_call_does_not_state_is_guessed_and_says_so(fixture_copy: Callable[[str], Path]) -> None:
+    """The same capture with the grouped assert of the image cut out of call(): the reproducer takes the
+    image as contiguous, and its plan says that this is a guess."""
+    root = fixture_copy(CASE) / "capture"
+    (path,) = root.glob("torch_compile_debug/run_*/torchinductor/*/output_code.py")
+    text = path.read_text()
+    grouped = next(line for line in text.splitlines() if "assert_size_stride_grouped((arg2_1, arg1_1)" in line)
+    path.write_text(text.replace(grouped + "\n", ""))
+    (graph,) = parse_debug_folder(root, strict=True).graphs
+    kernel = next(k for k in graph.kernels if k.name == "cpp_fused_add_mul_relu_1")
+    args = {a.written: a for a in plan_repro(graph, kernel).tensor_args}
+    assert args["arg2_1"].stride == contiguous(IMAGE[0])
+    assert args["arg2_1"].layout_why == "call() states no layout for it: taken as contiguous"
+    assert args["arg3_1"].layout_why == ""
