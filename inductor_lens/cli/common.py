@@ -76,7 +76,7 @@ def strict_option(function: F) -> F:
 def model_options(function: F) -> F:
     """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
     decorators = [
-        click.option("--train", is_flag=True, help="Compile forward + backward of the output's sum."),
+        click.option("--train", is_flag=True, help="Compile forward + backward: of outputs.loss where the model returns one, else of the outputs' sum."),
         click.option(
             "--device",
             type=click.Choice(("auto", "cpu", "cuda")),
