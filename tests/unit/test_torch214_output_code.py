@@ -182,3 +182,21 @@ def test_a_layout_call_does_not_state_is_guessed_and_says_so(fixture_copy: Calla
     assert args["arg2_1"].stride == contiguous(IMAGE[0])
     assert args["arg2_1"].layout_why == "call() states no layout for it: taken as contiguous"
     assert args["arg3_1"].layout_why == ""
+
+
+def test_gpu_wrapper_grouped_assert(unpacked: Callable[[str], Path]) -> None:
+    """torch 2.14.1's GPU wrapper (the preview capture of samples/softmax_ln.py, Triton for an H200 generated on
+    a CPU): all four inputs checked in one grouped line before the device guard; each gets its layout, and the
+    Triton kernel's reproducer takes them from it, none guessed."""
+    run = parse_debug_folder(unpacked("cpu-torch2.14.1-softmax_ln-preview"), strict=True)
+    assert run.stats.diagnostics == ()
+    (graph,) = run.graphs
+    assert graph.output_code.count("assert_size_stride_grouped((arg0_1, arg1_1, arg2_1, arg3_1)") == 1
+    assert [(la.kind, la.target) for la in graph.launches] == [
+        ("triton", "triton_red_fused__softmax_add_mul_native_layer_norm_prepare_softmax_online_0")
+    ]
+    args = plan_repro(graph, graph.kernels[0]).tensor_args
+    assert [(a.written, a.size, a.stride, a.layout_why) for a in args] == [
+        ("arg0_1", (2048, 4096), (4096, 1), ""), ("arg1_1", (4096,), (1,), ""), ("arg2_1", (4096,), (1,), ""),
+        ("arg3_1", (4096,), (1,), ""), ("buf5", (2048, 4096), (4096, 1), ""),
+    ]  # fmt: skip
