@@ -29,13 +29,15 @@ from ..records import GraphRecord, HandwrittenMatch, KernelRecord
 from ..repro.plan import TORCH_DTYPES, ReferenceOutput, ReproError, plan_repro
 from ..worker.files import HandwrittenTask, VerifyInput, VerifyResult, VerifyTask
 from .catalog import get
-from .match import shape_for
+from .match import op_name, shape_for
 
 # Inputs of the kernel, in elements, beyond which a match is not verified (float64 on the CPU).
 VERIFY_ELEMENTS = 1 << 24
 # Pairings of the kernel's inputs with the equivalents' tried at most.
 MAX_PAIRINGS = 64
 SEED = 20261127
+# Ops whose result holds its input's values in another order (a reshape of it keeps the order: not needed).
+REORDERING = frozenset({"permute", "transpose", "t"})
 
 
 def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatch) -> VerifyTask | str:
@@ -67,13 +69,21 @@ def verify_task(graph: GraphRecord, kernel: KernelRecord, match: HandwrittenMatc
     elements = sum(math.prod(i.size) for i in inputs if i.dtype)
     if elements > VERIFY_ELEMENTS:
         return f"its inputs hold {elements:,} elements, more than the {VERIFY_ELEMENTS:,} verified in float64"
-    return VerifyTask(verify_key(match), steps, reference.code, inputs, _outputs(graph, reference.code, reference.outputs))
+    outputs = _outputs(graph, reference.code, reference.outputs)
+    return VerifyTask(verify_key(match), steps, reference.code, inputs, outputs, _views(graph, reference.code))
 
 
 def verify_key(match: HandwrittenMatch) -> str:
     """A verification's key: the match and its equivalents (a result read back from an earlier run stands only
     for the equivalents it verified)."""
     return f"{match.key}:{'+'.join(match.equivalents)}"
+
+
+def _views(graph: GraphRecord, code: str) -> list[str]:
+    """The kernel's nodes that reorder a tensor (a permute, a transpose), which its loads do on the fly."""
+    defined = {m[0] for line in code.splitlines() if (m := re.match(r"\w+", line))}
+    fx = graph.fx_graph("transformed")
+    return [n.name for n in (fx.nodes if fx else ()) if n.name in defined and op_name(n.target) in REORDERING]
 
 
 def _outputs(graph: GraphRecord, code: str, tied: tuple[ReferenceOutput, ...]) -> list[str]:
@@ -107,7 +117,8 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
 
     generator = torch.Generator().manual_seed(SEED)
     values = {i.node: _input(i, generator) for i in task.inputs}
-    expected = _fx_reference(task, values)
+    computed = _fx_reference(task, values)
+    expected = [computed[node] for node in task.outputs]
     tolerance = max(get(s.name).tolerance.get(s.dtype, 0.0) for s in task.steps)
     tensors = {node: v for node, v in values.items() if isinstance(v, torch.Tensor)}
     best: float | None = None
@@ -115,12 +126,18 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
     impls = [implementation(get(s.name), device) for s in task.steps]
     slots = [as_tuple(impl.make_inputs(s.shape, torch.float64, torch.device("cpu"), generator))
              for impl, s in zip(impls, task.steps, strict=True)]  # fmt: skip
-    for final in itertools.islice(_chains(impls, slots, tensors), MAX_PAIRINGS):
-        tried += 1
-        for exact in expected:
-            if isinstance(exact, torch.Tensor) and exact.numel() == final.numel():
-                error = compare((final.reshape(exact.shape),), (exact,))[0].max_rel
-                best = error if best is None or not error >= best else best
+    # the kernel's inputs first; then also their permuted views, which the kernel reads through (a template's A
+    # read through the transpose of attention's heads)
+    views = {node: computed[node] for node in task.views if isinstance(computed[node], torch.Tensor)}
+    for candidates in (tensors, {**tensors, **views}) if views else (tensors,):
+        for final in itertools.islice(_chains(impls, slots, candidates), MAX_PAIRINGS):
+            tried += 1
+            for exact in expected:
+                if isinstance(exact, torch.Tensor) and exact.numel() == final.numel():
+                    error = compare((final.reshape(exact.shape),), (exact,))[0].max_rel
+                    best = error if best is None or not error >= best else best
+            if best is not None and best <= tolerance:
+                break
         if best is not None and best <= tolerance:
             break
     names = " -> ".join(s.name for s in task.steps)
@@ -138,6 +155,9 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
         return VerifyResult(note=f"not verified: no output of the kernel has the size of {names}'s")
     if best <= tolerance:
         return VerifyResult(True, best, tolerance, "computes what Inductor's kernel computes")
+    if all(get(s.name).family == "layout" for s in task.steps):
+        # a transposing copy stands in for the bytes a kernel moves (a split, a permute), not for their order
+        return VerifyResult(note="not verified: the layout copy moves the same bytes in another order")
     return VerifyResult(
         False, best, tolerance,
         f"computes something else than Inductor's kernel: {names} on the kernel's inputs differs from its FX "
@@ -168,20 +188,22 @@ def _input(item: VerifyInput, generator: Any) -> Any:
     return torch.zeros(size, dtype=dtype)
 
 
-def _fx_reference(task: VerifyTask, values: dict[str, Any]) -> tuple[Any, ...]:
+def _fx_reference(task: VerifyTask, values: dict[str, Any]) -> dict[str, Any]:
     """The kernel's FX nodes run eagerly, every floating dtype they name made float64, on the CPU."""
     import torch
+    import torch._inductor.inductor_prims  # Inductor's own prims (softmax's prepare_softmax_online) registered
 
     code = task.code
     for name in ("torch.float32", "torch.float16", "torch.bfloat16"):
         code = code.replace(name, "torch.float64")
     params = ", ".join(i.node for i in task.inputs)
     body = "".join(f"    {line}\n" for line in code.splitlines())
-    text = f"def reference({params}):\n{body}    return ({', '.join(task.outputs)},)\n"
+    returned = list(dict.fromkeys([*task.outputs, *task.views]))
+    text = f"def reference({params}):\n{body}    return ({', '.join(returned)},)\n"
     scope: dict[str, Any] = {"torch": torch, "inf": math.inf, "nan": math.nan,
                              "device": lambda type=None, index=None: torch.device("cpu")}  # fmt: skip
     exec(compile(text, "<kernel's FX nodes>", "exec"), scope)
-    return tuple(scope["reference"](*(values[i.node] for i in task.inputs)))
+    return dict(zip(returned, scope["reference"](*(values[i.node] for i in task.inputs)), strict=True))
 
 
 def _chains(impls: list[Any], slots: list[tuple[Any, ...]], tensors: dict[str, Any]) -> Iterator[Any]:

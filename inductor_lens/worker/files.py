@@ -247,6 +247,7 @@ class VerifyTask:
     code: str
     inputs: list[VerifyInput]
     outputs: list[str]  # the FX nodes the kernel hands on
+    views: list[str] = field(default_factory=list)  # its nodes that reorder an input (permute, transpose)
 
 
 @dataclass

@@ -215,3 +215,26 @@ def test_gated_activations_as_triton_kernels_match_and_verify(unpacked) -> None:
         task = verify_task(graph, graph.kernel(target), m)
         assert not isinstance(task, str), task
         assert run_verify(task, "cpu").agrees is True, target
+
+
+@pytest.mark.parametrize(
+    ("case", "target", "equivalents"),
+    [
+        # x * 0.125 + b -> softmax -> LayerNorm -> + x: four hand-written launches chained, against one kernel
+        # (its FX nodes call Inductor's own prims.prepare_softmax_online)
+        ("softmax_ln_default", "triton_red_fused__softmax_add_exp_mul_native_layer_norm_prepare_softmax_online_sub_0",
+         ("scale_bias", "softmax", "layernorm", "residual")),
+        ("llama_small_bf16", "triton_poi_fused__unsafe_view_mul_silu_9", ("silu_mul",)),
+        # a matmul template reading A through the transpose of attention's heads: paired through its permute
+        ("llama_bf16_max_autotune", "triton_tem_fused_mm_t_transpose_view_8", ("matmul",)),
+    ],
+)
+def test_torch_2_11_gpu_kernels_verify(unpacked, case: str, target: str, equivalents: tuple[str, ...]) -> None:
+    run = parse_debug_folder(unpacked(case), strict=True)
+    match = next(m for m in match_run(run) if m.target == target)
+    graph = run.graph(match.graph_id)
+    assert graph is not None and match.equivalents == equivalents
+    task = verify_task(graph, graph.kernel(target), match)
+    assert not isinstance(task, str), task
+    result = run_verify(task, "cpu")
+    assert result.agrees is True, result
