@@ -74,7 +74,7 @@ def parse_output_code(text: str, where: str, diagnostics: Diagnostics) -> Output
     flow = DataFlow.of(call, partitions)
     layouts = read_layouts(s for s, _ in call_statements(call.body, partitions))
     for written in layouts.unreadable:
-        diagnostics.warn(where, f"call(): a layout check or allocation not read as sizes and strides: {written}")
+        diagnostics.warn(where, f"call(): a layout check not read as sizes and strides: {written}")
     for name, layout in layouts.layouts.items():
         # torch 2.14 states an extern kernel's output type (assert_tensor_metadata); older ones leave it untyped
         if layout.dtype is not None and layout.base is None:
@@ -374,7 +374,8 @@ def _launches(
                 handle = match["handle"]
         end = statement.end_lineno or statement.lineno
         reads, writes = flow.accesses(statement, kernels.get(target))
-        aten_op = compat.extern_aten_op(target) if kind == "extern" else None
+        # a kernel of another kind runs no one ATen op: its comment's ops are its own
+        aten_op = compat.extern_aten_op(target) if kind == "extern" and target not in others else None
         if aten_op is not None:
             aten = compat.extern_own_ops(aten, aten_op)
         call_node = getattr(statement, "value", None)

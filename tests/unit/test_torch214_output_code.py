@@ -155,14 +155,18 @@ def test_other_kernel_kinds_are_noted_and_launched(definer: str, launch: str) ->
     """Synthetic: a kernel of a kind whose source is not read is listed with a note; its launch is a library
     call under its name, never an unrecognised call (strict parsing passes)."""
     code = (
+        "# kernel path: /tmp/k0.py\n# Topologically Sorted Source Nodes: [mm], Original ATen: [aten.mm]\n"
         f"k0 = {definer}('k0', r'''\nsource\n''', precompile_metadata=None)\n"
         "async_compile.wait(globals())\n"
-        + _call(f"arg0_1, = args\nbuf0 = empty_strided_cuda((4, ), (1, ), torch.float32)\n{launch}\nreturn (buf0, )\n")
+        + _call(f"arg0_1, = args\nbuf0 = empty_strided_cuda((4, ), (1, ), torch.float32)\n"
+                f"# Topologically Sorted Source Nodes: [mm], Original ATen: [aten.mm]\n{launch}\nreturn (buf0, )\n")
     )
     diagnostics = Diagnostics(strict=True)
     parsed = parse_output_code(code, "output_code.py", diagnostics)
     assert parsed.kernels == ()
-    assert [(la.kind, la.target) for la in parsed.launches] == [("extern", "k0")]
+    assert [(la.kind, la.target, la.aten_op, la.aten_ops) for la in parsed.launches] == [
+        ("extern", "k0", None, ("aten.mm",))
+    ]
     assert [(d.level, d.message) for d in diagnostics.stats().diagnostics] == [
         ("note", f"k0 is defined by {definer}, which this version does not show as a kernel")
     ]
