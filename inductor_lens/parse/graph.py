@@ -4,7 +4,9 @@ Each file goes to the parser the registry declares for it (``readers.py``), and 
 in the record field the declaration names. Kernels come from ``output_code.py``. Provenance (the
 folder's json, or the TORCH_TRACE copy for backward graphs, which get no json file) adds the
 post-grad FX nodes of each kernel; through the FX graph those give C++ kernels the ATen ops that
-Triton kernels carry in their header comments.
+Triton kernels carry in their header comments. A folder Inductor left without output code because its FX
+graph cache served the graph (a repeated layer's graph, a recompile of the same graph) is read from the
+TORCH_TRACE log's copies of its files, as a bare trace's graphs are, and marked as a cache hit.
 """
 
 from __future__ import annotations
