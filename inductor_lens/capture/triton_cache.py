@@ -35,6 +35,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..parse.compat import TRITON_HELPER_MODULES
+
 KEPT_CACHE_DIR = "triton_cache"
 KEEP_LIMIT_BYTES = 256 * 1024 * 1024
 BEST_CONFIGS_FILE = "best_configs.json"  # in the capture folder
@@ -44,11 +46,10 @@ _BEST_CONFIG_MAX_BYTES = 64 * 1024
 _KEPT = (".json", ".ttir", ".ttgir", ".llir", ".ptx", ".cubin")
 RUNTIME_HELPERS_DIR = "triton_runtime"  # in the capture folder
 RUNTIME_HELPERS_INDEX = "kept.json"  # in it: {"torch_version": ..., "modules": [...]}
-# The modules of torch._inductor.runtime whose Triton functions the kernels inline: what the kernels import
-# (``from torch._inductor.runtime.triton_helpers import libdevice, math``) and what triton_helpers imports
-# them from (``.triton_compat``, torch 2.13 and 2.14). hints and triton_heuristics, which the kernels import
-# too, only build the launcher: the stages compile with the installed torch's (``stages/compile_child.py``).
-RUNTIME_HELPER_MODULES = ("triton_helpers", "triton_compat")
+# The modules of torch._inductor.runtime whose Triton functions the kernels inline (compat.py says which change):
+# hints and triton_heuristics, which the kernels import too, only build the launcher: the stages compile with the
+# installed torch's (``stages/compile_child.py``).
+RUNTIME_HELPER_MODULES = TRITON_HELPER_MODULES
 _KERNEL_FILE_LIMIT = 5_000  # files read to tell whether the capture generated Triton kernels
 
 

@@ -409,3 +409,15 @@ WRAP_INLINE_FRAME = ("/torch/_dynamo/external_utils.py", "inner")
 
 def is_wrap_inline_frame(filename: str | None, function: str | None) -> bool:
     return filename is not None and filename.endswith(WRAP_INLINE_FRAME[0]) and function == WRAP_INLINE_FRAME[1]
+
+# --- the Triton helpers the kernels inline; the preview's C++ build (issue 30, engineer B) ----------------------
+
+# Inductor's Triton kernels import torch._inductor.runtime.triton_helpers (libdevice and math through its
+# triton_compat) and inline its @triton.jit functions, whose signatures change between torch versions. Seen
+# 2.14.1: online_softmax_combine, online_softmax_combine_with_sum and online_softmax_reduce take a required
+# `strict_signed_zero` that 2.11 and 2.13 kernels do not pass; max2_strict, min2_strict, fmax2, fmaximum are new.
+# A capture keeps these modules (capture/triton_cache.py) and the compiler stages compile against them.
+TRITON_HELPER_MODULES = ("triton_helpers", "triton_compat")
+# --preview-gpu's stand-in CUDA guard: torch 2.14.1's c10 headers need C++20 (std::strong_ordering in
+# c10/util/intrusive_ptr.h; 2.13's build as C++17). The flag is the one torch's own C++ builder passes
+# (worker/gpu_preview.py, cpp_standard_flag), not a version switch here.
