@@ -12,7 +12,10 @@ recorded elsewhere around a plain loop, gets its steps from the calls of its fir
   inside the top-level one, such as ``aten::_efficient_attention_forward`` inside SDPA).
 
 Each region is matched to a graph by its sequence of launch names, so graph breaks and backward
-graphs (run on autograd's thread) are told apart. On GPU a launch's time is the sum of its kernels'
+graphs (run on autograd's thread) are told apart; identical graphs (a recompile, repeated layers served from the
+FX graph cache) by the compile id of Dynamo's ``Torch-Compiled Region`` around the call, or, for a backward call
+(run outside it), of the one around its forward call, which autograd's ``CompiledFunction`` and
+``CompiledFunctionBackward`` ranges tie to it by their ``Sequence number``. On GPU a launch's time is the sum of its kernels'
 durations; on CPU it is the duration of its range. Kernels replayed from a CUDA graph (reduce-overhead)
 have no launch range of their own: Inductor's Triton kernels among them are matched by name, the rest
 is reported as device work not tied to a launch.
@@ -51,6 +54,7 @@ class _Range:
     tid: Any
     external_id: Any
     duration: float = 0.0  # the trace's own ``dur``: end - start rounds at the clock's magnitude (µs since a base)
+    sequence: Any = None  # autograd's "Sequence number": a backward node's range carries its forward's
 
 
 @dataclass
@@ -97,10 +101,18 @@ JOIN_METHODS = {
     "code": "hash of the graph's output code",
     "names": "launch-name sequence",
     "names+id": "launch-name sequence and Dynamo compile id (other graphs launch the same kernels)",
+    "names+seq": (
+        "launch-name sequence and the compile id of its forward call, which autograd's sequence number ties it to "
+        "(other backward graphs launch the same kernels)"
+    ),
     "replay": "kernel names of its CUDA-graph replays",
 }
-JoinMethod = Literal["key", "code", "names", "names+id", "replay"]
+JoinMethod = Literal["key", "code", "names", "names+id", "names+seq", "replay"]
 COMPILED_REGION = "Torch-Compiled Region: "  # Dynamo's range around each call of a compiled frame, by compile id
+# AOTAutograd's autograd function: its forward call's range, and the range autograd's engine runs its backward in;
+# both carry the same "Sequence number" (the forward's), and the forward's sits inside Dynamo's compiled region
+AUTOGRAD_FORWARD = "CompiledFunction"
+AUTOGRAD_BACKWARD = "CompiledFunctionBackward"
 
 
 def load_trace(path: Path) -> dict[str, Any]:
@@ -149,6 +161,7 @@ def attribute(
             e.get("tid"),
             (e.get("args") or {}).get("External id"),
             float(e.get("dur", 0)),
+            (e.get("args") or {}).get("Sequence number"),
         )
         for e in events
         if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
@@ -167,11 +180,19 @@ def attribute(
         items.sort(key=lambda r: (r.start, -r.end))
 
     by_code = _by_output_code(graphs) if any(len(_region_key(r.name)) == 32 for r in ranges) else {}
+    forwards: dict[Any, list[_Range]] = {}  # sequence number -> the forward calls' autograd ranges
+    backwards: dict[Any, list[_Range]] = {}  # thread -> the ranges autograd's engine ran backward calls in
+    for r in ranges:
+        if r.name == AUTOGRAD_FORWARD and r.sequence is not None:
+            forwards.setdefault(r.sequence, []).append(r)
+        elif r.name.endswith(AUTOGRAD_BACKWARD):
+            backwards.setdefault(r.tid, []).append(r)
     regions: list[tuple[_Range, list[tuple[_Range, list[_Range]]], GraphRecord | None, JoinMethod | None]] = []
     for region in sorted((r for r in ranges if r.name.startswith(REGION_MARK)), key=lambda r: r.start):
         children = _top_level(by_thread[region.tid], region)
         names = [range_label(c.name) for c, _ in children]
-        graph, how = _graph_of_region(graphs, by_code, region.name, names, _compile_id(by_thread[region.tid], region))
+        compile_id, backward = _call_compile_id(by_thread, forwards, backwards.get(region.tid, []), region)
+        graph, how = _graph_of_region(graphs, by_code, region.name, names, compile_id, backward)
         regions.append((region, children, graph, how))
     if steps:
         steps_found = f"{len(steps)} steps marked {next(m for m in STEP_MARKS if steps[0].name.startswith(m))}<i>"
@@ -439,12 +460,29 @@ def _compile_id(thread: list[_Range], region: _Range) -> str | None:
     return around[-1].name.removeprefix(COMPILED_REGION).strip() if around else None
 
 
+def _call_compile_id(
+    by_thread: dict[Any, list[_Range]], forwards: dict[Any, list[_Range]], backwards: list[_Range], region: _Range
+) -> tuple[str | None, bool]:
+    """The compile id of the call that ran this region, and whether it is a backward call. Autograd's engine runs
+    a backward graph outside every compiled region (on CPU on the caller's thread, on GPU on its own), inside the
+    ``CompiledFunctionBackward`` range of its forward call's autograd node: the two ranges share a sequence number,
+    and the forward's compiled region names the compile id, the one its backward graph has too."""
+    around = [r for r in backwards if r.start <= region.start and region.end <= r.end]
+    node = max(around, key=lambda r: r.start, default=None)  # the innermost
+    if node is not None and node.sequence is not None:
+        forward = forwards.get(node.sequence, [])
+        # sequence numbers count per forward thread: two forward threads could give one twice
+        return (_compile_id(by_thread[forward[0].tid], forward[0]) if len(forward) == 1 else None), True
+    return _compile_id(by_thread[region.tid], region), False
+
+
 def _graph_of_region(
     graphs: list[GraphRecord],
     by_code: dict[str, list[GraphRecord]],
     region: str,
     names: list[str],
     compile_id: str | None = None,
+    backward: bool = False,
 ) -> tuple[GraphRecord | None, JoinMethod | None]:
     """The graph a ``## Call CompiledFxGraph <key> ##`` region ran, and how it was found: by its FX graph
     cache key where the trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of
@@ -456,14 +494,15 @@ def _graph_of_region(
     by_hash = [] if by_key else by_code.get(key, [])
     if len(by_hash) == 1:
         return by_hash[0], "code"
-    return _match_graph(graphs, names, compile_id)
+    return _match_graph(graphs, names, compile_id, backward)
 
 
 def _match_graph(
-    graphs: list[GraphRecord], names: list[str], compile_id: str | None = None
+    graphs: list[GraphRecord], names: list[str], compile_id: str | None = None, backward: bool = False
 ) -> tuple[GraphRecord | None, JoinMethod | None]:
     """The graph whose launch sequence best matches the region's top-level range names; between graphs that
-    match equally (a recompile launching the same kernels), the one of the compile id Dynamo marked the call with."""
+    match equally (a recompile launching the same kernels, identical layers' graphs served from the FX graph cache),
+    the one of the compile id Dynamo marked the call with (a backward call: its forward call's, ``_call_compile_id``)."""
     scores: list[tuple[float, GraphRecord]] = []
     for graph in graphs:
         # a custom op's own range may be missing (compat.RANGELESS_CUSTOM_OPS): not expected
@@ -476,8 +515,14 @@ def _match_graph(
     best = [graph for score, graph in scores if score == best_score]
     if len(best) == 1:
         return best[0], "names"
-    same_id = [g for g in best if compile_id and (g.compile_id or "").split("_")[0] == compile_id]
-    return (same_id[0], "names+id") if len(same_id) == 1 else (best[0], "names")
+    same_id = [
+        g
+        for g in best
+        if compile_id and (g.compile_id or "").split("_")[0] == compile_id and (g.kind == "backward") == backward
+    ]
+    if len(same_id) == 1:
+        return same_id[0], "names+seq" if backward else "names+id"
+    return best[0], "names"
 
 
 def _count_in_order(expected: list[str], names: list[str]) -> int:
