@@ -15,7 +15,8 @@ Each region is matched to a graph by its sequence of launch names, so graph brea
 graphs (run on autograd's thread) are told apart; identical graphs (a recompile, repeated layers served from the
 FX graph cache) by the compile id of Dynamo's ``Torch-Compiled Region`` around the call, or, for a backward call
 (run outside it), of the one around its forward call, which autograd's ``CompiledFunction`` and
-``CompiledFunctionBackward`` ranges tie to it by their ``Sequence number``. On GPU a launch's time is the sum of its kernels'
+``CompiledFunctionBackward`` ranges tie to it by their ``Sequence number``; where the trace has neither, by the
+order they first ran (``JOIN_METHODS`` names how each graph was joined). On GPU a launch's time is the sum of its kernels'
 durations; on CPU it is the duration of its range. Kernels replayed from a CUDA graph (reduce-overhead)
 have no launch range of their own: Inductor's Triton kernels among them are matched by name, the rest
 is reported as device work not tied to a launch.
@@ -105,9 +106,15 @@ JOIN_METHODS = {
         "launch-name sequence and the compile id of its forward call, which autograd's sequence number ties it to "
         "(other backward graphs launch the same kernels)"
     ),
+    "order": (
+        "launch-name sequence and the order identical graphs first ran: nothing in the trace tells their calls "
+        "apart, so each step's i-th call is the i-th of them Inductor compiled"
+    ),
     "replay": "kernel names of its CUDA-graph replays",
 }
-JoinMethod = Literal["key", "code", "names", "names+id", "names+seq", "replay"]
+JoinMethod = Literal["key", "code", "names", "names+id", "names+seq", "order", "replay"]
+# a compiled-graph call: its range, its top-level ranges (each with those nested in it), its graph and how it was found
+_Call = tuple[_Range, list[tuple[_Range, list[_Range]]], GraphRecord | None, JoinMethod | None]
 COMPILED_REGION = "Torch-Compiled Region: "  # Dynamo's range around each call of a compiled frame, by compile id
 # AOTAutograd's autograd function: its forward call's range, and the range autograd's engine runs its backward in;
 # both carry the same "Sequence number" (the forward's), and the forward's sits inside Dynamo's compiled region
@@ -187,7 +194,7 @@ def attribute(
             forwards.setdefault(r.sequence, []).append(r)
         elif r.name.endswith(AUTOGRAD_BACKWARD):
             backwards.setdefault(r.tid, []).append(r)
-    regions: list[tuple[_Range, list[tuple[_Range, list[_Range]]], GraphRecord | None, JoinMethod | None]] = []
+    regions: list[_Call] = []
     for region in sorted((r for r in ranges if r.name.startswith(REGION_MARK)), key=lambda r: r.start):
         children = _top_level(by_thread[region.tid], region)
         names = [range_label(c.name) for c, _ in children]
@@ -201,6 +208,7 @@ def attribute(
     else:
         steps_found = "no step marks"
     step_of_range = _step_index(steps)
+    regions = _by_order(regions, graphs, step_of_range)
 
     launches: dict[tuple[str, int], LaunchTimes] = {}
     owner_of_id: dict[Any, tuple[str, int]] = {}  # external id -> (graph, position) of its top-level launch
@@ -497,6 +505,39 @@ def _graph_of_region(
     return _match_graph(graphs, names, compile_id, backward)
 
 
+def _by_order(
+    regions: list[_Call],
+    graphs: list[GraphRecord],
+    step_of: Callable[[_Range | None], int | None],
+) -> list[_Call]:
+    """Calls of identical graphs that no compile id tells apart (a trace without Dynamo's compiled regions or
+    autograd's sequence numbers): where a step holds one call of each, its i-th call goes to the i-th of them in the
+    order Inductor compiled them, the order they first ran (a backward graph is compiled at its first backward)."""
+    tied: dict[tuple[int, tuple[str, ...]], list[int]] = {}  # (step, the identical graphs) -> their calls' indices
+    for index, (region, children, _, how) in enumerate(regions):
+        step = step_of(region)
+        if how != "names" or step is None:
+            continue
+        names = [range_label(c.name) for c, _ in children]
+        same = tuple(g.id for g in graphs if _expected_labels(g) == names)
+        if len(same) > 1:
+            tied.setdefault((step, same), []).append(index)
+    by_id = {g.id: g for g in graphs}
+    found = list(regions)
+    for (_, same), indices in tied.items():
+        if len(indices) == len(same):
+            for index, graph_id in zip(indices, same, strict=True):
+                region, children, _, _ = found[index]
+                found[index] = (region, children, by_id[graph_id], "order")
+    return found
+
+
+def _expected_labels(graph: GraphRecord) -> list[str]:
+    """The top-level range names a call of this graph leaves, in order; a custom op's own range may be missing
+    (compat.RANGELESS_CUSTOM_OPS): not expected."""
+    return [launch_label(launch) for launch in graph.launches if compat.custom_op(launch.target) is None]
+
+
 def _match_graph(
     graphs: list[GraphRecord], names: list[str], compile_id: str | None = None, backward: bool = False
 ) -> tuple[GraphRecord | None, JoinMethod | None]:
@@ -505,8 +546,7 @@ def _match_graph(
     the one of the compile id Dynamo marked the call with (a backward call: its forward call's, ``_call_compile_id``)."""
     scores: list[tuple[float, GraphRecord]] = []
     for graph in graphs:
-        # a custom op's own range may be missing (compat.RANGELESS_CUSTOM_OPS): not expected
-        expected = [launch_label(launch) for launch in graph.launches if compat.custom_op(launch.target) is None]
+        expected = _expected_labels(graph)
         if expected:
             scores.append((_count_in_order(expected, names) / len(expected), graph))
     best_score = max((score for score, _ in scores), default=0.0)

@@ -145,3 +145,29 @@ def test_each_backward_graph_is_timed_by_its_own_region(unpacked: Callable[[str]
     assert all(attribution.joins[g.id] == (JOIN_METHODS["names+seq"], STEPS) for g in shared)
     assert attribution.joins["model__0_backward_15.7"] == (JOIN_METHODS["key"], STEPS)
     assert attribution.unjoined_calls == 0
+
+
+def test_without_sequence_numbers_identical_backward_graphs_go_by_the_order_they_first_ran(
+    unpacked: Callable[[str], Path],
+) -> None:
+    """The same trace with autograd's sequence numbers taken out: nothing ties a backward call to its forward, so
+    each step's i-th call of the three identical backward graphs goes to the i-th compiled (layer 4's, 3's, 2's:
+    autograd runs them last layer first), which gives each its own region's times here, and the join says how."""
+    root, run = _timed(unpacked)
+    trace = root / "capture" / "profile_trace.json"
+    document = json.loads(trace.read_text())
+    stripped = []
+    for event in document["traceEvents"]:
+        if "Sequence number" in (event.get("args") or {}):
+            del event["args"]["Sequence number"]
+            stripped.append(event["name"])
+    # per step, 4 forward calls and, for each, its backward node's two ranges (and the eager loss's own)
+    assert len(stripped) == 380 and stripped.count("CompiledFunctionBackward") == stripped.count("CompiledFunction") == 80
+    attribution = attribute(document, run.graphs, "cpu")
+    linked = attribute(trace, run.graphs, "cpu")
+    shared = ["model__3_backward_12.4", "model__2_backward_13.5", "model__1_backward_14.6"]
+    assert all(attribution.joins[g] == (JOIN_METHODS["order"], STEPS) for g in shared)
+    assert attribution.launches.keys() == linked.launches.keys()
+    for key, times in linked.launches.items():
+        assert attribution.launches[key].per_step_us == times.per_step_us, key
+    assert attribution.unjoined_calls == 0
