@@ -73,8 +73,9 @@ DECOMPOSED = {
     # SiLU as torch 2.13's C++ kernels record it (seen 2.13.0, CPU): x / (1 + exp(-x)), its mul kept (SwiGLU's gate)
     "neg": ("silu", {"exp", "add", "div", "reciprocal"}),
 }
-# Ops that must come with a marker for it to give its op away: a negation alone is no SiLU.
-DECOMPOSED_WITH = {"neg": frozenset({"exp"})}
+# Ops that must come with a marker for it to give its op away: a negation alone is no SiLU, a tanh or erf alone
+# (``torch.tanh(linear(x))``) no GELU.
+DECOMPOSED_WITH = {"neg": frozenset({"exp"}), "tanh": frozenset({"mul", "add"}), "erf": frozenset({"mul", "add"})}
 # A formula the model wrote out (GPT-2's NewGELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))); Llama's
 # RMSNorm with its eps add) leaves its own adds and muls among the kernel's source nodes and name. Per marker
 # op found in the source nodes: the adds that belong to the formula rather than to a residual.

@@ -59,6 +59,9 @@ def test_gated_activations_as_triton_kernels_record_them() -> None:
         assert (kind, [e.name for e in chosen], uncovered) == ("exact", [name], [])
     # a negation alone is no SiLU; with its exp (x / (1 + exp(-x)), torch 2.13's C++ kernels) it is
     assert concepts_of(("aten.neg", "aten.mul"), template=False) == ["neg", "mul"]
+    # a tanh alone (samples/graphbreak.py's torch.tanh(linear(y))) is no GELU
+    assert concepts_of(("aten.tanh",), template=False) == ["tanh"]
+    assert concepts_of(("aten.mul", "aten.add", "aten.tanh"), template=False) == ["gelu_tanh"]
     assert concepts_of(("aten.mul", "aten.div", "aten.add", "aten.exp", "aten.neg"), template=False) == ["mul", "silu"]
 
 
