@@ -56,6 +56,9 @@ def load_model_file(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise Failure("ModelFileError", f"{path.name} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: Dynamo looks a traced function's globals up by its
+    # module's name (a forward calling a module-level function).
+    sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -85,3 +85,41 @@ def test_a_hf_cache_is_judged_and_train_backpropagates_the_loss(tmp_path: Path) 
     assert accuracy["checked"] == 6 + 21  # the 6 output tensors and the gradients of the 21 parameters
     assert run["settings"]["backward"] == "outputs.loss"
     assert "forward + backward of outputs.loss" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_a_forward_calling_a_module_level_function_compiles(tmp_path: Path) -> None:
+    """Dynamo looks a traced function's globals up by its module's name: the model file must be in sys.modules
+    (it once failed with "No module named 'inductor_lens_model_<stem>'")."""
+    model = tmp_path / "helpers_model.py"
+    model.write_text(
+        textwrap.dedent(
+            """\
+            import torch
+            from torch import nn
+
+
+            def scaled_relu(x):
+                return torch.relu(x) * 2
+
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.linear = nn.Linear(16, 16)
+
+                def forward(self, x):
+                    return scaled_relu(self.linear(x))
+
+
+            def get_model():
+                return nn.Sequential(Block(), Block())
+
+
+            def get_inputs():
+                return (torch.randn(4, 16),)
+            """
+        )
+    )
+    run = _compile(tmp_path, model)
+    assert run["capture"]["status"] == "ok" and run["capture"]["accuracy"]["within_tolerance"] is True
+    assert [len(graph["kernels"]) for graph in run["graphs"]] == [1]  # both blocks' relu*2 in one C++ kernel
