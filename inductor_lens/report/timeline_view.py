@@ -40,7 +40,8 @@ class Family:
 
 
 # The part of torch.compile a span belongs to, by its name: the first family that matches (names seen in torch
-# 2.11 and 2.13 logs; tests/unit/test_compile_timeline.py checks that none of them falls to "other").
+# 2.11, 2.13 and 2.14.1 logs; Scheduler.simple_overlap first seen 2.14.1; tests/unit/test_compile_timeline.py
+# checks that none of them falls to "other").
 FAMILIES = tuple(
     Family(key, label, re.compile(pattern))
     for key, label, pattern in (
@@ -50,7 +51,7 @@ FAMILIES = tuple(
          r"insert_deferred_runtime_asserts|build_guards|gc$|automatic_dynamic|pgo\.)"),
         ("aot", "AOTAutograd", r"^(aot_|create_aot|backend_compile|min_cut|entire_backward_compile|compile_fx\.<locals>)"),
         ("inductor", "Inductor: passes, lowering, scheduling", r"^(inductor_compile|fx_codegen_and_compile|_recursive_|"
-         r"pass\.|GraphLowering\.(run|compile_to_fn)|Scheduler\.(__init__|fused_nodes)|additional_fake_tensor_prop)"),
+         r"pass\.|GraphLowering\.(run|compile_to_fn)|Scheduler\.(__init__|fused_nodes|simple_overlap)|additional_fake_tensor_prop)"),
         ("codegen", "code generation, compiling kernels", r"[Cc]odegen|code_gen|generate|compile_file|PyCodeCache|"
          r"async_compile|reload_kernel"),
         ("cache", "caches", r"(?i)cache|TritonBundler|_key$"),

@@ -118,7 +118,7 @@ def test_every_span_name_in_the_fixtures_has_a_part_of_the_compiler(unpacked: Ca
     names: set[object] = set()
     for name in CAPTURES:
         names |= {e["name"] for e in _raw_events(unpacked(name))}
-    assert len(names) == 77
+    assert len(names) == 79  # 77 in the 2.11 and 2.13 captures, 2 first seen in the 2.14.1 one
     assert {n for n in names if family_of(str(n)) == "other"} == set()
     assert [family_of(n) for n in ("dynamo", "backend_compile", "inductor_compile", "Scheduler.codegen",
                                    "fx_graph_cache_miss", "CachingAutotuner.benchmark_all_configs",
