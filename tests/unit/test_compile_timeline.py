@@ -22,6 +22,7 @@ from inductor_lens.records import CompileRun
 from inductor_lens.report import render_report
 from inductor_lens.report.timeline_view import TIMELINE_EXPORT, family_of, timeline_view
 
+from ..raw_trace import payload_after
 from .test_bare_trace import CAPTURES, _traces_alone
 
 # name: (spans, instants, process ids in the order the logs were read, compiles' top-level spans)
@@ -49,12 +50,7 @@ def _raw_events(folder: Path) -> list[dict[str, object]]:
         lines = log.read_text().split("\n")
         for i, line in enumerate(lines):
             if '{"chromium_event"' in line:
-                payload = []
-                for follow in lines[i + 1 :]:
-                    if not follow.startswith("\t"):
-                        break
-                    payload.append(follow[1:])
-                events.append(json.loads("\n".join(payload)))
+                events.append(json.loads(payload_after(lines, i)))
     return events
 
 
