@@ -5,7 +5,8 @@ TORCHINDUCTOR_BENCHMARK_KERNEL), otherwise they are counted from the tensors the
 - a Triton or C++ kernel reads each input tensor once and writes each output once (an ``in_out``
   pointer counts twice), which is how Inductor itself counts when it has no metadata;
 - an extern matmul (mm, addmm, bmm, baddbmm) reads A, B (and the bias) and writes C, and does
-  2*M*N*K FLOPs; other extern calls are not counted.
+  2*M*N*K FLOPs, with the shapes Inductor recorded (``Launch.tensors``, torch 2.14+) or else those of the
+  arguments in call(); other extern calls are not counted.
 
 Under dynamic shapes sizes are symbolic (``f32[s77, 4096]``): they are worked out at the graph's size
 hints (each symbol's value when it was compiled, ``GraphRecord.symbols``) and the cost source says so.
@@ -111,7 +112,9 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     if op not in _MATMULS:
         return None, None, "not counted for this op"
     hints = graph.hints
-    types = [argument_type(graph, a) for a in launch.args]
+    # Inductor's own record of the call's inputs first (torch 2.14+), else the types of the arguments in call()
+    recorded = launch.tensors is not None
+    types = list(launch.tensors.inputs) if launch.tensors is not None else [argument_type(graph, a) for a in launch.args]
     shapes = [tensor_type(t, hints) for t in types]
     tensors = [s for s in shapes if s is not None]
     operands = [s for s in tensors if len(s[1]) >= 2]
@@ -126,7 +129,8 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     itemsize = ITEMSIZE[dtype]
     moved = (batch * (m * k + k * n + m * n)) * itemsize
     moved += sum(ITEMSIZE.get(t, itemsize) * math.prod(d) for t, d in tensors if len(d) < 2)  # a bias
-    source = hinted("counted: A, B (and bias) read, C written; 2*M*N*K FLOPs", hints, types)
+    counted = "counted from Inductor's kernel information" if recorded else "counted"
+    source = hinted(f"{counted}: A, B (and bias) read, C written; 2*M*N*K FLOPs", hints, types)
     return moved, 2 * batch * m * n * k, source
 
 

@@ -121,6 +121,18 @@ class KernelRecord:
 
 
 @dataclass(frozen=True)
+class LaunchTensors:
+    """A library call's tensors as Inductor recorded them when it compiled the call, typed as FX prints them
+    (``f32[256, 1024]``): its tensor inputs in order, and its output."""
+
+    inputs: tuple[str, ...]
+    output: str | None = None
+    # Where they come from: "kernel_information" (torch 2.14+'s create_kernel_information_json, kept by the
+    # model process in capture/kernel_information.json).
+    source: str = "kernel_information"
+
+
+@dataclass(frozen=True)
 class Launch:
     """One kernel launch or extern call in the compiled graph's ``call()``, in order."""
 
@@ -141,6 +153,8 @@ class Launch:
     # The positional arguments as written, matching the kernel's parameters one by one.
     args: tuple[str, ...] = ()
     timing: LaunchTiming | None = None
+    # A library call's tensors as Inductor recorded them (torch 2.14+); None: read from call()'s code.
+    tensors: LaunchTensors | None = None
 
     @property
     def label(self) -> str:

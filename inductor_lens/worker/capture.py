@@ -11,12 +11,13 @@ rewritten after every phase.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,15 @@ from ..records.codec import JsonValue
 from ..records.run import Environment
 from . import accuracy
 from .files import (
+    KERNEL_INFORMATION_FILE,
     PROFILE_TRACE_FILE,
     BenchData,
     CaptureResult,
+    CompileKernelInformation,
+    KernelInformation,
     ReportedSettings,
     ResultWriter,
+    write_json_file,
 )
 from .model_file import (
     Call,
@@ -173,13 +178,14 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
         compiled = torch.compile(model, backend=preview, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
     else:
         compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
-    outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
-    result.cold_compile_s = seconds[0]
-    result.call_seconds = seconds
+    with kernel_information(torch, run.result_path.parent):
+        outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+        result.cold_compile_s = seconds[0]
+        result.call_seconds = seconds
 
-    run.phase("second call")
-    _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
-    result.second_call_s = seconds[0]
+        run.phase("second call")
+        _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+        result.second_call_s = seconds[0]
 
     if spec.save_inputs_mb:
         run.phase("save kernel inputs")
@@ -209,6 +215,45 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
 
         result.divergence = search(torch, model, one_step, options, device=device.type, fullgraph=spec.fullgraph,
                                    dynamic=spec.dynamic, budget_s=spec.divergence_budget_s)  # fmt: skip
+
+
+@contextlib.contextmanager
+def kernel_information(torch: Any, folder: Path) -> Iterator[None]:
+    """Keep each Inductor compile's kernel information (a library call's input and output shapes and dtypes)
+    in capture/kernel_information.json. Private API, first seen 2.14.1 (CPU): torch writes it only beside
+    AOTInductor output, and the globals it reads are reset when each compile starts and restored when it
+    ends, so it is read just before they are restored. A backward graph compiled lazily (at its first
+    backward call) is compiled outside that reset: its entries stay in the globals and are read at the end.
+    Older torch: nothing, no file (2.13 has the function, without the shapes: no _inductor_kernel_extern_info)."""
+    debug = torch._inductor.debug
+    reset = getattr(debug, "reset_provenance_globals", None)
+    if reset is None or not hasattr(debug, "_inductor_kernel_extern_info"):
+        yield
+        return
+    found = KernelInformation()
+    earlier = set(debug.create_kernel_information_json())  # the in-process API: an earlier capture's
+
+    @contextlib.contextmanager
+    def keeping() -> Iterator[None]:
+        with reset():
+            try:
+                yield
+            finally:
+                kernels = debug.create_kernel_information_json()
+                if kernels:
+                    compile_id = torch._guards.CompileContext.current_compile_id()
+                    found.compiles.append(CompileKernelInformation(str(compile_id) if compile_id else None, kernels))
+                    write_json_file(folder / KERNEL_INFORMATION_FILE, found)
+
+    debug.reset_provenance_globals = keeping
+    try:
+        yield
+    finally:  # the in-process API: the next capture in this process patches torch afresh
+        debug.reset_provenance_globals = reset
+        lazy = {k: v for k, v in debug.create_kernel_information_json().items() if k not in earlier}
+        if lazy:
+            found.compiles.append(CompileKernelInformation(None, lazy))
+            write_json_file(folder / KERNEL_INFORMATION_FILE, found)
 
 
 def run_all(

@@ -12,6 +12,8 @@ reading stage turns into a warning (or an error under ``--strict``).
     capture/profile_trace.json  model process -> parent   torch.profiler's Chrome trace of the timed steps
     capture/saved_inputs/index.json  model process -> parent   SavedInputs (``--save-inputs``: each kernel's
                               launch arguments, one .pt file each beside it, for ``inductor-lens repro``)
+    capture/kernel_information.json  model process -> parent   KernelInformation (torch 2.14+: each compile's
+                              create_kernel_information_json(), with the library calls' shapes and dtypes)
     capture/handwritten_plan.json  parent -> check process   HandwrittenPlan
     capture/handwritten.json  check process -> parent   HandwrittenResults
 
@@ -46,6 +48,7 @@ GRAPH_FREE_TRACE_FILE = "profile_graph_free.json"
 # --save-inputs: the arguments of each kernel's first launch, one torch.save'd list per launch, and their index.
 SAVED_INPUTS_DIR = "saved_inputs"
 SAVED_INPUTS_INDEX = f"{SAVED_INPUTS_DIR}/index.json"
+KERNEL_INFORMATION_FILE = "kernel_information.json"
 HANDWRITTEN_PLAN_FILE = "handwritten_plan.json"
 HANDWRITTEN_RESULTS_FILE = "handwritten.json"
 HANDWRITTEN_LOG_FILE = "handwritten.log"
@@ -207,6 +210,24 @@ class SavedInputs:
     cap_bytes: int
     launches: list[SavedLaunch] = field(default_factory=list)
     error: str | None = None
+
+
+# --- kernel_information.json: Inductor's own record of each kernel (torch 2.14+) ------------------------
+
+
+@dataclass
+class CompileKernelInformation:
+    """One Inductor compile's ``create_kernel_information_json()``, as torch returned it: ``"<kernel>:<debug
+    handle>"`` -> stack traces, post- and pre-grad nodes, and for a library call its input_shapes,
+    input_dtypes, output_shape and output_dtype."""
+
+    compile_id: str | None  # None: compiled outside a compile's own scope (a lazily compiled backward graph)
+    kernels: dict[str, JsonValue] = field(default_factory=dict)
+
+
+@dataclass
+class KernelInformation:
+    compiles: list[CompileKernelInformation] = field(default_factory=list)
 
 
 # --- the hand-written kernels' check process ---------------------------------------------------------
