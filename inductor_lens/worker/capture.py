@@ -241,7 +241,8 @@ def kernel_information(torch: Any, folder: Path) -> Iterator[None]:
             finally:
                 kernels = debug.create_kernel_information_json()
                 if kernels:
-                    compile_id = torch._guards.CompileContext.current_compile_id()
+                    # "0/0_1" for a restarted compile, as the trace and the parser name it
+                    compile_id = torch._guards.CompileContext.current_trace_id()
                     found.compiles.append(CompileKernelInformation(str(compile_id) if compile_id else None, kernels))
                     write_json_file(folder / KERNEL_INFORMATION_FILE, found)
 
