@@ -50,9 +50,13 @@ class Call:
         return fn(*self.args, **self.kwargs)
 
 
+# The module name a model file is imported under (a name of its own, so it never shadows an installed module).
+MODEL_MODULE_PREFIX = "inductor_lens_model_"
+
+
 def load_model_file(path: Path) -> Any:
     sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"inductor_lens_model_{path.stem}", path)
+    spec = importlib.util.spec_from_file_location(f"{MODEL_MODULE_PREFIX}{path.stem}", path)
     if spec is None or spec.loader is None:
         raise Failure("ModelFileError", f"{path.name} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
