@@ -56,6 +56,15 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      - the first kernel whose output diverges (compile --find-divergence, issue 18): each buffer judged against
        its FX node, the option re-runs (CaptureOutcome.divergence, NumericDivergence, BufferCheck,
        DivergenceGraph, OptionTrial).
+  13: right on every model and torch 2.14 (issue 30); a version 12 run reads with none of them, and a version 12
+     reader would misread a version 13 run (a rejected hand-written match read as a good one):
+     - graphs served from Inductor's FX graph cache, read from the trace (GraphRecord.cache_hit);
+     - each hand-written match checked against the kernel's own FX nodes (HandwrittenMatch.verified,
+       .verify_note, .verify_error, .verify_tolerance);
+     - output leaves that hold no tensor (Accuracy.skipped); what --train backpropagated
+       (CompileSettings.backward); where get_model() built the model and its modules (CaptureOutcome.model_built);
+     - a library call's tensors as torch 2.14+ recorded them when it compiled the call (Launch.tensors,
+       LaunchTensors).
 """
 
 from __future__ import annotations
@@ -72,7 +81,7 @@ from .stages import KernelStages
 from .timeline import CompileTimeline
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 12
+RUN_SCHEMA_VERSION = 13
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
