@@ -27,7 +27,8 @@ TORCH_NEWEST ?= 2.14.1
 TRITON_NEWEST ?= 3.8.0
 NEWEST_VENV ?= .venv-torch-newest
 NEWEST_PY := $(NEWEST_VENV)/bin/python
-NEWEST_TESTS ?= tests/unit tests/golden tests/e2e/test_compile_cpu.py tests/e2e/test_real_models.py tests/e2e/test_custom_op_cpu.py
+NEWEST_TESTS ?= tests/unit tests/golden tests/e2e/test_compile_cpu.py tests/e2e/test_real_models.py tests/e2e/test_custom_op_cpu.py \
+	tests/e2e/test_cache_hits_cpu.py tests/e2e/test_gpu_preview.py
 
 ifdef VIRTUAL_ENV
 PY := $(VIRTUAL_ENV)/bin/python
