@@ -13,7 +13,9 @@ fixture, within `--timeout` seconds: what did not finish stays unchecked.)
 - the device time left without one, by what the launch computes (the largest first);
 - per hand-written kernel (distinct name, shape, dtype): its do_bench median against Inductor's kernel for the
   same launch (in-context profiled time of an exact match), and, for memory-bound ones, its share of the
-  measured copy bandwidth.
+  measured copy bandwidth;
+- per exact or composed match, whether its equivalents compute what Inductor's kernel computes
+  (handwritten/verify.py: float64, the launch's input shapes, against the kernel's own FX nodes).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "vit": ([f"{REAL}/vit.py"], "HF ViT, fp32, default"),
     "timm-vit": ([f"{REAL}/timm_vit.py"], "timm ViT, fp32, default"),
     "gpt2-train": ([f"{REAL}/gpt2.py", "--train"], "HF GPT-2, fp32, --train"),
+    "gated": (["benchmarks/models/gated_mlps.py"], "four gated MLPs (T5's NewGELU, tanh GELU, erf GELU, SwiGLU), fp32"),
 }  # fmt: skip
 
 
@@ -93,7 +96,12 @@ def summarise(run: CompileRun) -> dict:
                 "inductor_us": inductor[len(inductor) // 2] if inductor else None, "bound": equivalent.bound,
                 "copy_share": copy_share,
             })  # fmt: skip
-    return {"coverage": share, "left": left, "kernels": kernels}
+    verified = [
+        {"graph": m.graph_id, "target": m.target, "kind": m.kind, "equivalents": " -> ".join(m.equivalents),
+         "verified": m.verified, "error": m.verify_error, "tolerance": m.verify_tolerance, "note": m.verify_note}
+        for m in run.handwritten if m.kind in ("exact", "composed")
+    ]  # fmt: skip
+    return {"coverage": share, "left": left, "kernels": kernels, "verified": verified}
 
 
 def write(results: Path, rows: list[dict], device: str, versions: str) -> None:
@@ -131,6 +139,15 @@ def write(results: Path, rows: list[dict], device: str, versions: str) -> None:
             timing = f"{k['ms']:.4f} ({k['p10']:.4f}-{k['p90']:.4f})"
             lines.append(f"| {k['name']} | {k['shape']} | {k['dtype']} | {k['ok']} | {timing} | {alone} | {inductor} | "
                          f"{ratio} | {copy} |")  # fmt: skip
+        lines += ["", "Each exact or composed match against what Inductor's kernel computes (float64, the launch's input "
+                  "shapes, the kernel's own FX nodes):", "",
+                  "| graph | Inductor's kernel or call | match | equivalents | verified | error / tolerance | note |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for v in summary["verified"]:
+            verdict = {True: "yes", False: "REJECTED", None: "not verified"}[v["verified"]]
+            error = "" if v["error"] is None else f"{v['error']:.2e} / {v['tolerance']:.0e}"
+            lines.append(f"| {v['graph']} | `{v['target']}` | {v['kind']} | {v['equivalents']} | {verdict} | {error} | "
+                         f"{v['note']} |")  # fmt: skip
     results.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
