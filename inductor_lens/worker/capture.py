@@ -12,6 +12,7 @@ rewritten after every phase.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import platform
 import sys
@@ -225,7 +226,8 @@ def kernel_information(torch: Any, folder: Path) -> Iterator[None]:
     ends, so it is read just before they are restored. A backward graph compiled lazily (at its first
     backward call) is compiled outside that reset: its entries stay in the globals and are read at the end.
     Older torch: nothing, no file (2.13 has the function, without the shapes: no _inductor_kernel_extern_info)."""
-    debug = torch._inductor.debug
+    # imported here: nothing may have imported it yet when the compile is the first use of Inductor
+    debug = importlib.import_module("torch._inductor.debug")
     reset = getattr(debug, "reset_provenance_globals", None)
     if reset is None or not hasattr(debug, "_inductor_kernel_extern_info"):
         yield
