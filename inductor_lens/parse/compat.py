@@ -399,7 +399,7 @@ def custom_op(target: str) -> str | None:
 RANGELESS_CUSTOM_OPS = "torch 2.14 and later record no profiler range for a custom op written in Python"
 
 
-# --- the model's own frame (issue 30) --------------------------------------------------------------------------
+# --- the model's own frame ---------------------------------------------------------------------------------------
 # The frame Dynamo compiles for an nn.Module whose forward is torch's own code (nn.Sequential, a bare nn.Linear):
 # OptimizedModule wraps the module in torch/_dynamo/external_utils.py's wrap_inline, whose ``inner`` is the
 # compiled frame, so no frame, FX note or stack trace of the compile names a line of the model file. Seen in
@@ -410,7 +410,8 @@ WRAP_INLINE_FRAME = ("/torch/_dynamo/external_utils.py", "inner")
 def is_wrap_inline_frame(filename: str | None, function: str | None) -> bool:
     return filename is not None and filename.endswith(WRAP_INLINE_FRAME[0]) and function == WRAP_INLINE_FRAME[1]
 
-# --- the Triton helpers the kernels inline; the preview's C++ build (issue 30, engineer B) ----------------------
+
+# --- the Triton helpers the kernels inline; the preview's C++ build ---------------------------------------------
 
 # Inductor's Triton kernels import torch._inductor.runtime.triton_helpers (libdevice and math through its
 # triton_compat) and inline its @triton.jit functions, whose signatures change between torch versions. Seen
