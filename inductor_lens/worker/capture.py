@@ -227,7 +227,7 @@ def kernel_information(torch: Any, folder: Path) -> Iterator[None]:
     backward call) is compiled outside that reset: its entries stay in the globals and are read at the end.
     Older torch: nothing, no file (2.13 has the function, without the shapes: no _inductor_kernel_extern_info)."""
     # imported here: nothing may have imported it yet when the compile is the first use of Inductor
-    debug = importlib.import_module("torch._inductor.debug")
+    debug: Any = importlib.import_module("torch._inductor.debug")
     reset = getattr(debug, "reset_provenance_globals", None)
     if reset is None or not hasattr(debug, "_inductor_kernel_extern_info"):
         yield
