@@ -14,14 +14,13 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import ParseError
 from ..parse import compat
+from ..parse.diagnostics import unreadable_capture_file
 from ..records import (
     BenchResult,
     CompileRun,
     CudaGraphUse,
     DeviceCeilings,
-    Diagnostic,
     EndToEnd,
     GraphRecord,
     KernelRecord,
@@ -38,7 +37,6 @@ from ..worker.files import (
     CeilingsData,
     CudaGraphData,
     EndToEndData,
-    FileShapeError,
     IsolatedKernel,
     read_bench_data,
 )
@@ -59,12 +57,7 @@ def attach_measurements(run: CompileRun, capture_dir: Path, *, strict: bool = Fa
         data = read_bench_data(capture_dir / RESULT_FILE)
         return run if data is None else _attach(run, data, capture_dir)
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        detail = str(exc) if isinstance(exc, FileShapeError) else f"{type(exc).__name__}: {exc}"
-        message = f"measurements not read, the report has no timings ({detail})"[:300]
-        if strict:
-            raise ParseError(f"{capture_dir}: {message}") from exc
-        warning = Diagnostic("warning", str(capture_dir), message)
-        return replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
+        return unreadable_capture_file(run, capture_dir, exc, "measurements not read, the report has no timings", strict)
 
 
 def _attach(run: CompileRun, data: BenchData, capture_dir: Path) -> CompileRun:

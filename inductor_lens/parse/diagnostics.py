@@ -8,8 +8,12 @@ content they did not understand, so non-printable characters in them are escaped
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from ..errors import ParseError, printable
-from ..records import Diagnostic, DiagnosticLevel, ParseStats
+from ..records import CompileRun, Diagnostic, DiagnosticLevel, ParseStats
+from ..worker.files import FileShapeError
 
 
 class Diagnostics:
@@ -40,3 +44,14 @@ class Diagnostics:
             for (level, where, message), count in self._counts.items()
         )
         return ParseStats(files_seen=self.files_seen, files_parsed=self.files_parsed, diagnostics=diagnostics)
+
+
+def unreadable_capture_file(run: CompileRun, where: Path, exc: BaseException, consequence: str, strict: bool) -> CompileRun:
+    """A capture file that could not be read (truncated, edited, from another version): ``run`` with a warning
+    saying ``consequence`` and why, or with ``strict`` a ParseError."""
+    detail = str(exc) if isinstance(exc, FileShapeError) else f"{type(exc).__name__}: {exc}"
+    message = f"{consequence} ({detail})"[:300]
+    if strict:
+        raise ParseError(f"{where}: {message}") from exc
+    warning = Diagnostic("warning", str(where), message)
+    return replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))

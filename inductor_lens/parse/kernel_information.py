@@ -13,17 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import ParseError
-from ..records import CompileRun, Diagnostic, GraphRecord, LaunchTensors
+from ..records import CompileRun, GraphRecord, LaunchTensors
 from ..records.codec import JsonValue
 from ..worker.files import (
     KERNEL_INFORMATION_FILE,
     CompileKernelInformation,
-    FileShapeError,
     KernelInformation,
     read_json_file,
 )
 from .call_flow import tensor_type
+from .diagnostics import unreadable_capture_file
 
 
 def attach_kernel_information(run: CompileRun, capture_dir: Path, *, strict: bool = False) -> CompileRun:
@@ -33,12 +32,9 @@ def attach_kernel_information(run: CompileRun, capture_dir: Path, *, strict: boo
     try:
         information = read_json_file(path, KernelInformation)
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
-        detail = str(exc) if isinstance(exc, FileShapeError) else f"{type(exc).__name__}: {exc}"
-        message = f"kernel information not read, library calls' shapes read from the code ({detail})"[:300]
-        if strict:
-            raise ParseError(f"{path}: {message}") from exc
-        warning = Diagnostic("warning", str(path), message)
-        return replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
+        return unreadable_capture_file(
+            run, path, exc, "kernel information not read, library calls' shapes read from the code", strict
+        )
     if information is None:
         return run
     graphs = tuple(_graph_with(graph, information.compiles) for graph in run.graphs)
