@@ -152,6 +152,10 @@ def _ceilings(data: CeilingsData | None) -> DeviceCeilings | None:
         matmul_dtype=data.dtype,
         matmul_size=round(float(data.matmul_flop / 2) ** (1 / 3)),
         tf32=data.tf32,
+        matmul_tf32_tflops=data.matmul_tf32_tflops,
+        matmul_bf16_tflops=data.matmul_bf16_tflops,
+        cudnn_tf32=data.cudnn_tf32,
+        float32_matmul_precision=data.float32_matmul_precision,
     )
 
 
@@ -265,6 +269,7 @@ def _time_graph(
             p10_us=quantile(times.per_step_us, 0.1) if times.per_step_us else None,
             p90_us=quantile(times.per_step_us, 0.9) if times.per_step_us else None,
             steps=len(times.per_step_us),
+            device_kernels=tuple(dict.fromkeys(attribution.kernel_names.get((graph.id, launch.position), ()))),
         )
         launches.append(replace(launch, timing=timing))
     timed = tuple(_time_kernel(graph, k, launches, isolated, ceilings) for k in graph.kernels)

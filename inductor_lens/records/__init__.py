@@ -4,6 +4,8 @@ Parsers build these frozen dataclasses; the bench stage adds measurements; the r
 and ``compare`` read them and never look at Inductor's files again. A lens.json holds one of two
 documents, each with its own schema version:
 
+    answers.py      Answers: the first page's answers (operation groups, module and line time, bound verdict,
+                    findings), built from the other records
     run.py          CompileRun: one model compiled once (settings, environment, capture outcome, Dynamo
                     frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
@@ -19,6 +21,17 @@ documents, each with its own schema version:
 
 from __future__ import annotations
 
+from .answers import (
+    ANSWERS_VERSION,
+    Answers,
+    BoundVerdict,
+    Finding,
+    GroupMember,
+    LineTime,
+    ModuleTime,
+    OperationGroup,
+    StepPart,
+)
 from .codec import (
     JsonScalar,
     JsonValue,
@@ -117,6 +130,15 @@ from .timing import (
 )
 
 __all__ = [
+    "ANSWERS_VERSION",
+    "Answers",
+    "BoundVerdict",
+    "Finding",
+    "GroupMember",
+    "LineTime",
+    "ModuleTime",
+    "OperationGroup",
+    "StepPart",
     "COMPARISON_SCHEMA_VERSION",
     "RUN_SCHEMA_VERSION",
     "Accuracy",

@@ -65,6 +65,11 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
        (CompileSettings.backward); where get_model() built the model and its modules (CaptureOutcome.model_built);
      - a library call's tensors as torch 2.14+ recorded them when it compiled the call (Launch.tensors,
        LaunchTensors).
+  14: the first page's answers (issue 31): operation groups, time per module and line, the bound verdict, the
+     findings (CompileRun.answers, records/answers.py); the device kernels each launch ran (LaunchTiming.
+     device_kernels); the precision settings and the TF32 / bfloat16 matmul ceilings (DeviceCeilings.
+     matmul_tf32_tflops, .matmul_bf16_tflops, .cudnn_tf32, .float32_matmul_precision). A version 13 run reads
+     with none of them (answers are built again when it is rendered).
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .answers import Answers
 from .codec import JsonScalar, JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
 from .handwritten import HandwrittenKernel, HandwrittenMatch
@@ -81,7 +87,7 @@ from .stages import KernelStages
 from .timeline import CompileTimeline
 from .timing import BenchResult
 
-RUN_SCHEMA_VERSION = 13
+RUN_SCHEMA_VERSION = 14
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
@@ -470,6 +476,8 @@ class CompileRun:
     timeline: CompileTimeline = field(default_factory=CompileTimeline)
     # Each Triton kernel's compiler stages (inductor_lens/stages), by graph id and kernel name.
     kernel_stages: tuple[KernelStages, ...] = ()
+    # The first page's answers (bench/answers.py): built from the records above, before rendering.
+    answers: Answers | None = None
 
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:

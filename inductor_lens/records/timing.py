@@ -47,6 +47,9 @@ class LaunchTiming:
     p10_us: float | None = None
     p90_us: float | None = None
     steps: int = 0
+    # GPU: the device kernels it issued in the first step it ran, distinct, in order (a library call's own
+    # kernels: "sm90_xmma_gemm_...", "cudnn_generated_fort_native_sdpa_...").
+    device_kernels: tuple[str, ...] = ()
 
     @property
     def spread(self) -> str:
@@ -82,6 +85,10 @@ class DeviceCeilings:
     matmul_dtype: str
     matmul_size: int
     tf32: bool = False
+    matmul_tf32_tflops: float | None = None  # the same float32 matmul with TF32 on (measured where it was off)
+    matmul_bf16_tflops: float | None = None  # the same matmul in bfloat16 (measured on float32 runs)
+    cudnn_tf32: bool | None = None  # torch.backends.cudnn.allow_tf32 in the model process (None: not recorded)
+    float32_matmul_precision: str | None = None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from .model_file import (
     place,
     resolve_device,
 )
+from .module_stacks import module_stacks
 from .ranked import end_process_group, init_process_group
 
 # Inductor options inductor-lens adds to every capture (a user's --option of the same name wins).
@@ -179,7 +180,7 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
         compiled = torch.compile(model, backend=preview, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
     else:
         compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
-    with kernel_information(torch, run.result_path.parent):
+    with kernel_information(torch, run.result_path.parent), module_stacks(torch, run.result_path.parent):
         outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
         result.cold_compile_s = seconds[0]
         result.call_seconds = seconds

@@ -14,6 +14,8 @@ reading stage turns into a warning (or an error under ``--strict``).
                               launch arguments, one .pt file each beside it, for ``inductor-lens repro``)
     capture/kernel_information.json  model process -> parent   KernelInformation (torch 2.14+: each compile's
                               create_kernel_information_json(), with the library calls' shapes and dtypes)
+    capture/module_stacks.json  model process -> parent   ModuleStacks (each compiled graph's FX node -> the
+                              nn.Module stack and stack trace Dynamo recorded on it)
     capture/handwritten_plan.json  parent -> check process   HandwrittenPlan
     capture/handwritten.json  check process -> parent   HandwrittenResults
 
@@ -49,6 +51,7 @@ GRAPH_FREE_TRACE_FILE = "profile_graph_free.json"
 SAVED_INPUTS_DIR = "saved_inputs"
 SAVED_INPUTS_INDEX = f"{SAVED_INPUTS_DIR}/index.json"
 KERNEL_INFORMATION_FILE = "kernel_information.json"
+MODULE_STACKS_FILE = "module_stacks.json"
 HANDWRITTEN_PLAN_FILE = "handwritten_plan.json"
 HANDWRITTEN_RESULTS_FILE = "handwritten.json"
 HANDWRITTEN_LOG_FILE = "handwritten.log"
@@ -96,6 +99,12 @@ class CeilingsData:
     matmul_tflops: float
     dtype: str = ""
     tf32: bool = False
+    # What the run's precision settings left on the table: the same matmul in TF32 (float32 runs with
+    # TF32 off) and in bfloat16 (float32 runs), measured here; None where not measured.
+    matmul_tf32_tflops: float | None = None
+    matmul_bf16_tflops: float | None = None
+    cudnn_tf32: bool | None = None  # torch.backends.cudnn.allow_tf32 (convolutions; on by default)
+    float32_matmul_precision: str | None = None  # torch.get_float32_matmul_precision()
 
 
 @dataclass
@@ -228,6 +237,26 @@ class CompileKernelInformation:
 @dataclass
 class KernelInformation:
     compiles: list[CompileKernelInformation] = field(default_factory=list)
+
+
+# --- module_stacks.json: the nn.Module each FX node ran under (worker/module_stacks.py) --------------------
+
+
+@dataclass
+class GraphModuleStacks:
+    """One graph as Inductor received it: node name -> [index into ``ModuleStacks.stacks``, into ``traces``]."""
+
+    compile_id: str | None
+    nodes: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleStacks:
+    # Each a module stack, outermost first: [path as Dynamo wrote it ("L['self'].layers[0].mlp"), class name].
+    stacks: list[list[list[str]]] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)  # the user's stack traces, as Dynamo recorded them
+    graphs: list[GraphModuleStacks] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 # --- the hand-written kernels' check process ---------------------------------------------------------

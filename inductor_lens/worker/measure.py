@@ -186,6 +186,14 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     matmul = gpu_time(torch, functools.partial(operator.matmul, a, b))
+    tf32_tflops = bf16_tflops = None
+    if dtype == torch.float32:
+        if not torch.backends.cuda.matmul.allow_tf32:
+            with _tf32_matmuls(torch):
+                tf32_tflops = 2 * n**3 / (gpu_time(torch, functools.partial(operator.matmul, a, b)).median_ms * 1e-3) / 1e12
+        a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        bf16_tflops = 2 * n**3 / (gpu_time(torch, functools.partial(operator.matmul, a16, b16)).median_ms * 1e-3) / 1e12
+        del a16, b16
     del a, b
     torch.cuda.empty_cache()
     return CeilingsData(
@@ -197,7 +205,22 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
         matmul_tflops=2 * n**3 / (matmul.median_ms * 1e-3) / 1e12,
         dtype=str(dtype).removeprefix("torch."),
         tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+        matmul_tf32_tflops=tf32_tflops,
+        matmul_bf16_tflops=bf16_tflops,
+        cudnn_tf32=bool(torch.backends.cudnn.allow_tf32),
+        float32_matmul_precision=str(torch.get_float32_matmul_precision()),
     )
+
+
+@contextlib.contextmanager
+def _tf32_matmuls(torch: Any) -> Iterator[None]:
+    """TF32 for float32 matmuls for the block only: the run's own setting is restored after."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any, device: Any) -> EndToEndData:

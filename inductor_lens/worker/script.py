@@ -42,6 +42,7 @@ from .files import (
     ResultWriter,
 )
 from .model_file import first_line
+from .module_stacks import module_stacks
 
 
 class ScriptRun(ResultWriter):
@@ -65,7 +66,8 @@ def main(argv: list[str]) -> int:
         window = Window(torch, spec, run) if spec.bench else None
         wrap_compile(torch, spec, run, window)
         run.phase("run script")
-        code = run_script(spec)
+        with module_stacks(torch, run.result_path.resolve().parent):
+            code = run_script(spec)
         if window is not None:
             window.finish()
         _record_device(torch, run)
