@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -34,7 +35,10 @@ from .capture import (
     capture_in_process,
     capture_script,
     find_capture_dir,
+    script_capture,
 )
+from .capture import _outcome as capture_outcome
+from .capture import _settings as capture_settings
 from .capture.inprocess import in_process_capture
 from .errors import InputFolderError, LensError, UsageError
 from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten
@@ -54,6 +58,8 @@ from .report.folders import (
     write_input_stamp,
 )
 from .stages import attach_stages
+from .worker.files import LOG_FILE, RESULT_FILE, SPEC_FILE, read_capture_result
+from .worker.supervisor import Finished
 
 
 @dataclass(frozen=True)
@@ -266,13 +272,47 @@ def _build_for_report(folder: Path, previous: CompileRun | None, strict: bool) -
             found = {(s.graph_id, s.kernel) for s in run.kernel_stages}
             kept = tuple(s for s in previous.kernel_stages if (s.graph_id, s.kernel) not in found)
             return replace(run, kernel_stages=run.kernel_stages + kept)
-        # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json)
-        # and the hand-written kernels' results (handwritten.json)
-        return build_run(folder, find_capture_dir(folder), strict=strict)
+        # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json),
+        # the hand-written kernels' results (handwritten.json), and what its own report was built from: the
+        # outcome, environment and settings of capture.json and spec.json
+        capture_dir = find_capture_dir(folder)
+        copied = read_copied_capture(capture_dir) if capture_dir is not None else None
+        if copied is None:
+            return build_run(folder, capture_dir, strict=strict)
+        return build_run(
+            folder,
+            capture_dir,
+            strict=strict,
+            title=copied.outcome.model_name,
+            settings=copied.settings,
+            environment=copied.environment,
+            capture=copied.outcome,
+        )
     except InputFolderError:
         if previous is None:
             raise
         return previous  # a report copied without its capture/ folder: re-render what lens.json holds
+
+
+def read_copied_capture(capture_dir: Path) -> Capture | None:
+    """The Capture a capture folder's own run reported (its outcome, environment and settings), read back from
+    the spec.json and capture.json it holds; None where either is missing or unreadable (the report is then built
+    from the debug output alone). The exit code and wall time are the model process's own: ``ok`` exited 0."""
+    try:
+        spec_text = (capture_dir / SPEC_FILE).read_text(encoding="utf-8")
+        result = read_capture_result(capture_dir / RESULT_FILE)
+        if result is None:
+            return None
+        finished = Finished(exit_code=0 if result.status == "ok" else None, timed_out=False, wall_s=result.wall_s or 0.0)
+        if json.loads(spec_text).get("kind") == "script":
+            return script_capture(ScriptSpec.from_json(spec_text), result, finished, capture_dir)
+        spec = CompileSpec.from_json(spec_text)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError, LensError):
+        return None
+    outcome = capture_outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir)
+    if outcome.status == "failed" and not result.error:
+        outcome = replace(outcome, error=f"the model process stopped during '{result.phase}' (see {LOG_FILE})")
+    return Capture(outcome, result.environment, capture_settings(spec, result), capture_dir)
 
 
 def _read_reusable(path: Path) -> CompileRun | None:
