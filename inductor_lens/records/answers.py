@@ -21,7 +21,7 @@ from typing import Literal
 ANSWERS_VERSION = 1
 
 Confidence = Literal["high", "medium", "low"]
-Bound = Literal["GPU-bound", "host-bound", "mixed", "unknown"]
+Bound = Literal["GPU-bound", "host-bound", "mixed", "unknown", "kernel-bound"]  # kernel-bound: CPU, time in kernels
 GroupKind = Literal["triton", "template", "library", "custom op", "cpp"]
 
 
