@@ -87,6 +87,8 @@ class CompileSpec:
     save_inputs_mb: float | None = None
     # --preview-gpu: generate the Triton code of this GPU on a CPU-only machine (worker/gpu_preview.py).
     preview_gpu: str | None = None
+    # --threads: torch.set_num_threads in the model process before it compiles (None: torch's default).
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -112,6 +114,7 @@ class CompileSpec:
             )
         if self.timeout_s <= 0:
             raise UsageError("--timeout must be a positive number of seconds")
+        check_threads(self.threads)
 
     @property
     def model_name(self) -> str:
@@ -146,9 +149,12 @@ class ScriptSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     bench: bool = True
     handwritten: bool = True
+    # --threads: torch.set_num_threads in the script's process before the script runs (None: torch's default).
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
+        check_threads(self.threads)
         if not self.argv:
             raise UsageError("run needs a script: inductor-lens run -- python script.py [ARGS]")
         if self.warmup < 0 or self.steps < 1:
@@ -247,6 +253,11 @@ def check_mode(mode: str) -> None:
     modes = available_modes()
     if mode not in modes:
         raise UsageError(f"unknown mode {mode!r}; this torch has {', '.join(modes)}")
+
+
+def check_threads(threads: int | None) -> None:
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise UsageError(f"--threads {threads!r}: give a number of CPU threads, 1 or more")
 
 
 def normalize_dtype(name: str | None) -> str | None:

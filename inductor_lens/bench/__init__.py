@@ -43,6 +43,7 @@ from ..worker.files import (
 from ..worker.measure import kernel_fingerprint, quantile
 from .attribution import Attribution, attribute
 from .roofline import extern_cost, flags, kernel_cost, place
+from .step_parts import step_parts
 
 __all__ = ["attach_measurements", "time_steps"]
 
@@ -198,7 +199,10 @@ def time_steps(
     times), and the step; ``window`` says which steps of which trace (the start of the step's method)."""
     total = statistics.median(attribution.step_total_us)
     timed = tuple(_time_graph(g, attribution, isolated, ceilings, total) for g in graphs)
-    return timed, _step(attribution, attribution.device, window)
+    parts, wall_us, parts_method = step_parts(attribution, graphs)
+    step = replace(_step(attribution, attribution.device, window), parts=parts, step_wall_us=wall_us,
+                   parts_method=parts_method)  # fmt: skip
+    return timed, step
 
 
 def _step(attribution: Attribution, device: str, window: str) -> StepTiming:

@@ -94,6 +94,14 @@ class Attribution:
     outside_us: float = 0.0  # their total duration
     # custom ops that left no range of their own, timed by the ranges of the ops they ran (``_by_their_ops``)
     by_ops: set[tuple[str, int]] = field(default_factory=set)
+    # What the parts of a whole step are read from (``step_parts.py``), per step:
+    step_wall_us: list[float] = field(default_factory=list)  # host wall time of the step's range
+    graph_host_us: dict[str, list[float]] = field(default_factory=dict)  # graph id -> host time of its calls
+    optimizer_us: list[float] = field(default_factory=list)  # host time under the optimizer's ranges (outermost)
+    # GPU: device time of the kernels launched under them outside every compiled graph (an eager optimizer)
+    optimizer_device_us: list[float] = field(default_factory=list)
+    optimizer_graphs: set[str] = field(default_factory=set)  # graphs called under them (a compiled optimizer)
+    optimizer_ranges: int = 0  # the optimizer's outermost ranges inside the steps, all steps
 
 
 # How a compiled-graph call in the trace was tied to a graph of the report.
@@ -120,6 +128,8 @@ COMPILED_REGION = "Torch-Compiled Region: "  # Dynamo's range around each call o
 # both carry the same "Sequence number" (the forward's), and the forward's sits inside Dynamo's compiled region
 AUTOGRAD_FORWARD = "CompiledFunction"
 AUTOGRAD_BACKWARD = "CompiledFunctionBackward"
+# torch.optim's profiler ranges around each optimizer call: "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"
+OPTIMIZER_MARKS = ("Optimizer.step#", "Optimizer.zero_grad#")
 
 
 def load_trace(path: Path) -> dict[str, Any]:
@@ -209,6 +219,14 @@ def attribute(
         steps_found = "no step marks"
     step_of_range = _step_index(steps)
     regions = _by_order(regions, graphs, step_of_range)
+    optimizer_ranges = _outermost(r for r in ranges if r.name.startswith(OPTIMIZER_MARKS) and step_of_range(r) is not None)
+    under_optimizer = _containment(optimizer_ranges)
+    optimizer_us = [0.0] * len(steps)
+    for r in optimizer_ranges:
+        if (step := step_of_range(r)) is not None:
+            optimizer_us[step] += r.duration
+    optimizer_device_us = [0.0] * len(steps)
+    graph_host_us: dict[str, list[float]] = {}
 
     launches: dict[tuple[str, int], LaunchTimes] = {}
     owner_of_id: dict[Any, tuple[str, int]] = {}  # external id -> (graph, position) of its top-level launch
@@ -230,6 +248,7 @@ def attribute(
             continue
         joins[graph.id] = (JOIN_METHODS[how], joins.get(graph.id, ("", 0))[1] + 1)
         region_graphs.append((region, graph))
+        graph_host_us.setdefault(graph.id, [0.0] * len(steps))[step] += region.duration
         pairs = _align(graph.launches, children)
         rangeless = _by_their_ops(graph.launches, children, pairs)
         by_ops.update((graph.id, launch.position) for launch, _ in rangeless)
@@ -310,7 +329,10 @@ def attribute(
             if correlation in graph_launches:
                 replays.setdefault(correlation, []).append((kernel, step, duration))
             else:
-                charge(owner_of_id.get(ext), kernel, step, duration)
+                owner = owner_of_id.get(ext)
+                if owner is None and under_optimizer(source):
+                    optimizer_device_us[step] += duration
+                charge(owner, kernel, step, duration)
         for correlation, replay in replays.items():
             names = [kernel["name"] for kernel, _, _ in replay]
             launch_call = graph_launches[correlation]
@@ -365,7 +387,42 @@ def attribute(
         outside_count=outside_count,
         outside_us=outside_us,
         by_ops=by_ops,
+        step_wall_us=[s.duration or s.end - s.start for s in steps],
+        graph_host_us=graph_host_us,
+        optimizer_us=optimizer_us,
+        optimizer_device_us=optimizer_device_us if device == "cuda" else [],
+        optimizer_graphs={graph.id for region, graph in region_graphs if under_optimizer(region)},
+        optimizer_ranges=len(optimizer_ranges),
     )
+
+
+def _outermost(candidates: Iterable[_Range]) -> list[_Range]:
+    """The ranges not nested in another of them on their thread (a wrapped optimizer's step runs the inner one's)."""
+    found: list[_Range] = []
+    ends: dict[Any, float] = {}
+    for r in sorted(candidates, key=lambda r: (r.start, -r.end)):
+        if r.end <= ends.get(r.tid, float("-inf")):
+            continue
+        ends[r.tid] = r.end
+        found.append(r)
+    return found
+
+
+def _containment(outer: list[_Range]) -> Callable[[_Range], bool]:
+    """Whether a range starts inside one of ``outer`` (disjoint per thread) on its own thread."""
+    by_thread: dict[Any, list[_Range]] = {}
+    for r in outer:
+        by_thread.setdefault(r.tid, []).append(r)
+    starts = {tid: [r.start for r in items] for tid, items in by_thread.items()}
+
+    def inside(r: _Range) -> bool:
+        items = by_thread.get(r.tid)
+        if not items:
+            return False
+        index = bisect_right(starts[r.tid], r.start) - 1
+        return index >= 0 and r.start <= items[index].end
+
+    return inside
 
 
 def _inferred_steps(

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import api
+from ..bench.answers import summary_lines
 from ..errors import LensError
 from ..options import ACCURACY_CHECKS, DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
 from ..records.numerics import divergence_headline
@@ -73,6 +74,18 @@ def strict_option(function: F) -> F:
     )(function)
 
 
+def threads_option(function: F) -> F:
+    return click.option(
+        "--threads",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="CPU: torch.set_num_threads(N) in the model process before it compiles and times (the C++ kernels are "
+        "built for N threads). On a busy or shared machine, fewer threads than CPUs keep the timings steady and the "
+        "per-launch shares adding up; OMP_NUM_THREADS=N in the environment does the same [default: torch's own].",
+    )(function)
+
+
 def model_options(function: F) -> F:
     """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
     decorators = [
@@ -122,6 +135,7 @@ def model_options(function: F) -> F:
             help="How compiled outputs are judged: against a float64 run of the same model (Dynamo's rule), "
             "against eager alone with per-dtype tolerances, or not at all.",
         ),
+        threads_option,
         strict_option,
         open_option("report"),
     ]
@@ -144,6 +158,7 @@ def spec_from_options(model: Path, mode: str, options: dict[str, Any], **kwargs:
         bench=not kwargs["no_bench"],
         handwritten=not kwargs["no_handwritten"],
         accuracy=kwargs["accuracy"],
+        threads=kwargs["threads"],
     )
 
 
@@ -171,6 +186,9 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
     divergence = run.capture.divergence if run.capture else None
     if divergence is not None:
         click.echo(f"inductor-lens: {divergence_headline(divergence)}", err=True)
+    if run.answers is not None:  # the first page's four answers, in a few lines
+        for line in summary_lines(run.answers):
+            click.echo(f"  {line}", err=True)
     _finish("report", result.index, result.error, open_browser)
 
 

@@ -18,6 +18,7 @@ from .common import (
     out_option,
     show_progress,
     strict_option,
+    threads_option,
 )
 
 
@@ -38,6 +39,7 @@ from .common import (
               help="Seconds before the script's process is killed.")  # fmt: skip
 @click.option("--no-bench", is_flag=True, help="Do not profile any step.")
 @click.option("--no-handwritten", is_flag=True, help="Skip the hand-written Triton equivalents.")
+@threads_option
 @out_option("Report folder [default: inductor-lens-reports/<script>-run/].")
 @strict_option
 @open_option("report")
@@ -52,6 +54,7 @@ def run_command(
     timeout_s: float,
     no_bench: bool,
     no_handwritten: bool,
+    threads: int | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
@@ -70,6 +73,7 @@ def run_command(
     spec = api.script_spec(
         torchrun[1] if torchrun else command, Path.cwd(), mode=mode, options=parse_inductor_options(options),
         warmup=warmup, steps=steps, timeout_s=timeout_s, bench=not no_bench, handwritten=not no_handwritten,
+        threads=threads,
     )  # fmt: skip
     target = out_dir or api.default_script_report_dir(spec)
     if torchrun is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .answers import StepPart
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -117,6 +119,11 @@ class StepTiming:
     # The spread of ``total_us`` over the profiled steps (None in reports written before it was kept).
     total_p10_us: float | None = None
     total_p90_us: float | None = None
+    # The whole step (bench/step_parts.py): forward, backward, optimizer and the rest, each with its share; the
+    # median host wall time of a whole step (the step's range); how both were measured.
+    parts: tuple[StepPart, ...] = ()
+    step_wall_us: float | None = None
+    parts_method: str = ""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .files import (
     ResultWriter,
     write_json_file,
 )
+from .measure import use_threads
 from .model_file import (
     Call,
     Failure,
@@ -116,6 +117,7 @@ def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
 
 def execute(run: Run, torch: Any) -> None:
     spec = run.spec
+    use_threads(torch, spec.threads)
     # one rank of several (compile --nproc): the process group is up before the model file is loaded
     init_process_group(torch, spec.device)
     run.phase("load model file")

@@ -25,6 +25,7 @@ import contextlib
 import functools
 import hashlib
 import operator
+import os
 import re
 import statistics
 import time
@@ -162,6 +163,14 @@ def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
         samples=0,
         method=f"triton.testing.do_bench_cudagraph: the call replayed from a CUDA graph, {REP_MS} ms of repetitions",
     )
+
+
+def use_threads(torch: Any, threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads (and OpenMP's, which ATen sets with them), before anything compiles:
+    Inductor builds its C++ kernels for torch's thread count at compile time. The windows' HostLoad records it."""
+    if threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # for any process the model starts
+        torch.set_num_threads(threads)
 
 
 def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> Timing:

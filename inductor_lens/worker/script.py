@@ -41,6 +41,7 @@ from .files import (
     ReportedSettings,
     ResultWriter,
 )
+from .measure import use_threads
 from .model_file import first_line
 from .module_stacks import module_stacks
 
@@ -60,6 +61,7 @@ def main(argv: list[str]) -> int:
         run.phase("import torch")
         import torch
 
+        use_threads(torch, spec.threads)
         run.result.environment = environment(torch)
         mode_options = dict(torch._inductor.list_mode_options(spec.mode))
         run.result.settings = ReportedSettings(mode_options=mode_options, capture_options=dict(CAPTURE_OPTIONS))
