@@ -85,3 +85,18 @@ def test_use_threads_sets_torch_and_openmp(monkeypatch: pytest.MonkeyPatch) -> N
         torch.set_num_threads(before)
     use_threads(torch, None)  # torch's default: nothing set
     assert torch.get_num_threads() == before
+
+
+def test_real_capture_ran_with_its_threads(unpacked: Callable[[str], Path]) -> None:
+    """``run --threads 1`` on CPU (cpu-torch2.13-run-sgd-train): the spec carried 1 to the script's process, and
+    Inductor built its C++ kernels for one thread (no OpenMP parallel region), where a capture with torch's default
+    threads on the same 2-CPU machine (cpu-torch2.13-repeated-layers-train) has them."""
+    root = unpacked("cpu-torch2.13-run-sgd-train") / "capture"
+    assert ScriptSpec.from_json((root / "spec.json").read_text(encoding="utf-8")).threads == 1
+
+    def parallel_regions(folder: Path) -> int:
+        return sum(p.read_text(encoding="utf-8").count("#pragma omp parallel") for p in folder.rglob("output_code.py"))
+
+    assert list(root.rglob("output_code.py"))
+    assert parallel_regions(root) == 0
+    assert parallel_regions(unpacked("cpu-torch2.13-repeated-layers-train") / "capture") > 0
