@@ -16,7 +16,9 @@ per step, while the step's wall time is the host's (launches return before the G
 profiled steps.
 
 ``shares_note(run)`` says, where the launches' per-step times add up to less than ``SHARES_ADD_UP`` of the time
-they are a share of, how much they add up to and why (threads contending for a busy machine's CPUs).
+they are a share of, how much they add up to and why: on CPU the time between the launches, the graphs' Python code,
+which torch's threads slow down where they contend with it for the CPUs (as many threads as CPUs, other processes
+busy: ``HostLoad`` of the profiled steps), with the ``--threads`` option to measure again.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from ..records import CompileRun, GraphRecord, StepPart
+from ..records import CompileRun, GraphRecord, HostLoad, StepPart
 from .attribution import Attribution
+from .stability import MIN_WINDOW_S, OTHERS_LIMIT
 
 __all__ = ["SHARES_ADD_UP", "shares_note", "step_parts"]
 
@@ -100,18 +103,32 @@ def shares_note(run: CompileRun) -> str:
             f"({launches_us:,.0f} of {step.total_us:,.0f} µs): the rest ran in kernels no launch of the compiled "
             "graphs issued (eager ops outside them, kernels the profiler did not tie to a launch)."
         )
-    window = next((w for w in run.bench.host if w.window == "profiled steps"), None) if run.bench else None
-    threads = (
-        f" (torch ran {window.threads} thread(s) on {window.cpus} CPU(s))"
-        if window is not None and window.threads
-        else ""
-    )
-    return (
+    said = (
         f"The launches' per-step times add up to {added:.0%} of the time in compiled graphs per step "
         f"({launches_us:,.0f} of {step.total_us:,.0f} µs): the rest went between the launches, in the graphs' Python "
-        f"code, which slows down where torch's threads contend for the CPUs of a busy machine{threads}. Measure "
-        "again with fewer threads than free CPUs: --threads N (or OMP_NUM_THREADS=N)."
+        "code"
     )
+    window = next((w for w in run.bench.host if w.window == "profiled steps"), None) if run.bench else None
+    contention = _contention(window) if window is not None else ""
+    if not contention:
+        return f"{said} (allocating outputs, views, the calls themselves)."
+    return (
+        f"{said}, which slows down when torch's threads contend with it for the CPUs ({contention}). Measure again "
+        "with fewer threads than free CPUs: --threads N (or OMP_NUM_THREADS=N)."
+    )
+
+
+def _contention(window: HostLoad) -> str:
+    """What says the profiled steps' threads contended for the CPUs: as many threads as CPUs, or other processes
+    keeping CPUs busy; "" where neither."""
+    said = []
+    if window.threads and window.threads >= window.cpus:
+        said.append(f"torch ran {window.threads} thread(s) on {window.cpus} CPU(s)")
+    if window.system_busy_s is not None and window.wall_s >= MIN_WINDOW_S:
+        others = max(0.0, window.system_busy_s - window.cpu_s) / window.wall_s
+        if others > OTHERS_LIMIT:
+            said.append(f"other processes kept {others:.1f} CPUs busy")
+    return "; ".join(said)
 
 
 def _notes(gpu: bool, calls: dict[str, int], steps: int, optimizer_ranges: int) -> dict[str, str]:
