@@ -96,3 +96,16 @@ def test_unreadable_spec_falls_back(unpacked: Callable[[str], Path], tmp_path: P
     assert read_copied_capture(capture_dir) is None
     report_folder(capture_dir, tmp_path / "out", draw=False)
     assert _lens(tmp_path / "out")["capture"] is None
+
+
+def test_copied_run_capture(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
+    """A ``run`` capture (a script's, spec.json of kind "script") copied alone: its command, its torch.compile calls
+    and the profiled window come back too."""
+    capture_dir = unpacked("cpu-torch2.13-run-sgd-train") / "capture"
+    raw = json.loads((capture_dir / "capture.json").read_text(encoding="utf-8"))
+    report_folder(capture_dir, tmp_path / "out", draw=False)
+    captured = _lens(tmp_path / "out")["capture"]
+    assert captured["command"] == raw["command"] and captured["command"].endswith("train_mlp.py")
+    assert captured["profiled"] == raw["profiled"] != ""
+    assert [c["target"] for c in captured["compile_calls"]] == [c["target"] for c in raw["compile_calls"]]
+    assert captured["status"] == raw["status"] == "ok"
