@@ -1,0 +1,105 @@
+"""Stage 4 of the pipeline (bench), read back: the four answers of the first page, built from the records.
+
+``attach_answers(run)`` runs after the measurements are attached (and again when a profiler trace replaces
+them), so the report, the terminal summary and ``lens.json`` (``run.answers``) read the same answers:
+
+1. compiled vs eager: the two end-to-end medians and their spread;
+2. where the time goes: operation groups (``operations.py``), time per nn.Module path and per source line
+   (``modules.py``);
+3. GPU-bound, host-bound or mixed (``bound.py``);
+4. what to try: the diagnosis's findings (``diagnosis.py``), ranked by time at stake.
+
+``summary_lines(answers)`` is the same in a few lines of text, for the terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..records import ANSWERS_VERSION, Answers, CompileRun
+from ..units import format_micros
+from .bound import bound_verdict
+from .diagnosis import diagnose
+from .modules import line_times, module_times, top_modules
+from .operations import operation_groups
+from .step_parts import shares_note
+
+TERMINAL_GROUPS = 3
+TERMINAL_FINDINGS = 2
+
+
+def build_answers(run: CompileRun) -> Answers:
+    bench = run.bench
+    end_to_end = bench.end_to_end if bench is not None else None
+    eager_ms = end_to_end.eager.median_ms if end_to_end is not None else None
+    compiled_ms = end_to_end.compiled.median_ms if end_to_end is not None else None
+    speedup = end_to_end.speedup if end_to_end is not None and end_to_end.speedup else None
+    if end_to_end is not None:
+        c, e = end_to_end.compiled, end_to_end.eager
+        speedup_note = (
+            f"medians: compiled {c.median_ms:,.3f} ms (p10-p90 {c.p10_ms:,.3f}-{c.p90_ms:,.3f}), eager "
+            f"{e.median_ms:,.3f} ms (p10-p90 {e.p10_ms:,.3f}-{e.p90_ms:,.3f}); {c.method}"
+        )
+    elif bench is not None and bench.error:
+        speedup_note = f"not measured: timing failed ({bench.error})"
+    else:
+        speedup_note = "not measured (no end-to-end timing in this report)"
+    gpu = bench is not None and bench.device.startswith("cuda")
+    step = bench.step if bench is not None else None
+    modules = module_times(run)
+    return Answers(
+        version=ANSWERS_VERSION,
+        device=bench.device if bench is not None else None,
+        eager_ms=eager_ms,
+        compiled_ms=compiled_ms,
+        speedup=speedup,
+        speedup_note=speedup_note,
+        bound=bound_verdict(run),
+        groups=operation_groups(run),
+        modules=top_modules(modules, n=len(modules)),
+        lines=line_times(run),
+        findings=diagnose(run).findings,
+        step_parts=step.parts if step is not None else (),
+        time_basis=(
+            ("device time per profiled step (the GPU kernels each launch issued)" if gpu else "time in the compiled graphs' kernels per profiled step")
+            if step is not None
+            else ""
+        ),
+        shares_note=shares_note(run) if step is not None else "",
+    )
+
+
+def attach_answers(run: CompileRun) -> CompileRun:
+    return replace(run, answers=build_answers(run))
+
+
+def summary_lines(answers: Answers) -> list[str]:
+    """The four answers in a few lines, as the first page gives them."""
+    lines = []
+    if answers.speedup is not None and answers.compiled_ms is not None and answers.eager_ms is not None:
+        faster = "faster" if answers.speedup >= 1 else "slower"
+        ratio = answers.speedup if answers.speedup >= 1 else 1 / answers.speedup
+        lines.append(
+            f"compiled {answers.compiled_ms:,.3f} ms vs eager {answers.eager_ms:,.3f} ms per step: "
+            f"{ratio:.2f}x {faster} (medians)"
+        )
+    if answers.bound is not None:
+        bound = answers.bound
+        detail = f": {bound.detail}" if bound.detail else ""
+        idle = (
+            f" (GPU idle {format_micros(bound.idle_us)} of a {format_micros(bound.step_us)} step)"
+            if bound.idle_us is not None and bound.step_us
+            else ""
+        )
+        lines.append(f"{bound.verdict}{idle}{detail}")
+    if answers.groups:
+        top = "; ".join(
+            f"{g.share:.0%} {g.name}" + (f" x{g.launches_per_step:g}" if g.launches_per_step > 1 else "")
+            + (f" [{g.module or g.source}]" if g.module or g.source else "")
+            for g in answers.groups[:TERMINAL_GROUPS]
+        )
+        lines.append(f"top operations: {top}")
+    for finding in answers.findings[:TERMINAL_FINDINGS]:
+        stake = f" ({format_micros(finding.at_stake_us)} per step at stake)" if finding.at_stake_us else ""
+        lines.append(f"try: {finding.change or finding.title}{stake}")
+    return lines
