@@ -2,48 +2,65 @@
 and what to try.
 
 ``diagnose(run) -> Diagnosis`` reads the records only (a saved lens.json re-renders with it; the
-comparison pages can call it on each of their runs). Each ``Finding`` has a title, the time at stake
-per step in µs (None where the records cannot put a time on it) with how it was estimated, its
-evidence (numbers, and a link into the report's pages) and the one change to try. Findings are ranked
-by time at stake. The rules:
+comparison pages can call it on each of their runs). Each ``Finding`` (``records.answers``) has a title,
+the time at stake per step in µs (None where the records cannot put a time on it) with how it was
+estimated, its evidence (numbers, and a link into the report's pages), the one change to try, what the
+change may cost (``caveat``), and, where several places share one root cause, how many were folded into it
+(``occurrences``, ``root_cause``). Findings are ranked by time at stake. No change repeats the run's own
+settings or drops its CUDA graphs: a mode is always the run's mode with one thing changed (``_MODES``). The
+rules:
 
-- host-bound (GPU): the compiled step (``do_bench`` median) minus the GPU's busy time per profiled step
-  is the time the GPU waited for the CPU; when it is at least ``HOST_BOUND`` of the step, launches x
-  per-launch overhead is the cost, and the change is CUDA graphs (``mode="reduce-overhead"``), or,
-  where they were on and skipped, removing what Inductor named as the reason;
+- host-bound (GPU): the bound verdict (``bound.bound_verdict``, the same numbers): when it is host-bound or
+  mixed, the idle time per step is at stake, and the change is CUDA graphs in the mode that keeps the
+  run's autotuning (``reduce-overhead`` from ``default``, ``max-autotune`` from
+  ``max-autotune-no-cudagraphs``), or, where they were on and skipped, removing what Inductor named;
 - Python around the kernels (CPU): time inside compiled graphs not inside a kernel (``call()``'s
   Python: buffer allocation, launches), when at least ``OVERHEAD_SHARE`` of the step: ``cpp_wrapper``;
 - outside the compiled graphs (CPU): the compiled step minus the time inside compiled graphs
   (Dynamo's guards, eager code between graphs), split over the graph breaks when there are any;
-- each graph break: its reason and user line, and the fix torch's hint or the reason suggests;
-- each recompile: its reason, and ``torch._dynamo.mark_dynamic`` on the dimension that changed;
+- graph breaks, folded by root cause: a data-dependent scalar (``aten._local_scalar_dense``,
+  ``Tensor.item()``, "data dependent" in the reason) or output shape is one finding however many frames
+  it broke, with its fix; other breaks fold by their reason;
+- recompiles, folded by the guard that failed (the tensor's name aside): ``torch._dynamo.mark_dynamic``
+  on the dimension that changed;
 - ATen fallbacks: extern calls that are not library matmuls, convolutions or attention;
 - custom ops (``torch.library``, a namespace torch does not own): the user's or a library's own op, which
   runs outside Inductor's kernels as it is (never called a fallback);
+- precision (GPU): float32 library matmuls (and convolutions where cuDNN's TF32 is off) taking
+  ``PRECISION_SHARE`` of the device time with TF32 off: ``torch.set_float32_matmul_precision("high")``,
+  then bfloat16 autocast, the time at stake from the MEASURED float32, TF32 and bfloat16 matmul ceilings;
 - kernels far under the roofline (``roofline.FAR_FROM_ROOF``, launches of 5 µs or more): the time above
-  what the roofline allows;
-- autotuning: picks within ``CLOSE_CALL`` of the runner-up, and matmuls or convolutions that take
-  ``UNTUNED_SHARE`` of the device time without max-autotune.
+  what the roofline allows, with the tuning the run has not used yet (or, all tuning on, the kernel itself);
+- autotuning: library matmuls measurably under the roofline (under ``AUTOTUNE_UNDER`` of it) in a run
+  that did not autotune, their time above the roof at stake when it is above the noise; picks within
+  ``CLOSE_CALL`` of the runner-up;
+- nothing to gain: a timed, stable run where no finding puts more than the noise (``noise_us``) at stake
+  gets one finding that says so, first, with no change.
 
-A step whose measurements are unstable (``stability.judge``) is still diagnosed on CPU for what needs
-no time (breaks, recompiles), but ``noisy`` says its times should not be read.
+Advice for training (compile the loss, the optimizer step) is given only to training runs
+(``bound.is_training``). A step whose measurements are unstable (``stability.judge``) is still diagnosed
+for what needs no time (breaks, recompiles), but ``noisy`` says its times should not be read.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from ..parse import compat
-from ..records import CompileRun, DynamoFrame, GraphBreak, GraphRecord, Launch
-from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S
+from ..records import BoundVerdict, CompileRun, DynamoFrame, EndToEnd, GraphBreak, GraphRecord, Launch
+from ..records.answers import Confidence, Finding
+from ..records.codec import JsonValue
+from .bound import arithmetic, bound_verdict, is_training, launch_count
+from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S, launch_input_types
 from .stability import Stability, judge
 
-HOST_BOUND = 0.3  # share of the compiled step the GPU idles
 OVERHEAD_SHARE = 0.1  # share of the compiled step spent in Python around kernels / outside graphs
 CLOSE_CALL = 0.02  # autotune winner within 2% of the runner-up
-UNTUNED_SHARE = 0.3
+PRECISION_SHARE = 0.2  # float32 matmul time, share of the device time per step, that earns a precision finding
+AUTOTUNE_UNDER = 0.5  # library matmuls under half their roofline: measurably under the roof
+NOISE_SHARE = 0.02  # a time at stake under 2% of the step (or half its p10-p90 spread) is noise
 # Extern calls into libraries Inductor does not aim to generate: not fallbacks.
 _LIBRARY_OPS = re.compile(
     r"^(?:_?mm|addmm|bmm|baddbmm|bias_addmm|_mm_plus_mm|_int_mm|_scaled_mm|linear|_mkl_linear|_?convolution(?:_backward)?"
@@ -51,23 +68,33 @@ _LIBRARY_OPS = re.compile(
     r"|_cudnn\w*)$"
 )
 _MATMUL_OPS = re.compile(r"^(?:_?mm|addmm|bmm|baddbmm|bias_addmm|_int_mm|_scaled_mm|_?convolution(?:_backward)?)$")
+_CONVOLUTION = re.compile(r"^_?convolution(?:_backward)?$")
 _SIZE_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)")
+_TENSOR_NAME = re.compile(r"tensor '[^']+'")
 _COMPILE_ID_PREFIX = re.compile(r"^\d+/\d+: ")  # torch names the frame whose guard failed: "0/0: ..."
 _HINT = re.compile(r"^\s*Hint:\s*(?P<hint>.+)$", re.MULTILINE)
-
-Confidence = Literal["high", "medium", "low"]
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # "host-bound", "cuda graphs", "python overhead", "outside graphs", "graph break", ...
-    title: str
-    at_stake_us: float | None  # per step; None where the records cannot put a time on it
-    estimate: str  # how the time at stake was estimated (or why there is none)
-    evidence: str  # the facts behind it, with their numbers
-    evidence_url: str  # into the report, relative to its root ("compile.html#breaks")
-    change: str  # the one change to try
-    confidence: Confidence
+_USELESS_HINT = re.compile(r"report an issue|file an issue|open an issue", re.IGNORECASE)
+# The four modes as (CUDA graphs, autotuning): a suggested mode is the run's with one of the two changed.
+_MODES = {
+    (False, False): "default",
+    (True, False): "reduce-overhead",
+    (False, True): "max-autotune-no-cudagraphs",
+    (True, True): "max-autotune",
+}
+# torch warns in the capture log when float32 matmuls could use TF32 and do not.
+_TF32_WARNING = "TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled"
+# NVIDIA's datasheets (dense): the basis where a capture did not measure the TF32 ceiling.
+_TYPICAL_TF32 = ("typical ratio, from NVIDIA's datasheets, not measured here: TF32 tensor cores run about 7-8x the "
+                 "float32 rate (H100 SXM 495 vs 67 TFLOP/s dense, A100 156 vs 19.5)")  # fmt: skip
+_PRECISION_CAVEAT = (
+    "accuracy: TF32 rounds the matmul inputs to a 10-bit mantissa (about 1e-3 relative error, float32's range "
+    "kept), bfloat16 to 8 bits (about 1e-2); check the outputs against eager (this report's accuracy check) and, "
+    "when training, the loss curve before keeping either"
+)
+_CUDA_GRAPHS_CAVEAT = (
+    "CUDA graphs replay fixed memory addresses: inputs are copied into static buffers, the graphs' memory pool "
+    "stays allocated (more memory), and each new input shape records a new graph"
+)
 
 
 @dataclass(frozen=True)
@@ -76,9 +103,11 @@ class Diagnosis:
     eager_us: float | None
     compiled_us: float | None
     headline: str
-    findings: tuple[Finding, ...]  # ranked by time at stake, untimed ones last
+    findings: tuple[Finding, ...]  # ranked by time at stake, untimed ones last ("nothing to gain" first)
     stability: Stability
     noisy: bool = False  # the times are too noisy to be read (CPU, unstable)
+    bound: BoundVerdict | None = None  # the verdict the host-bound finding rests on
+    noise_us: float | None = None  # a time at stake under this is within the step's noise
 
     @property
     def timed(self) -> tuple[Finding, ...]:
@@ -92,22 +121,39 @@ def diagnose(run: CompileRun) -> Diagnosis:
     eager_us = e2e.eager.median_ms * 1e3 if e2e else None
     compiled_us = e2e.compiled.median_ms * 1e3 if e2e else None
     device = bench.device if bench is not None else run.environment.device_type
+    verdict = bound_verdict(run)
     findings: list[Finding] = []
-    if bench is not None and not bench.error and bench.step is not None and compiled_us:
-        if bench.device == "cuda":
-            findings += _host_bound(run, compiled_us)
+    timed = bench is not None and not bench.error and bench.step is not None and bool(compiled_us)
+    if timed and compiled_us:
+        if device == "cuda":
+            findings += _host_bound(run, verdict)
         else:
             findings += _python_overhead(run, compiled_us)
     findings += _graph_breaks(run, compiled_us)
     findings += _recompiles(run)
     findings += _fallbacks(run)
     findings += _custom_ops(run)
+    findings += _precision(run)
     findings += _under_roofline(run)
     findings += _autotune(run)
+    noise = noise_us(e2e) if e2e is not None else None
+    # a mode change that costs compile time, for less than the step's noise: not advice
+    findings = [f for f in findings if not (f.kind == "autotune" and f.at_stake_us is not None
+                                            and noise is not None and f.at_stake_us < noise)]  # fmt: skip
     findings.sort(key=lambda f: (f.at_stake_us is None, -(f.at_stake_us or 0.0)))
     noisy = device != "cuda" and stability.judged and not stability.stable
-    return Diagnosis(device, eager_us, compiled_us, _headline(e2e is not None, eager_us, compiled_us, stability),
-                     tuple(findings), stability, noisy)  # fmt: skip
+    if timed and noise is not None and not (stability.judged and not stability.stable):
+        nothing = _nothing_to_gain(findings, noise, verdict, device == "cuda")
+        if nothing is not None:
+            findings.insert(0, nothing)
+    headline = _headline(e2e is not None, eager_us, compiled_us, stability)
+    return Diagnosis(device, eager_us, compiled_us, headline, tuple(findings), stability, noisy, verdict, noise)
+
+
+def noise_us(e2e: EndToEnd) -> float:
+    """The smallest time at stake worth a change: ``NOISE_SHARE`` of the compiled step, or half its spread."""
+    compiled = e2e.compiled
+    return max(NOISE_SHARE * compiled.median_ms, (compiled.p90_ms - compiled.p10_ms) / 2) * 1e3
 
 
 def _headline(timed: bool, eager_us: float | None, compiled_us: float | None, stability: Stability) -> str:
@@ -124,40 +170,78 @@ def _headline(timed: bool, eager_us: float | None, compiled_us: float | None, st
     return f"Compiled is faster than eager ({numbers}). What still costs time, and what to try:"
 
 
-def _launch_count(run: CompileRun) -> tuple[int, float]:
-    """Launches per profiled step (top-level launches of the compiled graphs) and the device kernels they ran."""
-    timed = [launch.timing for g in run.graphs for launch in g.launches if launch.timing is not None]
-    return len(timed), sum(t.calls for t in timed)
+# --- the run's own settings: every suggested change differs from them -----------------------------------
 
 
-def _host_bound(run: CompileRun, compiled_us: float) -> list[Finding]:
+def _options(run: CompileRun) -> Mapping[str, JsonValue]:
+    """The Inductor options in force: the mode's and the ones passed (the passed ones win)."""
+    settings = run.settings
+    return {**(settings.mode_options if settings else {}), **(settings.options if settings else {})}
+
+
+def _on(options: Mapping[str, JsonValue], *names: str) -> bool:
+    return any(bool(options.get(name)) for name in names)
+
+
+def uses_cudagraphs(run: CompileRun) -> bool:
+    """The run's mode or options have CUDA graphs (used, or tried and skipped)."""
+    e2e = run.bench.end_to_end if run.bench is not None else None
+    return (e2e is not None and e2e.cudagraphs is not None) or _on(_options(run), "triton.cudagraphs")
+
+
+def autotunes(run: CompileRun) -> bool:
+    return _on(_options(run), "max_autotune", "max_autotune_gemm")
+
+
+def suggested_mode(run: CompileRun, *, cudagraphs: bool | None = None, autotune: bool | None = None) -> str:
+    """The run's mode with one thing changed, the rest kept (CUDA graphs are never dropped by this)."""
+    graphs = uses_cudagraphs(run) if cudagraphs is None else cudagraphs
+    tuned = autotunes(run) if autotune is None else autotune
+    return _MODES[(graphs, tuned)]
+
+
+def _mode_change(mode: str) -> str:
+    return f'torch.compile(model, mode="{mode}"), this run\'s other options unchanged'
+
+
+def _tuning_change(run: CompileRun) -> str | None:
+    """The next tuning this run has not used: block-size search, then autotuning; None when both were on."""
+    if not _on(_options(run), "coordinate_descent_tuning"):
+        return ('add options={"coordinate_descent_tuning": True} to this run\'s torch.compile call: it searches each '
+                "kernel's block sizes around the heuristic's")  # fmt: skip
+    if not autotunes(run):
+        return _mode_change(suggested_mode(run, autotune=True)) + ": benchmarks each kernel's configurations"
+    return None
+
+
+# --- where the host holds the step back ------------------------------------------------------------------
+
+
+def _host_bound(run: CompileRun, verdict: BoundVerdict | None) -> list[Finding]:
+    """GPU: the bound verdict's idle time, when host-bound or mixed (one rule, the same numbers)."""
+    if verdict is None or verdict.verdict not in ("host-bound", "mixed") or not verdict.idle_us:
+        return []
     bench = run.bench
-    assert bench is not None and bench.step is not None and bench.end_to_end is not None
-    step = bench.step
-    if step.busy_us is None:
-        return []
-    idle = compiled_us - step.busy_us
-    if idle < HOST_BOUND * compiled_us:
-        return []
-    launches, kernels = _launch_count(run)
-    per_launch = f"; {launches} launches ({kernels:.0f} GPU kernels) per step: {idle / launches:,.1f} µs of overhead per launch" if launches else ""
-    evidence = (
-        f"the GPU ran kernels {step.busy_us:,.1f} µs of the {compiled_us:,.1f} µs compiled step "
-        f"({step.busy_us / compiled_us:.0%}); it waited {idle:,.1f} µs for the CPU to launch work{per_launch}"
-    )
-    estimate = ("compiled step (median) minus the GPU's busy time per profiled step: the launch overhead "
-                "CUDA graphs remove at most")  # fmt: skip
+    assert bench is not None and bench.end_to_end is not None
+    idle, share = verdict.idle_us, verdict.idle_share or 0.0
+    numbers = arithmetic(verdict.step_us or 0.0, verdict.busy_us or 0.0, True)
+    evidence = f"{numbers}; {verdict.detail}" if verdict.detail else numbers
+    estimate = ("the idle time per step (the benchmarked step minus the GPU's busy time): what CUDA graphs can "
+                "remove at most, since they replay the launches without the host; the kernels themselves stay")  # fmt: skip
+    confidence: Confidence = "high" if share >= 0.5 else "medium"
+    waits = f"the GPU idles {share:.0%} of the step"
+    title = (f"Host-bound: {waits}, waiting for the host to launch work" if verdict.verdict == "host-bound"
+             else f"Partly host-bound: {waits} between launches")  # fmt: skip
     cudagraphs = bench.end_to_end.cudagraphs
-    confidence: Confidence = "high" if idle >= 0.5 * compiled_us else "medium"
-    if cudagraphs is None:
-        return [Finding("host-bound", "Host-bound: launch overhead, the GPU waits for the CPU", idle, estimate,
-                        evidence, "index.html#timing",
-                        'CUDA graphs: torch.compile(model, mode="reduce-overhead") replays the step\'s launches '
-                        "as one graph (or options={\"triton.cudagraphs\": True})", confidence)]  # fmt: skip
-    if cudagraphs.startswith("skipped"):
+    if cudagraphs is None and not uses_cudagraphs(run):
+        mode = suggested_mode(run, cudagraphs=True)
+        return [Finding("host-bound", title, idle, estimate, evidence, "index.html#timing",
+                        f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
+                        confidence, caveat=_CUDA_GRAPHS_CAVEAT)]  # fmt: skip
+    if cudagraphs is not None and cudagraphs.startswith("skipped"):
         reason = cudagraphs.partition(": ")[2] or "no reason recorded"
-        return [Finding("cuda graphs", f"CUDA graphs were skipped ({reason}): the step stays host-bound", idle,
-                        estimate, f"{evidence}; Inductor skipped CUDA graphs: {reason}", "compile.html#frames",
+        return [Finding("cuda graphs", f"CUDA graphs were skipped ({reason}): {waits}", idle, estimate,
+                        f"{evidence}; Inductor skipped CUDA graphs: {reason}", "compile.html#frames",
                         _cudagraph_fix(reason), confidence)]  # fmt: skip
     use = bench.cudagraphs
     if use is not None and use.rerecords:
@@ -165,7 +249,7 @@ def _host_bound(run: CompileRun, compiled_us: float) -> list[Finding]:
     if use is not None and use.without_graphs is not None and use.with_graphs is not None:
         evidence += (f"; the same compiled code called without the graphs takes {use.without_graphs.median_ms:.3f} ms "
                      f"against {use.with_graphs.median_ms:.3f} ms with them")  # fmt: skip
-    return [Finding("cuda graphs", "Host-bound although CUDA graphs were used", idle, estimate,
+    return [Finding("cuda graphs", f"{title} although CUDA graphs were used", idle, estimate,
                     f"{evidence}; the graph replays leave the GPU idle: work outside the graphs, or graphs "
                     "re-recorded for new shapes or inputs", "index.html#timing",
                     "look for re-recording (TORCH_LOGS=cudagraphs) and mark changing sizes with "
@@ -192,9 +276,9 @@ def _python_overhead(run: CompileRun, compiled_us: float) -> list[Finding]:
     assert bench is not None and bench.step is not None
     step = bench.step
     gap = step.total_us - step.attributed_us
-    if gap < OVERHEAD_SHARE * compiled_us:
+    if gap < OVERHEAD_SHARE * compiled_us or _on(_options(run), "cpp_wrapper"):
         return []
-    launches, _ = _launch_count(run)
+    launches, _ = launch_count(run)
     return [
         Finding(
             "python overhead",
@@ -218,20 +302,83 @@ def _outside_graphs_us(run: CompileRun, compiled_us: float | None) -> float | No
     return max(0.0, compiled_us - bench.step.total_us)
 
 
+def _compile_more(run: CompileRun) -> str:
+    """Put more of the step inside the compiled function: the loss and optimizer step only when training."""
+    if is_training(run):
+        return ("compile more of the step (the loss, the optimizer step) in the same torch.compile'd function, "
+                "so fewer calls cross into and out of compiled code")  # fmt: skip
+    return ("compile the code around the model call too (input preparation, output post-processing) in the same "
+            "torch.compile'd function, so fewer calls cross into and out of compiled code and fewer guards run")  # fmt: skip
+
+
+# --- graph breaks and recompiles, one finding per root cause ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cause:
+    key: str  # what the folded breaks share
+    root: str  # the root cause in words; "" where the reason itself is all that is known
+    fix: str | None  # the change for the root cause; None: the break's own hint or reason says
+
+
+_SCALAR_FIX = (
+    "torch._dynamo.config.capture_scalar_outputs = True (Dynamo then traces the value as a symbol instead of "
+    "breaking the graph), or keep the value on the device: no .item(), .tolist() or int(tensor), and "
+    "torch.where (or torch.cond) instead of a Python branch on a tensor's value"
+)
+_SHAPE_FIX = (
+    "torch._dynamo.config.capture_dynamic_output_shape_ops = True (nonzero, masked_select, unique... traced with "
+    "a data-dependent size), or a fixed-size form (torch.where with a mask, padding to a bound)"
+)
+
+
+def _break_cause(item: GraphBreak) -> _Cause:
+    # the break's own words, not the user's traceback (whose code lines and comments could say anything)
+    text = "\n".join((item.reason, item.explanation, item.detail.split("User code traceback:", 1)[0]))
+    if "_local_scalar_dense" in text:
+        return _Cause("data-dependent scalar", "a data-dependent scalar: aten._local_scalar_dense, a tensor's value "
+                      "read on the host (.item(), int(tensor), a Python branch on a tensor)", _SCALAR_FIX)  # fmt: skip
+    if re.search(r"\.item\(\)|Tensor\.item|capture_scalar_outputs", text):
+        return _Cause("data-dependent scalar", "a data-dependent scalar: Tensor.item(), a tensor's value read on "
+                      "the host", _SCALAR_FIX)  # fmt: skip
+    if re.search(r"dynamic output shape|DynamicOutputShape|capture_dynamic_output_shape_ops|\bnonzero\b", text):
+        return _Cause("data-dependent shape", "a data-dependent output shape (an op whose output size depends on "
+                      "the values: nonzero, masked_select, unique)", _SHAPE_FIX)  # fmt: skip
+    if re.search(r"data[- ]dependent|DataDependent|unbacked", text, re.IGNORECASE):
+        return _Cause("data-dependent value", "a data-dependent value: the code depends on a tensor's values, "
+                      "which are not known while tracing", _SCALAR_FIX)  # fmt: skip
+    reason = _COMPILE_ID_PREFIX.sub("", _first_line(item.reason))
+    return _Cause(re.sub(r"0x[0-9a-f]+", "0x…", reason), "", None)
+
+
+def _break_site(item: GraphBreak) -> tuple[str, str]:
+    """(where, short label) of a break: its user line, else the last frame of its stack, else its frame."""
+    location = item.location or (item.user_stack[-1] if item.user_stack else None)
+    if location is not None:
+        where = f"{location.filename}:{location.line}"
+        function = f" in {location.function}()" if location.function else ""
+        return where, where.rsplit("/", 1)[-1] + function
+    label = f"frame [{_attempt_free(item.compile_id)}]" if item.compile_id else "an unrecorded place"
+    return label, label
+
+
+def _attempt_free(compile_id: str) -> str:
+    """``3/0_1`` -> ``3/0``: a restarted attempt is the same frame compiled again."""
+    return re.sub(r"_\d+$", "", compile_id)
+
+
 def _graph_breaks(run: CompileRun, compiled_us: float | None) -> list[Finding]:
     outside = _outside_graphs_us(run, compiled_us)
     breaks: dict[tuple[str, str], GraphBreak] = {}
     for item in run.graph_breaks:
-        where = f"{item.location.filename}:{item.location.line}" if item.location else item.compile_id
-        breaks.setdefault((item.reason, where), item)
+        breaks.setdefault((item.reason, _break_site(item)[0]), item)
     if not breaks:
         if outside is not None and compiled_us and outside >= OVERHEAD_SHARE * compiled_us:
             return [Finding("outside graphs", "Outside the compiled graph: Dynamo's guards and Python", outside,
                             "compiled step minus the time inside compiled graphs per profiled step (medians)",
                             f"{outside:,.1f} µs of the {compiled_us:,.1f} µs compiled step ran outside the "
-                            f"{len(run.graphs)} compiled graph(s)", "compile.html#frames",
-                            "compile more of the step (the loss, the optimizer step) in the same torch.compile'd "
-                            "function, so fewer calls cross into and out of compiled code", "low")]  # fmt: skip
+                            f"{len(run.graphs)} compiled graph(s)", "compile.html#frames", _compile_more(run),
+                            "low")]  # fmt: skip
         return []
     share = outside / len(breaks) if outside is not None else None
     estimate = (
@@ -241,25 +388,50 @@ def _graph_breaks(run: CompileRun, compiled_us: float | None) -> list[Finding]:
         if outside is not None
         else "not timed: the records do not hold the time between compiled graphs on this device"
     )
-    findings = []
-    for (reason, where), item in breaks.items():
-        short = where.rsplit("/", 1)[-1]
-        code = f" `{item.location.code}`" if item.location and item.location.code else ""
-        function = f" in {item.location.function}()" if item.location and item.location.function else ""
-        findings.append(
-            Finding(
-                "graph break",
-                f"Graph break at {short}{function}: {_first_line(reason)}",
-                share,
-                estimate,
-                f"Dynamo stopped tracing at {where}{code}: {reason}; the code from there to the next "
-                f"compiled frame runs eager, and each graph pays its guards",
-                "compile.html#breaks",
-                _break_fix(item),
-                "high" if item.location else "medium",
-            )
-        )
-    return findings
+    groups: dict[str, list[GraphBreak]] = {}
+    causes: dict[str, _Cause] = {}
+    for item in breaks.values():
+        cause = _break_cause(item)
+        groups.setdefault(cause.key, []).append(item)
+        causes.setdefault(cause.key, cause)
+    return [_break_finding(items, causes[key], share, estimate) for key, items in groups.items()]
+
+
+def _break_finding(items: list[GraphBreak], cause: _Cause, share: float | None, estimate: str) -> Finding:
+    first = items[0]
+    fix = cause.fix or _break_fix(first)
+    located = any(item.location for item in items)
+    at_stake = share * len(items) if share is not None else None
+    sites = list(dict.fromkeys(_break_site(item)[1] for item in items))  # a break logged twice is one place
+    if len(sites) == 1:
+        where, short = _break_site(first)
+        code = f" `{first.location.code}`" if first.location and first.location.code else ""
+        root = f"; the root cause: {cause.root}" if cause.root else ""
+        return Finding("graph break", f"Graph break at {short}: {_first_line(first.reason)}", at_stake, estimate,
+                       f"Dynamo stopped tracing at {where}{code}: {first.reason}{root}; the code from there to the "
+                       "next compiled frame runs eager, and each graph pays its guards", "compile.html#breaks", fix,
+                       "high" if located else "medium", root_cause=cause.root)  # fmt: skip
+    named = "; ".join(sites[:5]) + (f"; and {len(sites) - 5} more" if len(sites) > 5 else "")
+    frames = len({_attempt_free(item.compile_id) for item in items if item.compile_id})
+    reasons = list(dict.fromkeys(_first_line(item.reason) for item in items))
+    said = "; ".join(reasons[:3]) + (f" (and {len(reasons) - 3} more wordings)" if len(reasons) > 3 else "")
+    title_cause = cause.root.split(":", 1)[0] if cause.root else reasons[0]
+    return Finding(
+        "graph break",
+        f"{len(sites)} graph breaks, one cause: {title_cause}",
+        at_stake,
+        estimate,
+        f"Dynamo stopped tracing at {len(sites)} places"
+        + (f" in {frames} compiled frames" if frames > 1 else "")
+        + f": {named}. Torch's words: {said}"
+        + (f". The root cause: {cause.root}" if cause.root else "")
+        + "; the code from each break to the next compiled frame runs eager, and each graph pays its guards",
+        "compile.html#breaks",
+        fix,
+        "high" if located else "medium",
+        occurrences=len(sites),
+        root_cause=cause.root or reasons[0],
+    )
 
 
 def _first_line(text: str) -> str:
@@ -269,39 +441,57 @@ def _first_line(text: str) -> str:
 
 
 def _break_fix(item: GraphBreak) -> str:
-    hint = _HINT.search(item.detail)
+    hint = next((h["hint"].strip() for h in _HINT.finditer(item.detail) if not _USELESS_HINT.search(h["hint"])), None)
     if hint:
-        return hint["hint"].strip()
+        return hint
     reason = item.reason.lower()
-    if ".item()" in reason or "capture_scalar_outputs" in reason:
-        return "torch._dynamo.config.capture_scalar_outputs = True, or keep the value a tensor (torch.where)"
-    if "data-dependent" in reason or "jump" in reason or "generic_jump" in reason:
-        return "replace the Python branch on a tensor's value with torch.where (or torch.cond)"
     if "print" in reason or "logging" in reason:
         return "remove the print or logging call from the compiled function"
-    if "nonzero" in reason or "dynamic shape" in reason:
-        return "torch._dynamo.config.capture_dynamic_output_shape_ops = True, or avoid the data-dependent shape"
+    if "jump" in reason or "generic_jump" in reason:
+        return "replace the Python branch on a tensor's value with torch.where (or torch.cond)"
     return "rewrite the line so Dynamo can trace it, or move it out of the compiled function"
+
+
+def _recompile_key(reason: str) -> str:
+    """A failed guard without the tensor's name: one input size change fails the same guard in every frame."""
+    return _TENSOR_NAME.sub("tensor", _first_line(_COMPILE_ID_PREFIX.sub("", reason)))
 
 
 def _recompiles(run: CompileRun) -> list[Finding]:
     from ..report.views import frame_anchor  # the report's anchors: one definition
 
-    findings = []
+    groups: dict[str, list[DynamoFrame]] = {}
     for frame in run.recompiles:
-        reason = _COMPILE_ID_PREFIX.sub("", frame.recompile_reasons[0])
+        groups.setdefault(_recompile_key(frame.recompile_reasons[0]), []).append(frame)
+    findings = []
+    for frames in groups.values():
+        first = frames[0]
+        reason = _COMPILE_ID_PREFIX.sub("", first.recompile_reasons[0])
+        seconds = sum(f.compile_time_s or 0.0 for f in frames)
+        which = "these frames" if len(frames) > 1 else "this frame"
+        estimate = ("compile time, not step time" + (f" ({seconds:.1f} s for {which})" if seconds else "")
+                    + ", unless the inputs keep changing")  # fmt: skip
+        url = f"compile.html#{frame_anchor(first.compile_id)}"
+        if len(frames) == 1:
+            findings.append(Finding("recompile", f"Recompiled [{first.compile_id}]: {_first_line(reason)}", None,
+                                    estimate, f"Dynamo compiled {_where(first)} again because a guard failed: "
+                                    f"{'; '.join(first.recompile_reasons)}", url, _recompile_fix(reason),
+                                    "medium"))  # fmt: skip
+            continue
+        each = "; ".join(f"{_where(f)} [{f.compile_id}]: {_first_line(_COMPILE_ID_PREFIX.sub('', f.recompile_reasons[0]))}"
+                         for f in frames[:5])  # fmt: skip
         findings.append(
             Finding(
                 "recompile",
-                f"Recompiled [{frame.compile_id}]: {_first_line(reason)}",
+                f"{len(frames)} recompiles, one cause: {_recompile_key(reason)}",
                 None,
-                "compile time, not step time"
-                + (f" ({frame.compile_time_s:.1f} s for this frame)" if frame.compile_time_s else "")
-                + ", unless the inputs keep changing",
-                f"Dynamo compiled {_where(frame)} again because a guard failed: {'; '.join(frame.recompile_reasons)}",
-                f"compile.html#{frame_anchor(frame.compile_id)}",
+                estimate,
+                f"Dynamo compiled {len(frames)} frames again because the same guard failed in each: {each}",
+                url,
                 _recompile_fix(reason),
                 "medium",
+                occurrences=len(frames),
+                root_cause=_recompile_key(reason),
             )
         )
     return findings
@@ -408,6 +598,112 @@ def _custom_ops(run: CompileRun) -> list[Finding]:
     ]
 
 
+# --- the kernels: precision, the roofline, autotuning ------------------------------------------------------
+
+
+def _timed_externs(run: CompileRun) -> Iterable[tuple[GraphRecord, Launch]]:
+    for graph in run.graphs:
+        for launch in graph.launches:
+            if launch.kind == "extern" and launch.timing is not None:
+                yield graph, launch
+
+
+def _input_dtype(graph: GraphRecord, launch: Launch) -> str | None:
+    """The dtype of a library call's first typed input as FX prints it ("f32", "bf16"), None where unknown."""
+    for text in launch_input_types(graph, launch):
+        dtype = text.split("[", 1)[0] if text and "[" in text else "?"
+        if dtype != "?":  # "?": a view of a buffer whose type the graph does not say
+            return dtype
+    return None
+
+
+def _precision(run: CompileRun) -> list[Finding]:
+    """Float32 library matmuls (convolutions where cuDNN's TF32 is off) that TF32 or bfloat16 would speed up."""
+    from ..report.views import launch_url
+
+    bench = run.bench
+    if bench is None or bench.device != "cuda" or bench.step is None or not bench.step.total_us:
+        return []
+    ceilings = bench.ceilings
+    if ceilings is None:
+        return []
+    matmul_tf32 = ceilings.tf32 or ceilings.float32_matmul_precision not in (None, "highest")
+    cudnn_tf32 = ceilings.cudnn_tf32 is not False  # None: not recorded, and cuDNN's default is on
+    calls: list[tuple[float, GraphRecord, Launch, bool]] = []
+    for graph, launch in _timed_externs(run):
+        op = _op_base(launch)
+        if not _MATMUL_OPS.match(op) or _input_dtype(graph, launch) != "f32":
+            continue
+        convolution = bool(_CONVOLUTION.match(op))
+        if (convolution and not cudnn_tf32) or (not convolution and not matmul_tf32):
+            assert launch.timing is not None
+            calls.append((launch.timing.median_us, graph, launch, convolution))
+    total = sum(us for us, *_ in calls)
+    device_us = bench.step.total_us
+    if not calls or total < PRECISION_SHARE * device_us:
+        return []
+    convolutions = any(conv for *_, conv in calls)
+    what = "float32 matmuls" + (" and convolutions" if convolutions else "")
+    placed = [(us, t.roofline.percent) for us, _, launch, _ in calls
+              if (t := launch.timing) is not None and t.roofline is not None and t.roofline.percent is not None]  # fmt: skip
+    at_roof = ""
+    if placed:
+        weighted = sum(us * percent for us, percent in placed) / sum(us for us, _ in placed)
+        at_roof = (f"; they run at {weighted:.0f}% of the measured float32 roofline (time-weighted; "
+                   f"{min(p for _, p in placed):.0f}-{max(p for _, p in placed):.0f}% each)")  # fmt: skip
+        if weighted >= 100 * (1 - AUTOTUNE_UNDER / 2):
+            at_roof += ": no tuning closes the gap, a faster number format does"
+    kernels = list(dict.fromkeys(k for _, _, launch, _ in calls if launch.timing for k in launch.timing.device_kernels
+                                 if not k.startswith("Memset")))  # fmt: skip
+    off = []
+    if not matmul_tf32:
+        off.append(f'torch.get_float32_matmul_precision() is "{ceilings.float32_matmul_precision or "highest"}" '
+                   "(TF32 off for matmuls)")  # fmt: skip
+    if convolutions:
+        off.append("torch.backends.cudnn.allow_tf32 is False")
+    warned = f'; torch warned in the capture log: "{_TF32_WARNING}"' if _TF32_WARNING in run.log_text else ""
+    evidence = (
+        f"{total:,.1f} of the {device_us:,.1f} µs of device time per step ({total / device_us:.0%}) is {what} in "
+        f"{len(calls)} library calls on the float32 cores ({'; '.join(off)}){at_roof}"
+        + (f"; their kernels: {', '.join(k[:90] for k in kernels[:2])}" if kernels else "")
+        + warned
+    )
+    fp32, tf32, bf16 = ceilings.matmul_tflops, ceilings.matmul_tf32_tflops, ceilings.matmul_bf16_tflops
+    measured = ceilings.matmul_dtype == "float32" and not ceilings.tf32
+    at_stake = total * (1 - fp32 / tf32) if measured and tf32 else None
+    bf16_stake = total * (1 - fp32 / bf16) if measured and bf16 else None
+    size = f"{ceilings.matmul_size}³ matmuls on this GPU"
+    if at_stake is not None and tf32:
+        estimate = (f"the {what} time x (1 - float32 / TF32 ceiling) = {total:,.1f} µs x (1 - {fp32:,.1f} / "
+                    f"{tf32:,.1f} TFLOP/s), both ceilings measured ({size}): what is left if the calls run at the "
+                    "same fraction of the TF32 ceiling as they do of the float32 one")  # fmt: skip
+    else:
+        estimate = f"not estimated: this capture did not measure the TF32 ceiling (basis: {_TYPICAL_TF32})"
+    if bf16_stake is not None and bf16:
+        estimate += (f"; bfloat16 autocast: {total:,.1f} µs x (1 - {fp32:,.1f} / {bf16:,.1f} TFLOP/s, the measured "
+                     f"bfloat16 ceiling) = {bf16_stake:,.1f} µs, before the casts it adds")  # fmt: skip
+    first = "torch.set_float32_matmul_precision(\"high\") before compiling (TF32 tensor cores for float32 matmuls)"
+    if convolutions:
+        first += " and torch.backends.cudnn.allow_tf32 = True (for the convolutions)"
+    second = '; further: torch.autocast("cuda", dtype=torch.bfloat16) around the forward pass'
+    if bf16_stake is not None:
+        second += f" (about {bf16_stake:,.1f} µs at stake by the bfloat16 ceiling)"
+    largest = max(calls, key=lambda call: call[0])
+    return [
+        Finding(
+            "precision",
+            f"{what.capitalize()} take {total / device_us:.0%} of the device time with TF32 off",
+            at_stake,
+            estimate,
+            evidence,
+            launch_url(largest[1], largest[2]),
+            first + second,
+            "high" if at_stake is not None else "medium",
+            caveat=_PRECISION_CAVEAT,
+        )
+    ]
+
+
 def _under_roofline(run: CompileRun) -> list[Finding]:
     from ..report.views import kernel_url
 
@@ -419,11 +715,17 @@ def _under_roofline(run: CompileRun) -> list[Finding]:
             continue
         if roofline.seconds >= TINY_KERNEL_S and roofline.percent < 100 * FAR_FROM_ROOF:
             above = timing.in_context_us * (1 - roofline.percent / 100)
-            slow.append((above, graph, kernel.name, roofline.percent))
+            slow.append((above, graph, kernel.name, roofline.percent, roofline.bound))
     if not slow:
         return []
     slow.sort(key=lambda item: -item[0])
-    named = ", ".join(f"{name} at {percent:.0f}%" for _, _, name, percent in slow[:3])
+    named = ", ".join(f"{name} at {percent:.0f}%" for _, _, name, percent, _ in slow[:3])
+    memory = sum(1 for *_, bound in slow if bound == "memory")
+    change = _tuning_change(run) or (
+        "tuning is already on (coordinate descent and autotuning): open the kernel's page; a memory-bound kernel "
+        "this far under the copy bandwidth usually reads strided or gathered data (a transpose, cat or index), "
+        "which no block size fixes: give its inputs a contiguous layout, or keep the op fused into its consumer"
+    )
     return [
         Finding(
             "roofline",
@@ -431,10 +733,10 @@ def _under_roofline(run: CompileRun) -> list[Finding]:
             sum(item[0] for item in slow),
             "their in-context time per step minus what the roofline allows: an upper bound, rarely all recoverable",
             f"launches of {TINY_KERNEL_S * 1e6:.0f} µs or more at under {FAR_FROM_ROOF:.0%} of this device's measured "
-            f"roofline: {named}",
+            f"roofline: {named}"
+            + (f"; {memory} of them memory-bound (under the measured copy bandwidth)" if memory else ""),
             kernel_url(slow[0][1], slow[0][2]),
-            'torch.compile(model, options={"coordinate_descent_tuning": True}) to tune each kernel\'s block sizes, '
-            'or mode="max-autotune-no-cudagraphs"',
+            change,
             "low",
         )
     ]
@@ -461,31 +763,70 @@ def _autotune(run: CompileRun) -> list[Finding]:
                 "low",
             )
         )
-    settings, bench = run.settings, run.bench
-    step = bench.step if bench is not None else None
-    if run.autotune or step is None or not step.total_us or bench is None or bench.device != "cuda":
-        return findings
-    options = {**(settings.mode_options if settings else {}), **(settings.options if settings else {})}
-    if options.get("max_autotune") or options.get("max_autotune_gemm"):
-        return findings
-    matmul_us = sum(
-        launch.timing.median_us
-        for g in run.graphs
-        for launch in g.launches
-        if launch.timing is not None and launch.kind == "extern" and _MATMUL_OPS.match(_op_base(launch))
-    )
-    if matmul_us >= UNTUNED_SHARE * step.total_us:
-        findings.append(
-            Finding(
-                "autotune",
-                f"Matmuls and convolutions take {matmul_us / step.total_us:.0%} of the device time, not autotuned",
-                None,
-                "not estimated: autotuning may find a faster kernel (or fuse an epilogue), or keep the library's",
-                f"{matmul_us:,.1f} of {step.total_us:,.1f} µs of device time per step in library matmuls and "
-                "convolutions, with no AUTOTUNE table in the log",
-                "index.html#kernels",
-                'mode="max-autotune-no-cudagraphs" (benchmarks Triton templates against the library at compile time)',
-                "low",
-            )
-        )
+    findings += _untuned_matmuls(run)
     return findings
+
+
+def _untuned_matmuls(run: CompileRun) -> list[Finding]:
+    """Library matmuls measurably under their roofline in a run that did not autotune: the time above the roof."""
+    from ..report.views import launch_url
+
+    bench = run.bench
+    if bench is None or bench.device != "cuda" or autotunes(run):
+        return []
+    under = []
+    for graph, launch in _timed_externs(run):
+        timing = launch.timing
+        roofline = timing.roofline if timing is not None else None
+        if timing is None or roofline is None or roofline.percent is None or not _MATMUL_OPS.match(_op_base(launch)):
+            continue
+        if roofline.seconds >= TINY_KERNEL_S and roofline.percent < 100 * AUTOTUNE_UNDER:
+            under.append((timing.median_us * (1 - roofline.percent / 100), graph, launch, roofline.percent))
+    if not under:
+        return []
+    under.sort(key=lambda item: -item[0])
+    named = ", ".join(f"{launch.label} #{launch.position} at {percent:.0f}%" for _, _, launch, percent in under[:3])
+    mode = suggested_mode(run, autotune=True)
+    return [
+        Finding(
+            "autotune",
+            f"{len(under)} library matmul(s) under {AUTOTUNE_UNDER:.0%} of the roofline, not autotuned",
+            sum(item[0] for item in under),
+            "their in-context time per step minus what the roofline allows: what a better kernel could save at most",
+            f"library matmul calls of {TINY_KERNEL_S * 1e6:.0f} µs or more at under {AUTOTUNE_UNDER:.0%} of this "
+            f"device's measured roofline: {named}; the run did not autotune",
+            launch_url(under[0][1], under[0][2]),
+            f"{_mode_change(mode)}: benchmarks Triton matmul templates against the library's kernel at compile "
+            "time and keeps the faster",
+            "medium",
+            caveat="longer compiles: every matmul shape is benchmarked once (minutes on a large model)",
+        )
+    ]
+
+
+def _nothing_to_gain(
+    findings: list[Finding], noise: float, verdict: BoundVerdict | None, gpu: bool
+) -> Finding | None:
+    """One finding that says so, when no change the records show would save more than the noise."""
+    actionable = {"graph break", "fallback", "custom op", "precision"}
+    if any((f.at_stake_us or 0.0) >= noise for f in findings) or any(
+        f.at_stake_us is None and f.kind in actionable for f in findings
+    ):
+        return None
+    largest = max((f for f in findings if f.at_stake_us is not None), key=lambda f: f.at_stake_us or 0.0, default=None)
+    facts = []
+    if verdict is not None and verdict.verdict != "unknown" and verdict.idle_share is not None:
+        facts.append(f"{verdict.verdict} ({'GPU idle' if gpu else 'host overhead'} {verdict.idle_share:.0%} of the step)")
+    facts.append(f"the largest time at stake: {largest.at_stake_us:,.1f} µs ({largest.title})"
+                 if largest is not None and largest.at_stake_us is not None else "no cost found that takes time")  # fmt: skip
+    return Finding(
+        "nothing to gain",
+        "Nothing to gain here: no change found that would save more than the noise",
+        None,
+        f"the noise: {NOISE_SHARE:.0%} of the compiled step or half its p10-p90 spread, whichever is larger "
+        f"({noise:,.1f} µs)",
+        "; ".join(facts),
+        "index.html#timing",
+        "",
+        "medium",
+    )

@@ -3,16 +3,19 @@ or not faster, than eager, and what to try").
 
 The diagnosis itself is ``bench.diagnosis.diagnose`` (records only); this module lays it out: a
 waterfall from the eager step to the compiled step (each timed finding one bar, linked to its evidence)
-as plain HTML bars positioned in percent of the widest total, and the ranked list of findings.
+as plain HTML bars positioned in percent of the widest total, the ranked list of findings, and the rules
+the findings follow, worded from the thresholds the code applies (``diagnosis_rules``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bench.diagnosis import Diagnosis, Finding, diagnose
+from ..bench import bound, diagnosis
+from ..bench.diagnosis import Diagnosis, diagnose
+from ..bench.roofline import FAR_FROM_ROOF, TINY_KERNEL_S
 from ..bench.stability import Stability
-from ..records import CompileRun
+from ..records import CompileRun, Finding
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class DiagnosisView:
     bars: tuple[WaterfallBar, ...]
     findings: tuple[Finding, ...]
     waterfall_note: str = ""
+    rules: tuple[tuple[str, str], ...] = ()  # (name, rule) as the code applies it
 
 
 def diagnosis_view(run: CompileRun) -> DiagnosisView:
@@ -44,7 +48,42 @@ def diagnosis_view(run: CompileRun) -> DiagnosisView:
                 "stake below would be noise. Measure again on a quiet machine.")  # fmt: skip
     elif diagnosis.eager_us and diagnosis.compiled_us:
         bars, note = _waterfall(diagnosis)
-    return DiagnosisView(diagnosis, diagnosis.stability, bars, diagnosis.findings, note)
+    gpu = diagnosis.device == "cuda"
+    return DiagnosisView(diagnosis, diagnosis.stability, bars, diagnosis.findings, note, diagnosis_rules(gpu))
+
+
+def diagnosis_rules(gpu: bool) -> tuple[tuple[str, str], ...]:
+    """Each rule of ``bench.diagnosis`` in words, its numbers from the constants the code applies."""
+    host = (
+        ("host-bound", f"the bound verdict's rule ({bound.rule_text(True)}); host-bound or mixed: the idle time is "
+         "at stake, and the change is CUDA graphs in the mode that keeps the run's autotuning")
+        if gpu
+        else ("host overhead", f"{bound.rule_text(False)}; Python around the kernels (time inside compiled graphs "
+              f"outside their kernels) from {diagnosis.OVERHEAD_SHARE:.0%} of the step: cpp_wrapper; outside the "
+              "graphs: the compiled step minus the time inside compiled graphs (Dynamo's guards, eager code)")
+    )
+    return (
+        host,
+        ("graph breaks", "one finding per root cause: a data-dependent scalar (aten._local_scalar_dense, "
+         "Tensor.item()) or output shape is named as such however many frames it broke; other breaks fold by "
+         "their reason"),
+        ("recompiles", "one finding per failed guard (the tensor's name aside), with the dimension to mark dynamic"),
+        ("ATen fallbacks", "extern calls that are not library matmuls, convolutions or attention"),
+        ("custom ops", "torch.library ops of the model or a library, named namespace::op: Inductor calls them as "
+         "they are"),
+        ("precision", f"float32 library matmuls (convolutions where cuDNN's TF32 is off) taking "
+         f"{diagnosis.PRECISION_SHARE:.0%} of the device time or more with TF32 off; the time at stake is their time x "
+         "(1 - float32 / TF32 ceiling), both ceilings measured on this GPU; bfloat16 autocast the same way"),
+        ("kernels under the roofline", f"launches of {TINY_KERNEL_S * 1e6:.0f} µs or more under "
+         f"{FAR_FROM_ROOF:.0%} of it, with the tuning the run has not used"),
+        ("autotune", f"library matmuls under {diagnosis.AUTOTUNE_UNDER:.0%} of their roofline in a run that did not "
+         "autotune, when the time above the roof is more than the noise (never when they sit near it); picks "
+         f"within {diagnosis.CLOSE_CALL:.0%} of the runner-up"),
+        ("nothing to gain", f"said as such when no finding puts more than the noise at stake "
+         f"({diagnosis.NOISE_SHARE:.0%} of the compiled step, or half its p10-p90 spread)"),
+        ("never", "a change to the mode or options the run used, or one that drops its CUDA graphs; training advice "
+         "on an inference run"),
+    )
 
 
 def _us(value: float, sign: bool = False) -> str:

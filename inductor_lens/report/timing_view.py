@@ -1,5 +1,9 @@
-"""Report stage: the view model of "where the time goes": end to end, the device's ceilings, one profiled
-step as a bar, and the roofline and bandwidth charts of every timed kernel."""
+"""Report stage: the view model of "where the time goes": end to end, the device's ceilings, the bound
+verdict (``bench.bound``), one step as a bar, and the roofline and bandwidth charts of every timed kernel.
+
+On a GPU the bar is drawn against the benchmarked compiled step (``do_bench`` median), never against the
+profiled span (first kernel to last under the profiler, which the profiler stretches): the launches' device
+times, the device work tied to no launch, and the idle time of the bound verdict (step minus busy)."""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ..bench.bound import bound_verdict
 from ..bench.stability import Stability
-from ..records import BenchResult, CompileRun, CudaGraphUse, ProfileSource
+from ..records import BenchResult, BoundVerdict, CompileRun, CudaGraphUse, ProfileSource
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
 
@@ -26,6 +31,8 @@ class TimingView:
     in_context_method: str = ""
     isolated_method: str = ""
     profile_note: str = ""  # where the times come from, for a profiler trace recorded elsewhere
+    bound: BoundVerdict | None = None
+    bar_note: str = ""  # what the bar's whole is
 
 
 def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
@@ -67,20 +74,16 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
                         0.0,
                     )
                 )
-    bar = None
+    verdict = bound_verdict(run)
+    bar, bar_note = None, ""
     if step is not None and segments:
-        whole = step.span_us if gpu and step.span_us else sum(s.us for s in segments)
-        segments = [BarSegment(s.label, s.url, s.category, s.us, 100.0 * s.us / whole) for s in segments]
-        if gpu and step.span_us and step.busy_us is not None:
-            idle = max(0.0, step.span_us - step.busy_us)
-            segments.append(BarSegment("GPU idle: gaps between kernels (launch overhead)", "#timing", "idle", idle,
-                                       100.0 * idle / whole))  # fmt: skip
+        segments, bar_note = _step_segments(segments, step.total_us - step.attributed_us, verdict, gpu)
         bar = time_bar(segments)
     ceilings = bench.ceilings
     return TimingView(
         bench=bench,
         device_label=label,
-        cards=_cards(run, bench, gpu, stability),
+        cards=_cards(run, bench, gpu, stability, verdict),
         bar=bar,
         roofline=roofline_chart(points, ceilings) if ceilings else None,
         bandwidth=bandwidth_chart(points, ceilings) if ceilings else None,
@@ -97,7 +100,36 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
             "not measured" if gpu else "not measured on CPU",
         ),
         profile_note=profile_note(bench.profile, gpu) if bench.profile is not None else "",
+        bound=verdict,
+        bar_note=bar_note,
     )
+
+
+def _step_segments(
+    launches: list[BarSegment], untied_us: float, verdict: BoundVerdict | None, gpu: bool
+) -> tuple[list[BarSegment], str]:
+    """The bar's segments in percent of its whole, and what the whole is. GPU: the benchmarked step, with the
+    device work tied to no launch and the bound verdict's idle time; scaled to the parts where they add up to
+    more (the profiled device time can exceed a benchmarked step)."""
+    parts = list(launches)
+    if gpu and untied_us > 0:
+        parts.append(BarSegment("Device work tied to no launch (eager ops between the graphs)", "#timing", "other",
+                                untied_us, 0.0))  # fmt: skip
+    note = f"width: {'device' if gpu else 'CPU'} time per profiled step"
+    whole = sum(s.us for s in parts)
+    if gpu and verdict is not None and verdict.step_us and verdict.idle_us is not None:
+        parts.append(BarSegment("GPU idle: the benchmarked step minus the GPU's busy time", "#bound-rule", "idle",
+                                verdict.idle_us, 0.0))  # fmt: skip
+        drawn = whole + verdict.idle_us
+        whole = max(verdict.step_us, drawn)
+        note = f"the whole bar is the benchmarked compiled step, {verdict.step_us:,.1f} µs"
+        if drawn > verdict.step_us * 1.01:
+            why = ("kernels that overlap count in full" if drawn <= verdict.step_us * 1.05
+                   else "the profiled device time per step adds up to more than it")  # fmt: skip
+            note = (f"the whole bar is the parts, {drawn:,.1f} µs, longer than the benchmarked compiled step "
+                    f"({verdict.step_us:,.1f} µs): {why}")  # fmt: skip
+    whole = whole or 1.0
+    return [BarSegment(s.label, s.url, s.category, s.us, 100.0 * s.us / whole) for s in parts], note
 
 
 def profile_summary(source: ProfileSource, gpu: bool) -> str:
@@ -128,7 +160,9 @@ def profile_note(source: ProfileSource, gpu: bool) -> str:
     return text
 
 
-def _cards(run: CompileRun, bench: BenchResult, gpu: bool, stability: Stability) -> tuple[SummaryItem, ...]:
+def _cards(
+    run: CompileRun, bench: BenchResult, gpu: bool, stability: Stability, bound: BoundVerdict | None
+) -> tuple[SummaryItem, ...]:
     cards: list[SummaryItem] = []
     e2e = bench.end_to_end
     if e2e is not None:
@@ -169,8 +203,12 @@ def _cards(run: CompileRun, bench: BenchResult, gpu: bool, stability: Stability)
         detail = f"{step.attributed_us:,.1f} µs tied to launches"
         if step.total_p10_us is not None and step.total_p90_us is not None:
             detail += f"; spread p10-p90 {step.total_p10_us:,.1f}-{step.total_p90_us:,.1f} µs over {step.steps} steps"
-        if gpu and step.span_us:
-            detail += f"; GPU busy {step.busy_us:,.1f} of {step.span_us:,.1f} µs from first to last kernel"
+        if gpu and bound is not None and bound.busy_us is not None and bound.step_us:
+            detail += (f"; GPU busy {bound.busy_us:,.1f} of the {bound.step_us:,.1f} µs benchmarked step "
+                       f"({bound.busy_us / bound.step_us:.0%})")  # fmt: skip
+            if bound.profiled_span_us:
+                detail += (f"; under the profiler, first kernel to last: {bound.profiled_span_us:,.1f} µs "
+                           "(the profiler slows the host)")  # fmt: skip
         cards.append(
             SummaryItem(
                 "Device time per step" if gpu else "Time in compiled graphs per step",
