@@ -46,6 +46,7 @@ from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
 from .parse.kernel_information import attach_kernel_information
 from .parse.layout import DebugLayout
+from .parse.module_stacks import attach_module_stacks
 from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
 from .report import render_report, write_report
 from .report.folders import (
@@ -106,6 +107,7 @@ def build_run(
     )
     if capture_dir is not None:
         run = attach_kernel_information(run, capture_dir, strict=strict)  # before the costs, which use it
+        run = attach_module_stacks(run, capture_dir, strict=strict)
         run = attach_measurements(run, capture_dir, strict=strict)
         run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
     if run_handwritten and on_stage is not None:

@@ -422,3 +422,22 @@ TRITON_HELPER_MODULES = ("triton_helpers", "triton_compat")
 # --preview-gpu's stand-in CUDA guard: torch 2.14.1's c10 headers need C++20 (std::strong_ordering in
 # c10/util/intrusive_ptr.h; 2.13's build as C++17). The flag is the one torch's own C++ builder passes
 # (worker/gpu_preview.py, cpp_standard_flag), not a version switch here.
+
+
+# --- module stacks (capture/module_stacks.json) ------------------------------------------------------------------
+# Dynamo names each module of a node's nn_module_stack by the source it was reached through
+# (torch/_dynamo/variables/nn_module.py, record_nn_module_stack: ``source.name``, with ``._modules['x']``,
+# ``._parameters['x']`` and ``._buffers['x']`` already rewritten to ``.x``). The root is the local or global the
+# frame got the model from: ``L['self']`` for a compiled module, ``L['<arg>']`` for a function given one (seen
+# 2.11.0 on the H100 fixtures, 2.13.0 CPU: ``L['self'].transformer.h.0.mlp``, ``L['s'].layers.0.fc``), ``G['x']``
+# for a global. Older spellings kept so old captures fold the same: ``._modules['x']`` (before torch rewrote it),
+# ``[0]`` / ``['x']`` (a GetItemSource: a ModuleList or ModuleDict indexed), ``getattr(base, '0x')`` (an
+# AttrSource whose member is not an identifier, torch/_dynamo/source.py), ``self.layers.0`` (2.0's values).
+MODULE_PATH_ROOT = re.compile(r"^(?:[LG]\[(['\"])[^'\"]*\1\]|self)(?=[.\[]|$)")
+MODULE_PATH_GETATTR = re.compile(r"getattr\((?P<base>[^()]*), (['\"])(?P<member>[^'\"]*)\2\)")
+MODULE_PATH_ITEM = re.compile(r"(?:\._(?:modules|parameters|buffers))?\[(['\"]?)(?P<key>[^'\"\]]*)\1\]")
+
+# The stack trace AOT autograd gives a gradient accumulation node in the backward (torch/fx/traceback.py,
+# GRADIENT_ACC_SPECIAL_STACK) is the forward node's trace followed by this line. Seen 2.11.0 (H100, ResNet-50
+# --train: the backward's ``triton_poi_fused_add_195``).
+GRADIENT_ADDITION_NOTE = "Gradient addition node due to multiple use of tensor around:"

@@ -155,6 +155,11 @@ class Launch:
     timing: LaunchTiming | None = None
     # A library call's tensors as Inductor recorded them (torch 2.14+); None: read from call()'s code.
     tensors: LaunchTensors | None = None
+    # The nn.Module paths its ops ran under, innermost, normalized ("layers.0.mlp.fc1"; several for a kernel
+    # fusing ops of several modules), from capture/module_stacks.json (parse/module_stacks.py). A backward
+    # launch is tied through stack traces, which cannot tell repeated instances apart: it holds the folded path
+    # ("layers.*.mlp.fc1") where its trace ran in several.
+    modules: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -263,6 +268,9 @@ class GraphRecord:
     # Served from Inductor's FX graph cache (the trace's fx_graph_cache_hit): not compiled again, so its debug
     # folder is empty and its output code, kernels and provenance were read from the TORCH_TRACE log.
     cache_hit: bool = False
+    # Every nn.Module path of its compile's module stacks, normalized and unfolded ("layers.0.mlp"), and the
+    # module's class ("LlamaMLP"); empty where the capture recorded no module stacks.
+    module_classes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def hints(self) -> dict[str, int | float]:

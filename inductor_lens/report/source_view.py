@@ -1,15 +1,18 @@
-"""Report stage: the view model of the source page: the user's code, each line annotated with the
-kernels (and library calls) its ops ended up in, the graph breaks it caused, and the modules get_model()
-built on it (for a model of torch's own modules, such as nn.Sequential, the only lines of it that are the
-user's: its forward, and every frame and FX note of its compile, are torch's)."""
+"""Report stage: the view model of the source page: the time per ``nn.Module`` path (repeated layers folded)
+and per line (bench/modules.py), then the user's code, each line annotated with its time, the kernels (and
+library calls) its ops ended up in, the graph breaks it caused, and the modules get_model() built on it (for a
+model of torch's own modules, such as nn.Sequential, the only lines of it that are the user's: its forward,
+and every frame and FX note of its compile, are torch's)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..bench.modules import NO_MODULE_STACKS, OUTSIDE, launch_lines, line_times, module_times
 from ..parse import compat
 from ..records import CompileRun, GraphRecord, SourceLine
+from ..records.answers import LineTime, ModuleTime
 from .views import kernel_url, launch_category, launch_url
 
 
@@ -20,6 +23,7 @@ class LineUse:
     category: str
     graph: str
     backward: bool = False
+    count: int = 1  # launches of the same library op in the same graph, shown once (the first one's url)
 
 
 @dataclass
@@ -29,6 +33,28 @@ class AnnotatedLine:
     uses: list[LineUse] = field(default_factory=list)
     breaks: list[str] = field(default_factory=list)
     built: list[str] = field(default_factory=list)  # "0: Linear": a module get_model() built on this line
+    time: LineTime | None = None  # its launches' time per step (bench/modules.py line_times)
+
+
+@dataclass(frozen=True)
+class LineRow:
+    """A line of the time-per-line table, with its anchor in the file view below (None: not shown there)."""
+
+    time: LineTime
+    label: str  # "modeling_gpt2.py:239"
+    path: str
+    url: str | None
+
+
+@dataclass(frozen=True)
+class SourceTimes:
+    """What the page says of time: the modules' and the lines', ranked, and what the shares are of."""
+
+    modules: tuple[ModuleTime, ...]
+    lines: tuple[LineRow, ...]
+    basis: str  # "of the device time per step"
+    module_note: str  # why there is no time per module, or how backward launches were tied to modules
+    lines_share: float  # the lines' shares added up (launches with no user line are not in the table)
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,7 @@ class SourcePage:
     # The model built by get_model() ("Sequential"), where its forward is torch's own code (compiled through
     # torch's wrap_inline frame): no line of the model file can have ops, only where its modules were built.
     torch_forward: str = ""
+    times: SourceTimes | None = None  # None: nothing was timed
 
 
 def line_anchor(file_index: int, line: int) -> str:
@@ -57,6 +84,8 @@ def file_order(run: CompileRun) -> list[str]:
     names = dict.fromkeys(s.path for s in run.sources)
     for filename, _ in _uses(run):
         names.setdefault(filename, None)
+    for line in line_times(run):
+        names.setdefault(line.filename, None)
     for site in run.capture.model_built if run.capture else ():
         names.setdefault(site.filename, None)
     return list(names)
@@ -114,11 +143,7 @@ def _uses(run: CompileRun) -> dict[tuple[str, int], tuple[SourceLine, list[LineU
 
 
 def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None]) -> None:
-    """Library calls reach user lines through the FX nodes their provenance handle names."""
-    fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
-    if fx is None or graph.provenance is None:
-        return
-    sources = {n.name: n.source for n in fx.nodes if n.source is not None}
+    """Library calls reach user lines through the FX nodes their provenance handle names, or their stack traces."""
     for launch in graph.launches:
         if launch.kind != "extern":
             continue
@@ -129,9 +154,50 @@ def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None])
             graph.id,
             graph.kind == "backward",
         )
-        for node in graph.provenance.kernel_to_post.get(launch.handle or "", ()):
-            if node in sources:
-                add(sources[node], use)
+        for line in launch_lines(graph, launch):
+            add(line, use)
+
+
+def _times(run: CompileRun, order: list[str]) -> SourceTimes | None:
+    timed = line_times(run)
+    modules = module_times(run)
+    if not timed and not modules:
+        return None
+    index = {name: i for i, name in enumerate(order)}
+    rows = tuple(
+        LineRow(t, f"{t.filename.rsplit('/', 1)[-1]}:{t.line}", t.filename,
+                f"#{line_anchor(index[t.filename], t.line)}" if t.filename in index else None)
+        for t in timed
+    )  # fmt: skip
+    gpu = run.bench is not None and run.bench.device == "cuda"
+    if not any(graph.module_classes for graph in run.graphs):
+        note = NO_MODULE_STACKS
+    elif any(m.path != OUTSIDE and "stack traces" in m.method for m in modules):
+        note = (
+            "Backward kernels have no FX node of the forward: they are tied to modules by their stack traces, which "
+            "are the same in every instance of a repeated layer, so their time counts for the folded path "
+            "(layers.*) and not for one instance; the spread across instances is of the forward's time."
+        )
+    else:
+        note = ""
+    return SourceTimes(
+        modules=modules,
+        lines=rows,
+        basis="of the device time per step" if gpu else "of the time in kernels per step",
+        module_note=note,
+        lines_share=sum(t.share for t in timed),
+    )
+
+
+def _grouped(uses: list[LineUse]) -> list[LineUse]:
+    """A line's uses, one badge per kernel or library op and graph (``×N`` for an op launched N times)."""
+    first: dict[tuple[str, str], LineUse] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for use in uses:
+        key = (use.graph, use.label)
+        first.setdefault(key, use)
+        counts[key] = counts.get(key, 0) + 1
+    return [replace(first[key], count=counts[key]) for key in sorted(first)]
 
 
 def source_page(run: CompileRun) -> SourcePage:
@@ -145,19 +211,24 @@ def source_page(run: CompileRun) -> SourcePage:
     for site in run.capture.model_built if run.capture else ():
         built.setdefault((site.filename, site.line), []).append(site)
     texts = {s.path: s.text for s in run.sources}
+    order = file_order(run)
+    times = _times(run, order)
+    timed = {(row.path, row.time.line): row.time for row in times.lines} if times else {}
     files = []
-    for index, name in enumerate(file_order(run)):
+    for index, name in enumerate(order):
         if name in texts:
             lines = [AnnotatedLine(n, text) for n, text in enumerate(texts[name].splitlines(), start=1)]
             complete = True
         else:
-            quoted = {line.line: line for (f, _), (line, _) in uses.items() if f == name}
-            quoted.update({n: sites[0] for (f, n), sites in built.items() if f == name and n not in quoted})
-            lines = [AnnotatedLine(n, quoted[n].code or "") for n in sorted(quoted)]
+            quoted = {line.line: line.code for (f, _), (line, _) in uses.items() if f == name}
+            quoted.update({n: sites[0].code for (f, n), sites in built.items() if f == name and n not in quoted})
+            quoted.update({n: t.code for (f, n), t in timed.items() if f == name and n not in quoted})
+            lines = [AnnotatedLine(n, quoted[n] or "") for n in sorted(quoted)]
             complete = False
         for line in lines:
-            line.uses = sorted(uses.get((name, line.number), (None, []))[1], key=lambda u: (u.graph, u.label))
+            line.uses = _grouped(uses.get((name, line.number), (None, []))[1])
             line.breaks = breaks.get((name, line.number), [])
             line.built = [site.function or "" for site in built.get((name, line.number), [])]
+            line.time = timed.get((name, line.number))
         files.append(SourceFileView(path=name, anchor=f"file-{index}", lines=tuple(lines), complete=complete))
-    return SourcePage(run=run, files=tuple(files), torch_forward=torch_forward(run))
+    return SourcePage(run=run, files=tuple(files), torch_forward=torch_forward(run), times=times)
