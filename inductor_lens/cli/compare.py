@@ -43,7 +43,9 @@ from .common import (
     default=DEFAULT_ROUNDS,
     show_default=True,
     help="Warm rounds: each round runs every configuration's warm process once (order rotated each round); "
-    "the spread of the rounds is the noise a difference must beat.",
+    "a configuration's step is the median of its round medians (with 2 rounds, of those and the cold "
+    "process's: a median of two is their mean, which one bad round would set), and their spread is the "
+    "noise a difference must beat.",
 )
 @out_option("Comparison folder [default: inductor-lens-reports/<model>-compare/].")
 @model_options

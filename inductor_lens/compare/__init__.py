@@ -22,7 +22,7 @@ from .comparability import compares, differences
 from .configs import ConfigRequest, parse_config, requested_configs
 from .kernels import diff_runs
 from .noise import noise_how
-from .summary import ConfigRun, config_result, evidence, judge_changes, judged, pair_noise
+from .summary import ConfigRun, config_result, evidence, judge_changes, judged, pair_noise, tried_here
 from .verdict import same_program, verdict
 
 __all__ = ["ConfigRequest", "ConfigRun", "build_comparison", "parse_config", "requested_configs"]
@@ -38,7 +38,7 @@ def build_comparison(
     created: str | None = None,
 ) -> Comparison:
     """The first entry is the baseline every other configuration's kernels are diffed against."""
-    configs = judged([config_result(e) for e in entries])
+    configs = tried_here(judged([config_result(e) for e in entries]))
     runs = {e.name: e.run for e in entries if e.run is not None}
     base = entries[0]
     diffs = tuple(

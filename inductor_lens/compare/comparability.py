@@ -18,13 +18,15 @@ from ..parse.fx_graph import FX_DTYPES
 from ..records import CompileRun, FactDifference, GraphRecord
 
 # The likeliest cause of a gap first.
-FACTS = ("device", "dtype", "train", "dynamic", "inputs", "device name", "torch", "triton", "model")
-LABELS = {"device": "device", "dtype": "dtype", "train": "training or inference", "dynamic": "dynamic shapes",
+FACTS = ("device", "dtype", "matmul precision", "train", "dynamic", "inputs", "device name", "torch", "triton", "model")
+LABELS = {"device": "device", "dtype": "dtype", "matmul precision": "float32 matmul precision", "train": "training or inference", "dynamic": "dynamic shapes",
           "inputs": "input shapes", "device name": "device model", "torch": "torch version",
           "triton": "Triton version", "model": "model file"}  # fmt: skip
 EFFECTS = {
     "device": "another device: every time differs for that reason alone",
     "dtype": "another dtype changes the work itself (bytes moved, matmul units and their rates)",
+    "matmul precision": ("torch.set_float32_matmul_precision: 'high' or 'medium' runs float32 matmuls on the "
+                         "TF32 or bf16 tensor cores, several times faster than 'highest'"),
     "train": "a training step also runs the backward graph: more work per step, whatever the mode",
     "dynamic": "dynamic shapes compile other kernels (symbolic sizes) and other guards",
     "inputs": "other input shapes are other work per step",
@@ -45,6 +47,9 @@ def run_facts(run: CompileRun) -> dict[str, str]:
     dtype = (settings.dtype if settings and ran else None) or _graph_dtype(run.graphs)
     if dtype:
         facts["dtype"] = FX_DTYPES.get(dtype, dtype)
+    ceilings = run.bench.ceilings if run.bench else None
+    if facts.get("dtype") == "float32" and ceilings is not None and ceilings.float32_matmul_precision:
+        facts["matmul precision"] = ceilings.float32_matmul_precision  # as the model process set it
     backward = any(g.kind == "backward" for g in run.graphs)
     facts["train"] = "training" if backward or (settings is not None and ran and settings.train) else "inference"
     facts["dynamic"] = "dynamic" if any(g.symbols for g in run.graphs) else "static"
@@ -90,7 +95,7 @@ def compares(names: Sequence[str], facts: Mapping[str, Mapping[str, str]], found
                 "so the gap cannot be credited to the mode or options")  # fmt: skip
     shared = facts.get(names[0], {}) if names else {}
     kept = [f"{LABELS[f]} {shared[f]}" if f not in ("train", "dynamic") else shared[f]
-            for f in ("device", "dtype", "train", "dynamic", "torch") if f in shared]  # fmt: skip
+            for f in ("device", "dtype", "matmul precision", "train", "dynamic", "torch") if f in shared]  # fmt: skip
     return "it compares the mode and options alone" + (f": all runs share {', '.join(kept)}" if kept else "")
 
 

@@ -6,7 +6,9 @@ in another), so a launch is identified by the post-grad FX nodes it computes (In
 
 1. graphs are paired by kind and order (the first forward with the first forward, ...);
 2. launches with the same FX nodes are paired: *unchanged* when the code is the same once the
-   kernel's own name is taken out, else *changed* (other code, or extern call against a kernel);
+   kernel's own name is taken out, else *changed* (other code, or extern call against a kernel; the same
+   code under another autotuner pick is marked ``same_code``: compare/summary.py counts it as unchanged
+   where its time moved within the noise);
 3. the launches left over are grouped by shared FX nodes: *regrouped* where the same work is split
    into different launches (fused differently), *added* or *removed* where the other side has none.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..records import (
     CompileRun,
@@ -143,7 +145,7 @@ def _pair(before: _Unit, after: _Unit) -> KernelChange:
         return _change("changed", [before], [after], note)
     if before.config and after.config and before.config != after.config:
         note = f"same code; the run-time autotuner kept {before.config} against {after.config}"
-        return _change("changed", [before], [after], note)
+        return replace(_change("changed", [before], [after], note), same_code=True)
     settings = sorted(
         k for k in {*before.meta, *after.meta} - IGNORED_META if before.meta.get(k) != after.meta.get(k)
     )

@@ -4,8 +4,12 @@
 warm process runs once, in an order rotated every round (A, B, C; then B, C, A; ...), so machine drift
 hits all of them alike. Each process gives the median of its compiled steps: the *round median*.
 
-- A configuration's **step** is the median of its round medians.
-- Its **own noise** is the spread of its round medians: (max - min) / step, at least ``NOISE_FLOOR``.
+- A configuration's **step** is the median of its round medians. A median of two is their mean, which one
+  bad round would set: with fewer than ``ROBUST_ROUNDS`` rounds the cold process's median (the same
+  measurement, in the configuration's own report) joins them, so one bad process of three cannot set it.
+- Its **own noise** is the spread of those medians: (max - min) / step, at least ``NOISE_FLOOR``.
+- Its **eager step** is worked out from the eager medians of the same processes in the same way, and its
+  **speed-up** is the eager step over the step: one source for every "faster/slower than eager".
 - Between two configurations A and B the **paired ratios** are B's round median over A's, round by round
   (both measured minutes apart in the same round). The **noise of the pair** is the largest of: the spread
   of those ratios (max - min), the two configurations' own noise, and ``NOISE_FLOOR``.
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..records import AgainstBaseline, ConfigResult, Judgement, RoundMeasure, Timing
+from ..units import format_ms
 
 # Below this, two medians of one step are not told apart, however quiet the machine looked.
 NOISE_FLOOR = 0.02
@@ -32,6 +38,8 @@ NOISE_FLOOR = 0.02
 SINGLE_PROCESS_FLOOR = 0.05
 DEFAULT_ROUNDS = 3
 MIN_ROUNDS = 2
+# From this many medians on, one bad process cannot set their median.
+ROBUST_ROUNDS = 3
 
 RULE = (
     "a configuration is named the fastest only when the next one's step is slower by more than the noise of "
@@ -43,27 +51,48 @@ def round_medians(rounds: Sequence[RoundMeasure]) -> list[float]:
     return [r.compiled.median_ms for r in rounds if r.error is None and r.compiled.median_ms > 0]
 
 
-def measurements(latency: Timing | None, again: Timing | None, rounds: Sequence[RoundMeasure]) -> list[float]:
-    """The medians a configuration's step is worked out from: its rounds, else its cold and warm process, else one."""
-    medians = round_medians(rounds)
-    if medians:
-        return medians
-    return [t.median_ms for t in (latency, again) if t is not None]
+@dataclass(frozen=True)
+class Basis:
+    """The medians a step is worked out from, and how: ``rule`` in general words (the page's method text),
+    ``how`` with this configuration's numbers (its step cell)."""
+
+    values: tuple[float, ...]
+    rule: str
+    how: str
+
+    @property
+    def step_ms(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
 
 
-def step_of(latency: Timing | None, again: Timing | None, rounds: Sequence[RoundMeasure]) -> float | None:
-    """The step time a comparison uses: the median of the round medians (older: of the two processes)."""
-    values = measurements(latency, again, rounds)
-    return statistics.median(values) if values else None
-
-
-def measured_how(latency: Timing | None, again: Timing | None, rounds: Sequence[RoundMeasure]) -> str:
-    count = len(round_medians(rounds))
-    if count:
-        return f"median of {count} round medians (warm processes, interleaved)"
-    if latency is not None and again is not None:
-        return "mean of the cold and the warm process's medians"
-    return "median of one process's steps" if latency is not None else ""
+def basis(latency: Timing | None, again: Timing | None, rounds: Sequence[RoundMeasure], *, eager: bool = False) -> Basis:
+    """What a configuration's step (``eager``: its eager step) is worked out from: its round medians, joined by
+    the cold process's where there are fewer than ``ROBUST_ROUNDS``; older comparisons: the cold and the warm
+    process; ``diff``: one process."""
+    if eager:
+        medians = [r.eager.median_ms for r in rounds if r.error is None and r.eager is not None and r.eager.median_ms > 0]
+    else:
+        medians = round_medians(rounds)
+    cold = latency.median_ms if latency is not None and latency.median_ms > 0 else None
+    if len(medians) >= ROBUST_ROUNDS or (medians and cold is None):
+        values, what = tuple(medians), f"{len(medians)} warm round{'s' if len(medians) > 1 else ''} (interleaved)"
+    elif medians and cold is not None:
+        values, what = (cold, *medians), f"the cold process and {len(medians)} warm round{'s' if len(medians) > 1 else ''}"
+    else:
+        values = tuple(t.median_ms for t in (latency, again) if t is not None and t.median_ms > 0)
+        what = "the cold and the warm process" if len(values) == 2 else "one process"
+    shown = ", ".join(format_ms(v) for v in values)
+    if len(values) >= ROBUST_ROUNDS:
+        rule = f"the median of {len(values)} medians: {what}"
+        if len(medians) < ROBUST_ROUNDS:
+            rule += f" (the cold process joins fewer than {ROBUST_ROUNDS} rounds: a median of two is their mean, which one bad round would set)"
+        return Basis(values, rule, f"median of {len(values)}: {what} ({shown})")
+    if len(values) == 2:
+        rule = f"the mean of {what} (a median of two; one bad measurement moves it half-way, so the spread is the two values)"
+        return Basis(values, rule, f"mean of {what} ({shown}); the spread is these two")
+    if values:
+        return Basis(values, f"the median of the steps of {what}", f"median of the steps of {what}")
+    return Basis((), "", "")
 
 
 def own_noise(latency: Timing | None, again: Timing | None = None, rounds: Sequence[RoundMeasure] = ()) -> float | None:
@@ -72,13 +101,14 @@ def own_noise(latency: Timing | None, again: Timing | None = None, rounds: Seque
     Rounds (or an older comparison's two processes): (max - min) of their medians over the step, at least
     ``NOISE_FLOOR``. One process (``diff``): the half-width of its p10-p90 spread, at least ``SINGLE_PROCESS_FLOOR``.
     """
-    values = measurements(latency, again, rounds)
+    values = basis(latency, again, rounds).values
     if not values:
         return None
     if len(values) >= 2:
         return max(spread(values), NOISE_FLOOR)
-    assert latency is not None
-    half = (latency.p90_ms - latency.p10_ms) / 2 / latency.median_ms if latency.median_ms else 0.0
+    # the one process measured: the cold one, else the one round that did not fail
+    one = latency if latency is not None else next(r.compiled for r in rounds if r.error is None and r.compiled.median_ms > 0)
+    half = (one.p90_ms - one.p10_ms) / 2 / one.median_ms if one.median_ms else 0.0
     return max(half, SINGLE_PROCESS_FLOOR)
 
 
@@ -118,9 +148,12 @@ def noise_how(configs: Sequence[ConfigResult]) -> str:
     """How the noise was measured, in words, for the page and the record."""
     rounds = max((len(round_medians(c.rounds)) for c in configs), default=0)
     if rounds >= 2:
+        joined = (f" (with fewer than {ROBUST_ROUNDS} rounds the cold process's median joins them)"
+                  if rounds < ROBUST_ROUNDS else "")  # fmt: skip
         return (f"each configuration was measured in {rounds} warm rounds, interleaved (every round runs each "
                 "configuration's warm process once, in an order rotated each round, so drift of the machine hits "
-                "all alike); a configuration's noise is the spread (max - min) of its round medians over its step; "
+                "all alike); a configuration's noise is the spread (max - min) of the medians its step is the "
+                f"median of{joined}, over its step; "
                 "the noise of two configurations is the largest of the spread (max - min) of their round-by-round "
                 f"ratios and the two configurations' own noise, at least {NOISE_FLOOR:.0%}")  # fmt: skip
     if any(c.latency_again is not None for c in configs):

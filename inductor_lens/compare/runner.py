@@ -9,7 +9,9 @@ machine hits every configuration alike (compare/noise.py turns the round medians
 warm processes write to ``configs/<name>/warm-rounds/<k>/``; the caches are deleted at the end.
 
 ``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's pages
-again. The judging itself (``build_comparison``) works on records only.
+again. Both first bring each configuration's report up to date in place (``current_run``), so that the
+comparison's links open pages rendered from the run the comparison read, by this inductor-lens, never an
+older render. The judging itself (``build_comparison``) works on records only.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TextIO
 from ..capture import PhaseCallback, capture
 from ..errors import InputFolderError, LensError, UsageError
 from ..options import CompileSpec
-from ..pipeline import compile_model, load_run
+from ..pipeline import compile_model, load_run, report_folder
 from ..records import Comparison, CompileRun, RoundMeasure, Timing
 from ..report import render_comparison, write_report
 from ..report.folders import (
@@ -183,7 +185,7 @@ def _notes(entries: Sequence[ConfigRun]) -> list[str]:
 
 def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) -> ComparisonResult:
     """Compare two existing reports (lens.json) without recompiling; the first is the baseline."""
-    runs = [load_run(report_a), load_run(report_b)]
+    runs = [current_run(report_a), current_run(report_b)]
     names = [report_name(report_a), report_name(report_b)]
     if names[0] == names[1]:
         names = [f"{names[0]} (a)", f"{names[1]} (b)"]
@@ -210,6 +212,18 @@ def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) ->
     return ComparisonResult(comparison, index)
 
 
+def current_run(folder: Path) -> CompileRun:
+    """A configuration's run, its report first brought up to date in place (what ``report FOLDER`` does): the
+    comparison's links open its pages, which must show what the comparison read, by the same inductor-lens.
+    A report that cannot be rendered again (a read-only copy, say) is read as it is."""
+    if not (folder.is_dir() and (folder / LENS_JSON).is_file()):
+        return load_run(folder)  # a lens.json given alone, or no report (which load_run says)
+    try:
+        return report_folder(folder).run
+    except (LensError, OSError):
+        return load_run(folder)
+
+
 def rerender_comparison(folder: Path, out_dir: Path | None = None) -> ComparisonResult:
     """Write a comparison's pages again from its lens.json, recomputing the diff and verdict from the
     configurations' own reports where they are all there (e.g. after upgrading inductor-lens)."""
@@ -225,7 +239,7 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
     moved = {c.name: relative_link(reports[c.name], out_dir) for c in stored.configs}
     comparison = replace(stored, configs=tuple(replace(c, report=moved[c.name]) for c in stored.configs))
     if all((reports[c.name] / LENS_JSON).is_file() for c in stored.configs):
-        runs: dict[str, CompileRun] = {c.name: load_run(reports[c.name]) for c in stored.configs}
+        runs: dict[str, CompileRun] = {c.name: current_run(reports[c.name]) for c in stored.configs}
         entries = [
             ConfigRun(c.name, c.mode, dict(c.options), runs[c.name], moved[c.name], status=c.status, error=c.error,
                       warm_compile_s=c.warm_compile_s, warm_error=c.warm_error, latency_again=c.latency_again,

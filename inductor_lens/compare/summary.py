@@ -8,14 +8,17 @@ the captures show. The verdict sentence is compare/verdict.py's.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..bench.diagnosis import diagnose
+from ..bench.stability import judge as judge_stability
 from ..parse.compat import CUDAGRAPH_LOG_MARKERS
 from ..records import (
+    AgainstBaseline,
     AutotuneWinner,
     CaptureStatus,
     CompileRun,
@@ -32,10 +35,13 @@ from ..records import (
 from ..units import format_percent, format_signed_percent
 from .comparability import run_facts
 from .kernels import launch_kind
-from .noise import NOISE_FLOOR, measured_how, own_noise, step_of, versus
+from .noise import NOISE_FLOOR, basis, judge, own_noise, versus
 
 # Autotune picks this close to the runner-up are coin flips (the autotuner's own timing noise).
 CLOSE_PICK = 0.03
+# A kernel's profiled time per step moves by about a microsecond between two processes whatever its code
+# (another autotuner pick of the same code, the clock, the profiler): less is not a change.
+KERNEL_FLOOR_US = 1.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ def config_result(entry: ConfigRun) -> ConfigResult:
                             rounds=entry.rounds)  # fmt: skip
     e2e = run.bench.end_to_end if run.bench else None
     latency = e2e.compiled if e2e else None
+    step, eager_step = basis(latency, entry.latency_again, entry.rounds), basis(e2e.eager if e2e else None, None, entry.rounds, eager=True)
     warm = [r.compile_s for r in entry.rounds if r.compile_s is not None]
     kernels: Counter[str] = Counter(launch_kind(g, launch) for g in run.graphs for launch in g.launches)
     return ConfigResult(
@@ -78,12 +85,16 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         latency=latency,
         latency_again=entry.latency_again,
         noise=own_noise(latency, entry.latency_again, entry.rounds),
-        step_ms=step_of(latency, entry.latency_again, entry.rounds),
+        step_ms=step.step_ms,
         rounds=entry.rounds,
-        measured=measured_how(latency, entry.latency_again, entry.rounds),
+        measured=step.how,
         facts=run_facts(run),
         eager=e2e.eager if e2e else None,
-        speedup=e2e.speedup if e2e else None,
+        # one source for "faster or slower than eager": the same processes, worked out the same way
+        speedup=eager_step.step_ms / step.step_ms if eager_step.step_ms and step.step_ms else None,
+        eager_step_ms=eager_step.step_ms,
+        step_rule=step.rule,
+        unstable=tuple(r.text for r in judge_stability(run).reasons),
         peak_bytes=e2e.compiled_peak_bytes if e2e else None,
         graphs=len(run.graphs),
         graph_breaks=len(run.graph_breaks),
@@ -144,6 +155,15 @@ def judged(configs: Sequence[ConfigResult]) -> tuple[ConfigResult, ...]:
     )
 
 
+def against_eager(config: ConfigResult) -> AgainstBaseline | None:
+    """The step against the eager step, from the speed-up the table shows (+ = slower than eager), judged
+    against the configuration's own noise: the one source of every "faster or slower than eager"."""
+    if not config.speedup:
+        return None
+    fraction, noise = 1 / config.speedup - 1, config.noise or NOISE_FLOOR
+    return AgainstBaseline(fraction, noise, judge(fraction, noise), against="eager")
+
+
 def pair_noise(a: ConfigResult, b: ConfigResult) -> float:
     """The noise a difference between two configurations must beat (compare/noise.py)."""
     pair = versus(a, b)
@@ -151,19 +171,65 @@ def pair_noise(a: ConfigResult, b: ConfigResult) -> float:
 
 
 def judge_changes(diff: ConfigDiff, noise: float) -> ConfigDiff:
-    """The kernel diff with each change's time judged against ``noise``, the noise of its two configurations."""
-    changes = tuple(replace(c, judgement=_change_judgement(c, noise)) for c in diff.changes)
-    return replace(diff, changes=changes, noise=noise)
+    """The kernel diff with each change's time judged against ``noise``, the noise of its two configurations.
+
+    The same code under another autotuner pick whose time moved within the noise is no change: it is
+    counted as unchanged (its note keeps the two picks)."""
+    changes = []
+    for change in diff.changes:
+        judgement = _change_judgement(change, noise)
+        kind = "unchanged" if change.same_code and judgement == "within noise" else change.kind
+        changes.append(replace(change, kind=kind, judgement=judgement))
+    return replace(diff, changes=tuple(changes), noise=noise)
+
+
+def change_threshold(noise: float) -> str:
+    """The rule ``_change_judgement`` applies, in words (the page's count of changes says it)."""
+    return f"a kernel's time counts as moved beyond the larger of {format_percent(noise)} of it (the noise of the two configurations) and {KERNEL_FLOOR_US:.0f} µs"
 
 
 def _change_judgement(change: KernelChange, noise: float) -> Judgement | None:
     delta, before = change.delta_us, change.before.time_us if change.before else None
     if delta is None:
         return None
-    if before and abs(delta) <= noise * before:
+    if abs(delta) <= max(noise * (before or 0.0), KERNEL_FLOOR_US):
         return "within noise"
-    # an added launch (nothing before) is judged by its sign alone
     return "slower" if delta > 0 else "faster"
+
+
+def tried_here(configs: Sequence[ConfigResult]) -> tuple[ConfigResult, ...]:
+    """Each diagnosis line whose change another configuration of the comparison ran, with that configuration's
+    step against this one's: the page shows what was measured instead of advising it blindly."""
+    return tuple(
+        replace(config, diagnosis=tuple(_tried(line, config, configs) for line in config.diagnosis))
+        for config in configs
+    )
+
+
+def _tried(line: DiagnosisLine, config: ConfigResult, configs: Sequence[ConfigResult]) -> DiagnosisLine:
+    for other in configs:
+        if other is config or not other.step_ms or not config.step_ms or not _runs_change(line.change, config, other):
+            continue
+        return replace(line, tried_by=other.name, tried=versus(config, other))
+    return line
+
+
+_MODE_IN_CHANGE = re.compile(r"""\bmode\s*=\s*["']?([a-z][a-z-]*)""")
+# What a change names, and the fact (compare/comparability.py) of a configuration that ran it.
+_PRECISION_WORDS = ("set_float32_matmul_precision", "TF32", "tf32")
+
+
+def _runs_change(change: str, config: ConfigResult, other: ConfigResult) -> bool:
+    """Whether ``other`` runs what ``change`` (a diagnosis line of ``config``) advises: its mode, one of its
+    options, or its float32 matmul precision, where ``config``'s differs."""
+    mode = _MODE_IN_CHANGE.search(change)
+    if mode and mode.group(1) == other.mode != config.mode:
+        return True
+    options = [k for k, v in other.options.items() if config.options.get(k) != v]
+    if any(re.search(rf"\b{re.escape(k)}\b", change) for k in options):
+        return True
+    precision = other.facts.get("matmul precision"), config.facts.get("matmul precision")
+    return any(w in change for w in _PRECISION_WORDS) and precision[0] not in (None, "highest", precision[1])
 
 
 def evidence(
@@ -185,16 +251,9 @@ def evidence(
         if versus is not None and versus.judgement == "slower":
             findings = _findings(config, run, base, diff, versus.noise, runs.get(base.name))
             found.append(Evidence(config.name, base.name, versus.fraction, findings))
-        own = config.noise or NOISE_FLOOR
-        if config.eager and ms / config.eager.median_ms - 1 > own:
-            found.append(
-                Evidence(
-                    config.name,
-                    "eager",
-                    ms / config.eager.median_ms - 1,
-                    _findings(config, run, None, None, own),
-                )
-            )
+        eager = against_eager(config)
+        if eager is not None and eager.judgement == "slower":
+            found.append(Evidence(config.name, "eager", eager.fraction, _findings(config, run, None, None, eager.noise)))
     return tuple(found)
 
 

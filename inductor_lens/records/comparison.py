@@ -14,6 +14,13 @@ reader would misread); its numbers continue the run document's, which it shared 
      FactDifference; ConfigResult.facts), and what the verdict compares (Verdict.runner_up, .same_code,
      .rule, .compares), and each configuration's diagnosis (ConfigResult.diagnosis, DiagnosisLine). A version 6
      document reads with none of them: its verdict keeps its own noise.
+  8: one source for each number the page words: how a step is worked out in general words
+     (ConfigResult.step_rule), the eager step measured by the same processes as the step and the speed-up
+     made of the two (ConfigResult.eager_step_ms; speedup = eager_step_ms / step_ms), the reasons the
+     configuration's own report calls its measurements unstable (ConfigResult.unstable), a diagnosis line's
+     change measured by another configuration of the comparison (DiagnosisLine.tried_by, .tried), and a
+     kernel change that is the same code under another autotuner pick (KernelChange.same_code). A version 7
+     document reads with none of them.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from .graph import GraphKind
 from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
 
-COMPARISON_SCHEMA_VERSION = 7
+COMPARISON_SCHEMA_VERSION = 8
 
 ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
 # A difference in time against the run-to-run noise (compare/summary.py): slower or faster only beyond it.
@@ -93,6 +100,9 @@ class DiagnosisLine:
     at_stake_us: float | None
     change: str
     url: str  # into the configuration's report, relative to it
+    # Where another configuration of the comparison ran the change: its name and its step against this one's.
+    tried_by: str | None = None
+    tried: AgainstBaseline | None = None
 
 
 @dataclass(frozen=True)
@@ -121,8 +131,13 @@ class ConfigResult:
     rounds: tuple[RoundMeasure, ...] = ()  # the interleaved warm rounds (compare); none for diff
     measured: str = ""  # how step_ms was measured, in words
     facts: Mapping[str, str] = field(default_factory=dict)  # dtype, train, dynamic, device, ... as shown
-    eager: Timing | None = None
-    speedup: float | None = None  # eager median / compiled median
+    eager: Timing | None = None  # the eager step in the cold process (the configuration's own report)
+    speedup: float | None = None  # eager_step_ms / step_ms (older: the cold process's eager / compiled medians)
+    # The eager step, worked out from the same processes as step_ms, the same way.
+    eager_step_ms: float | None = None
+    step_rule: str = ""  # how step_ms is worked out, in general words (the page's method text)
+    # Why the configuration's own report calls its measurements unstable (bench/stability.py); () when stable.
+    unstable: tuple[str, ...] = ()
     peak_bytes: int | None = None  # compiled step's peak device memory (GPU)
     graphs: int = 0
     graph_breaks: int = 0
@@ -159,6 +174,8 @@ class KernelChange:
     after: DiffSide | None
     note: str = ""
     judgement: Judgement | None = None  # delta_us against the noise; None where a side was not timed
+    # The same code on both sides (names aside) under another launch config the run-time autotuner kept.
+    same_code: bool = False
 
     @property
     def delta_us(self) -> float | None:

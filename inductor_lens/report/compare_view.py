@@ -19,11 +19,13 @@ import difflib
 from dataclasses import dataclass
 
 from ..compare.comparability import headline
+from ..compare.summary import against_eager, change_threshold
 from ..records import (
     AgainstBaseline,
     Comparison,
     ConfigDiff,
     ConfigResult,
+    DiagnosisLine,
     DiffSide,
     Evidence,
     Judgement,
@@ -52,6 +54,19 @@ class ConfigRow:
     versus: Gap | None  # against the baseline
     versus_fastest: Gap | None  # against the fastest
     rounds: tuple[str, ...]  # each round's median, in round order ("1.234 ms (2nd)")
+    speedup_text: str  # "5.02x", "0.32x: slower than eager", or "" where not measured
+    speedup_tone: str
+    eager_text: str  # the eager step the speed-up divides ("" where not measured)
+    diagnosis: tuple[DiagnosisRow, ...]
+
+
+@dataclass(frozen=True)
+class DiagnosisRow:
+    """A diagnosis line; where another configuration ran its change, what that measured (``tried`` words)."""
+
+    line: DiagnosisLine
+    tried: str  # "measured here: max-autotune -1.1% (noise 2.0%): within noise", or ""
+    advised: bool  # still worth trying: not measured here, or measured faster
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,12 @@ class Gap:
     judgement: str
     tone: str
     rounds: str  # the paired round ratios, "1.031, 0.998, 1.012", or ""
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    evidence: Evidence
+    what: str  # "is 12.3% slower than", "takes 3.16x the time of"
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,8 @@ class DiffPage:
     counts: dict[str, int]
     delta_us: float | None
     unjudged: bool  # timed changes without a recorded judgement: an older comparison
+    retuned: int  # unchanged: the same code under another autotuner pick, its time within the noise
+    threshold: str  # when a kernel's time counts as moved, in words ("" for an older comparison)
 
 
 @dataclass(frozen=True)
@@ -102,10 +125,12 @@ class ComparisonPage:
     rows: tuple[ConfigRow, ...]
     kinds: tuple[str, ...]  # kernel kinds in any configuration, for the table's columns
     diffs: tuple[DiffPage, ...]
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[EvidenceRow, ...]
     unjudged: bool  # timed configurations without a recorded judgement: an older comparison
     headline: str  # what the runs differ in besides mode and options ("" when nothing)
     gpu: bool  # any run on a GPU (CUDA graphs, device time)
+    method: str  # how a step is worked out, made of the rules the configurations' steps were worked out by
+    unstable: tuple[ConfigRow, ...]  # configurations whose own report calls its measurements unstable
 
 
 def comparison_page(comparison: Comparison) -> ComparisonPage:
@@ -123,8 +148,37 @@ def comparison_page(comparison: Comparison) -> ComparisonPage:
     unjudged = any(c.latency is not None and c.step_ms is None for c in comparison.configs)
     # facts["device"] is the device kind ("cuda", "cpu"); ConfigResult.device is its name (a CPU's model, too)
     gpu = any(c.facts.get("device", "cuda") != "cpu" or c.cudagraphs for c in comparison.configs)
-    return ComparisonPage(comparison, rows, kinds, diffs, comparison.evidence, unjudged,
-                          headline(comparison.differences), gpu)  # fmt: skip
+    evidence = tuple(EvidenceRow(e, _slower_words(e.slower_by)) for e in comparison.evidence)
+    return ComparisonPage(comparison, rows, kinds, diffs, evidence, unjudged, headline(comparison.differences), gpu,
+                          step_method(comparison.configs), tuple(r for r in rows if r.config.unstable))  # fmt: skip
+
+
+def step_method(configs: tuple[ConfigResult, ...]) -> str:
+    """How a step is worked out, in the words each configuration's step was worked out with (one sentence
+    where they share the rule), so the page's method text cannot say another rule than its numbers follow."""
+    # older comparisons recorded only ``measured``: "median of 3 round medians (...)"
+    rules = {c.name: c.step_rule or f"the {c.measured}" for c in configs if c.step_rule or c.measured}
+    if not rules:
+        return ""
+    if len(set(rules.values())) == 1:
+        return f"A configuration's step is {next(iter(rules.values()))}."
+    return "Steps: " + "; ".join(f"{name}'s, {rule}" for name, rule in rules.items()) + "."
+
+
+def _slower_words(fraction: float) -> str:
+    """A step ``fraction`` slower (0.25: 25%) in words that read right at any size: "takes 3.16x the time of"."""
+    return f"takes {1 + fraction:.2f}x the time of" if fraction >= 1 else f"is {format_percent(fraction)} slower than"
+
+
+def _speedup(config: ConfigResult) -> tuple[str, str]:
+    """The speed-up over eager, worded as the evidence judges it (compare/summary.py ``against_eager``)."""
+    eager = against_eager(config)
+    if eager is None or not config.speedup:
+        return "", "muted"
+    text = f"{config.speedup:.2f}x"
+    if eager.judgement == "within noise":
+        return f"{text}: about eager's time (within the noise of {format_percent(eager.noise)})", "muted"
+    return (f"{text}: slower than eager", "bad") if eager.judgement == "slower" else (text, "ok")
 
 
 def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
@@ -136,9 +190,19 @@ def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
         "failed" if r.error and not r.compiled.median_ms else f"{format_ms(r.compiled.median_ms)} ({_nth(r.position)})"
         for r in sorted(config.rounds, key=lambda r: r.round)
     )
+    eager_ms = config.eager_step_ms or (config.eager.median_ms if config.eager else None)
     return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm,
                      format_ms(config.step_ms), format_percent(config.noise), _gap(versus), _gap(config.against_fastest),
-                     rounds)  # fmt: skip
+                     rounds, *_speedup(config), format_ms(eager_ms) if eager_ms else "",
+                     tuple(_diagnosis_row(d) for d in config.diagnosis))  # fmt: skip
+
+
+def _diagnosis_row(line: DiagnosisLine) -> DiagnosisRow:
+    if line.tried is None:
+        return DiagnosisRow(line, "", True)
+    said = (f"measured here as {line.tried_by}: {format_signed_percent(line.tried.fraction)} "
+            f"(noise {format_percent(line.tried.noise)}), {line.tried.judgement}")  # fmt: skip
+    return DiagnosisRow(line, said, line.tried.judgement == "faster")
 
 
 def _gap(versus: AgainstBaseline | None) -> Gap | None:
@@ -170,7 +234,9 @@ def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) ->
     deltas = [c.delta_us for c in diff.changes if c.delta_us is not None]
     total = sum(deltas) if deltas and len(deltas) == len(diff.changes) else None
     unjudged = any(c.delta_us is not None and c.judgement is None for c in diff.changes)
-    return DiffPage(diff, url, base, other, rows, counts, total, unjudged)
+    retuned = sum(1 for c in diff.changes if c.kind == "unchanged" and c.same_code)
+    threshold = change_threshold(diff.noise) if diff.noise is not None and deltas else ""
+    return DiffPage(diff, url, base, other, rows, counts, total, unjudged, retuned, threshold)
 
 
 def _side_url(report: str, side: DiffSide | None) -> str | None:
