@@ -249,11 +249,12 @@ def evidence(
         diff = next((d for d in diffs if d.other == config.name), None)
         versus = config.against_baseline
         if versus is not None and versus.judgement == "slower":
-            findings = _findings(config, run, base, diff, versus.noise, runs.get(base.name))
+            findings = _findings(config, run, base, diff, versus.noise, runs.get(base.name), configs)
             found.append(Evidence(config.name, base.name, versus.fraction, findings))
         eager = against_eager(config)
         if eager is not None and eager.judgement == "slower":
-            found.append(Evidence(config.name, "eager", eager.fraction, _findings(config, run, None, None, eager.noise)))
+            found.append(Evidence(config.name, "eager", eager.fraction,
+                                  _findings(config, run, None, None, eager.noise, None, configs)))  # fmt: skip
     return tuple(found)
 
 
@@ -264,6 +265,7 @@ def _findings(
     diff: ConfigDiff | None,
     noise: float,
     base_run: CompileRun | None = None,
+    configs: Sequence[ConfigResult] = (),
 ) -> tuple[str, ...]:
     notes = []
     if config.cudagraphs and config.cudagraphs.startswith("skipped"):
@@ -318,13 +320,24 @@ def _findings(
         notes.append(f"the GPU works {step.total_us:,.1f} µs of the {ms * 1e3:,.1f} µs step "
                      f"({step.total_us / (ms * 1e3):.0%}): the step is bound by host time (Dynamo's guards, the "
                      "Python wrapper, launches)" + ("" if config.cudagraphs == "used" else
-                     ", which CUDA graphs (reduce-overhead) cut"))  # fmt: skip
+                     _cudagraphs_words(config, configs)))  # fmt: skip
     on_cpu = config.device == "cpu" or run.environment.device_type == "cpu"
     if on_cpu and config.mode in ("reduce-overhead", "max-autotune"):
         notes.append("on a CPU there are no CUDA graphs: this mode's main lever does nothing here")
     if not notes:
         notes.append("nothing in the captures explains it: look at host-side time (Python, guards, launches)")
     return tuple(notes)
+
+
+def _cudagraphs_words(config: ConfigResult, configs: Sequence[ConfigResult]) -> str:
+    """What CUDA graphs would do for a host-bound step: measured, where a configuration of the comparison
+    used them (its step against this one's, judged), else what they are for."""
+    for other in configs:
+        pair = versus(config, other) if other.cudagraphs == "used" and other is not config else None
+        if pair is not None:
+            return (f"; CUDA graphs were measured here: {other.name} uses them, "
+                    f"{format_signed_percent(pair.fraction)} against it (noise {format_percent(pair.noise)}): {pair.judgement}")  # fmt: skip
+    return ", which CUDA graphs (reduce-overhead) cut"
 
 
 def gap_words(fraction: float, noise: float, what: str) -> str:

@@ -260,3 +260,19 @@ def test_the_side_by_side_table_wraps_and_shortens_kernel_names(gpt2) -> None:
     summary = index[index.index('id="diff-1"'):]
     assert summary.count(f'<span class="short-name" title="{name}">') == 2  # the changed row, both sides
     assert f"<code>{name}</code>" not in summary
+
+
+def test_host_bound_evidence_says_what_cuda_graphs_measured_here(gpt2, unpacked, tmp_path: Path) -> None:
+    """GPT-2's step made host-bound (its device time a third of it) against a configuration that used CUDA graphs
+    (ViT-S/16 under reduce-overhead, as recorded) and measured the same: the evidence does not advise them."""
+    vit = api.report_folder(unpacked("h100-vit-s16-reduce-overhead"), tmp_path / "vit", draw=False).run
+    assert vit.bench.end_to_end.cudagraphs == "used"
+    device_ms = gpt2.bench.step.total_us / 1e3
+    step = 3 * device_ms
+    entries = [ConfigRun("gpt2", "default", {}, gpt2, "a", rounds=_rounds(*[(step, device_ms)] * 3)),
+               ConfigRun("ro", "reduce-overhead", {}, vit, "b", rounds=_rounds(*[(step * 1.005, device_ms)] * 3))]  # fmt: skip
+    comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
+    (eager,) = [e for e in comparison.evidence if e.config == "gpt2" and e.against == "eager"]
+    (host,) = [f for f in eager.findings if f.startswith("the GPU works")]
+    assert "which CUDA graphs (reduce-overhead) cut" not in host
+    assert host.endswith("CUDA graphs were measured here: ro uses them, +0.5% against it (noise 2.0%): within noise")
