@@ -324,7 +324,7 @@ class _Cause:
 _SCALAR_FIX = (
     "torch._dynamo.config.capture_scalar_outputs = True (Dynamo then traces the value as a symbol instead of "
     "breaking the graph), or keep the value on the device: no .item(), .tolist() or int(tensor), and "
-    "torch.where (or torch.cond) instead of a Python branch on a tensor's value"
+    "torch.where (or torch.cond) instead of a Python branch on the value of a tensor"
 )
 _SHAPE_FIX = (
     "torch._dynamo.config.capture_dynamic_output_shape_ops = True (nonzero, masked_select, unique... traced with "
