@@ -260,3 +260,14 @@ def test_nothing_to_gain_said_as_such(runs: dict[str, CompileRun]) -> None:
     # a run with something at stake never says so
     for name in H100:
         assert "nothing to gain" not in {f.kind for f in diagnose(runs[name]).findings}
+
+
+def test_convolutions_count_only_where_cudnn_tf32_is_off(runs: dict[str, CompileRun]) -> None:
+    run = runs["h100-resnet50-train"]
+    assert run.bench is not None and run.bench.ceilings is not None and run.bench.step is not None
+    off = replace(run.bench.ceilings, cudnn_tf32=False)
+    (precision,) = [f for f in diagnose(replace(run, bench=replace(run.bench, ceilings=off))).findings
+                    if f.kind == "precision"]  # fmt: skip
+    assert "torch.backends.cudnn.allow_tf32 = True" in precision.change
+    assert precision.title.startswith("Float32 matmuls and convolutions take")
+    assert "torch.backends.cudnn.allow_tf32 is False" in precision.evidence

@@ -200,3 +200,18 @@ def test_untimed_run_has_no_verdict(unpacked: Callable[[str], Path]) -> None:
     root = unpacked("cpu-torch2.13-t5-gated")
     run = build_run(root, root / "capture" if (root / "capture").is_dir() else root, now=lambda: FIXED_TIME)
     assert bound_verdict(run) is None
+
+
+def test_unstable_gpu_run_is_unknown_and_gets_no_host_bound_advice(runs: dict[str, CompileRun]) -> None:
+    run = runs["h100-llama-bf16-max-autotune-nocg"]
+    bench = run.bench
+    assert bench is not None and bench.end_to_end is not None
+    compiled = bench.end_to_end.compiled
+    wide = replace(compiled, p10_ms=compiled.median_ms * 0.6, p90_ms=compiled.median_ms * 1.4)  # 80% spread
+    shaky = replace(run, bench=replace(bench, end_to_end=replace(bench.end_to_end, compiled=wide)))
+    assert not judge(shaky).stable
+    verdict = bound_verdict(shaky)
+    assert verdict is not None and verdict.verdict == "unknown"
+    assert verdict.idle_us == pytest.approx(compiled.median_ms * 1e3 - (verdict.busy_us or 0.0))  # still shown
+    assert verdict.detail.startswith("the measurements are unstable")
+    assert not [f for f in diagnose(shaky).findings if f.kind == "host-bound"]
