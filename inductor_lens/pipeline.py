@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .bench import attach_measurements
+from .bench.answers import attach_answers
 from .bench.profile import attach_profile
 from .capture import (
     CAPTURE_DIR,
@@ -112,7 +113,8 @@ def build_run(
         run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
     if run_handwritten and on_stage is not None:
         on_stage("hand-written kernels")
-    return attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
+    run = attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
+    return attach_answers(run)  # analysis before rendering: the report and lens.json read the same answers
 
 
 def compile_model(
@@ -249,7 +251,7 @@ def report_folder(
     if run is None:
         run = _build_for_report(folder, load_run(folder) if is_report else None, strict)
         if profile is not None:
-            run = attach_profile(run, profile)
+            run = attach_answers(attach_profile(run, profile))
     if compile_stages:
         run = attach_stages(run, find_capture_dir(folder), compile_missing=True)
     prepare_out_dir(out_dir, replace=REPORT_PAGES)
@@ -325,7 +327,10 @@ def _read_reusable(path: Path) -> CompileRun | None:
 
 
 def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:
-    """Write the report of ``run`` (pages and lens.json) into ``out_dir``; returns its index.html."""
+    """Write the report of ``run`` (pages and lens.json) into ``out_dir``; returns its index.html. A run read from
+    an older lens.json, which has no answers, gets them here, so its pages and its new lens.json agree."""
+    if run.answers is None:
+        run = attach_answers(run)
     return write_report(render_report(run, draw=draw), out_dir)
 
 

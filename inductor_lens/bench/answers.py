@@ -70,7 +70,19 @@ def build_answers(run: CompileRun) -> Answers:
 
 
 def attach_answers(run: CompileRun) -> CompileRun:
-    return replace(run, answers=build_answers(run))
+    """The run with its answers, and each grouped launch with its group's key (``Launch.group``)."""
+    answers = build_answers(run)
+    keys = {(m.graph_id, m.position): g.key for g in answers.groups for m in g.members}
+    graphs = tuple(
+        replace(
+            graph,
+            launches=tuple(
+                replace(launch, group=keys.get((graph.id, launch.position))) for launch in graph.launches
+            ),
+        )
+        for graph in run.graphs
+    )
+    return replace(run, graphs=graphs, answers=answers)
 
 
 def summary_lines(answers: Answers) -> list[str]:

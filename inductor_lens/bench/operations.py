@@ -15,12 +15,14 @@ convolutions cuDNN. Shapes are the tensors of the call as Inductor recorded them
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from ..parse.compat import custom_op
+from ..parse.module_stacks import fold_module_path, mixed_parents
 from ..records import CompileRun, GraphRecord, GroupMember, KernelRecord, Launch, OperationGroup
-from .roofline import FAR_FROM_ROOF, launch_input_types, place
+from .modules import module_classes
+from .roofline import launch_input_types, place
 
 # Which attention implementation ran, from the ATen op's name first, else from its device kernels' names.
 _ATTENTION_OPS = (
@@ -136,7 +138,8 @@ def operation_groups(run: CompileRun) -> tuple[OperationGroup, ...]:
                 candidates.append(group)
             else:
                 into.absorb(group)
-    built = [_build((*key, n), g, run) for key, found in buckets.items() for n, g in enumerate(found)]
+    mixed = mixed_parents(module_classes(run))
+    built = [_build((*key, n), g, run, mixed) for key, found in buckets.items() for n, g in enumerate(found)]
     return tuple(sorted(built, key=lambda g: (-g.per_step_us, g.name)))
 
 
@@ -165,7 +168,7 @@ def _group_of(
     return ("extern", name, site), _Group(kind, name, launch.aten_op, backend, types, site)
 
 
-def _build(key: tuple[object, ...], group: _Group, run: CompileRun) -> OperationGroup:
+def _build(key: tuple[object, ...], group: _Group, run: CompileRun, mixed: Collection[str]) -> OperationGroup:
     bench = run.bench
     ceilings = bench.ceilings if bench is not None else None
     members = group.members
@@ -191,7 +194,7 @@ def _build(key: tuple[object, ...], group: _Group, run: CompileRun) -> Operation
             if not k.startswith(_BOOKKEEPING)
         )
     )
-    modules = tuple(dict.fromkeys(m for _, launch in members for m in getattr(launch, "modules", ())))
+    modules = tuple(dict.fromkeys(m for _, launch in members for m in launch.modules))
     digest = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
     return OperationGroup(
         key=f"{group.kind.replace(' ', '-')}-{digest}",
@@ -210,23 +213,18 @@ def _build(key: tuple[object, ...], group: _Group, run: CompileRun) -> Operation
         bytes=moved,
         roofline_percent=placed.percent if placed is not None else None,
         bound=placed.bound if placed is not None else None,
-        module=fold_modules(modules),
+        module=fold_modules(modules, mixed),
         source=group.source,
         graphs=tuple(dict.fromkeys(g.id for g, _ in members)),
         dtype=next((t.split("[", 1)[0] for t in group.types if t and "[" in t), None),
     )
 
 
-def fold_modules(paths: Iterable[str]) -> str | None:
-    """One label for the module paths of a group's launches: numeric parts folded (``h.0.mlp``, ``h.1.mlp`` ->
-    ``h.*.mlp``); several distinct folded paths are joined with " | " (at most three, then a count)."""
-    folded = list(dict.fromkeys(".".join("*" if p.isdigit() else p for p in path.split(".")) for path in paths))
+def fold_modules(paths: Iterable[str], mixed: Collection[str]) -> str | None:
+    """One label for the module paths of a group's launches: repeated instances folded (``h.0.mlp``, ``h.1.mlp``
+    -> ``h.*.mlp``, ``parse.module_stacks``); several distinct paths are joined with " | " (three, then a count)."""
+    folded = list(dict.fromkeys(fold_module_path(path, mixed) for path in paths))
     if not folded:
         return None
     shown = " | ".join(folded[:3])
     return shown + (f" (+{len(folded) - 3} more)" if len(folded) > 3 else "")
-
-
-def far_from_roof(group: OperationGroup) -> bool:
-    """Whether the group sits far under the roofline (its time above the roof is worth a look)."""
-    return group.roofline_percent is not None and group.roofline_percent < FAR_FROM_ROOF * 100

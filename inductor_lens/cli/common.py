@@ -209,6 +209,9 @@ def finish_comparison(result: api.ComparisonResult, open_browser: bool) -> None:
 
     if result.comparison.differences:
         click.echo(f"inductor-lens: {headline(result.comparison.differences)}", err=True)
+    unstable = [c.name for c in result.comparison.configs if c.unstable]
+    if unstable:
+        click.echo(f"inductor-lens: unstable measurements in {', '.join(unstable)}: read the times as rough", err=True)
     verdict = result.comparison.verdict
     if verdict is not None:
         click.echo(f"inductor-lens: {verdict.text}" + (f"; {verdict.compares}" if verdict.compares else ""), err=True)

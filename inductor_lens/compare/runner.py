@@ -27,6 +27,7 @@ from typing import TextIO
 from ..capture import PhaseCallback, capture
 from ..errors import InputFolderError, LensError, UsageError
 from ..options import CompileSpec
+from ..parse.layout import WARM_ROUNDS_DIR
 from ..pipeline import compile_model, load_run, report_folder
 from ..records import Comparison, CompileRun, RoundMeasure, Timing
 from ..report import render_comparison, write_report
@@ -45,8 +46,6 @@ from . import build_comparison
 from .configs import ConfigRequest
 from .noise import DEFAULT_ROUNDS, MIN_ROUNDS, rotated
 from .summary import ConfigRun
-
-WARM_ROUNDS_DIR = "warm-rounds"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,10 @@ from ..errors import InputFolderError
 from . import compat
 
 MAX_DEPTH = 4
-_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".mypy_cache"}
+# A comparison's warm processes write their own debug output under a configuration's report
+# (``configs/<name>/warm-rounds/<k>/``): the configuration's graphs are its cold capture's.
+WARM_ROUNDS_DIR = "warm-rounds"
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".mypy_cache", WARM_ROUNDS_DIR}
 LOG_SIZE_LIMIT = 64 * 1024 * 1024
 
 

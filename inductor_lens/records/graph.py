@@ -155,6 +155,8 @@ class Launch:
     timing: LaunchTiming | None = None
     # A library call's tensors as Inductor recorded them (torch 2.14+); None: read from call()'s code.
     tensors: LaunchTensors | None = None
+    # The key of its operation group (records/answers.py OperationGroup.key), set when the answers are built.
+    group: str | None = None
     # The nn.Module paths its ops ran under, innermost, normalized ("layers.0.mlp.fc1"; several for a kernel
     # fusing ops of several modules), from capture/module_stacks.json (parse/module_stacks.py). A backward
     # launch is tied through stack traces, which cannot tell repeated instances apart: it holds the folded path

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import RenderError
 from ..records import Comparison, CompileRun
 from ..version import __version__
+from .answers_view import answers_view, group_pages
 from .compare_view import comparison_page
 from .compile_view import compile_page
 from .diagnosis_view import diagnosis_view
@@ -52,8 +53,11 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             timing=timing_view(run, diagnosis.stability),
             diagnosis=diagnosis,
             divergence=divergence_view(run, urls),
+            answers=answers_view(run),
         )
     }
+    for url, group_page in group_pages(run).items():
+        files[url] = page("operation.html.j2", "../", page=group_page)
     drawings = draw_graphs(run) if draw else {}
     # every kernel's source, highlighted in parallel before the kernel pages ask for them one by one
     prepare(kernel_source_blocks(run))

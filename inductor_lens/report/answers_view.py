@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..bench.answers import build_answers
 from ..records import Answers, CompileRun, Finding, GraphRecord, Launch, ModuleTime, OperationGroup
 from ..units import format_micros
-from .views import code_line_url, graph_url, kernel_url, launch_url
+from .views import code_line_url, graph_url, kernel_url, launch_page
 
 FIRST_PAGE_GROUPS = 5
 FIRST_PAGE_MODULES = 4
@@ -57,6 +57,7 @@ class AnswersView:
     more_findings: int
     module_note: str  # why there is no module time, where there is none
     step_method: str  # how the step's parts were measured
+    step_parts_only: bool  # a script's report: its profiled steps are timed, no end-to-end step
 
 
 def answers_view(run: CompileRun) -> AnswersView:
@@ -100,6 +101,7 @@ def answers_view(run: CompileRun) -> AnswersView:
         more_findings=max(0, len(answers.findings) - FIRST_PAGE_FINDINGS),
         module_note=module_note,
         step_method=run.bench.step.parts_method if run.bench is not None and run.bench.step is not None else "",
+        step_parts_only=bool(answers.step_parts) and answers.compiled_ms is None,
     )
 
 
@@ -156,7 +158,13 @@ def group_pages(run: CompileRun) -> dict[str, GroupPage]:
                 continue
             nodes.update(dict.fromkeys(launch.source_nodes))
             members.append(
-                MemberRow(graph, launch, graph_url(graph), launch_url(graph, launch), code_line_url(graph, launch.line))
+                MemberRow(
+                    graph,
+                    launch,
+                    graph_url(graph),
+                    launch_page(graph.id, True, launch.target, launch.position),
+                    code_line_url(graph, launch.line),
+                )
             )
         pages[f"ops/{group.key}.html"] = GroupPage(run, group, rank, tuple(members), tuple(nodes), answers.time_basis)
     return pages

@@ -55,6 +55,9 @@ def kernel_url(graph: GraphRecord, kernel_name: str) -> str:
 
 
 def launch_url(graph: GraphRecord, launch: Launch) -> str:
+    """A library call's operation page where the answers grouped it; else ``launch_page``."""
+    if launch.kind == "extern" and launch.group is not None:
+        return f"ops/{launch.group}.html"
     return launch_page(graph.id, launch.kind == "extern", launch.target, launch.position)
 
 
