@@ -823,8 +823,7 @@ def _nothing_to_gain(
         "nothing to gain",
         "Nothing to gain here: no change found that would save more than the noise",
         None,
-        f"the noise: {NOISE_SHARE:.0%} of the compiled step or half its p10-p90 spread, whichever is larger "
-        f"({noise:,.1f} µs)",
+        f"{NOISE_SHARE:.0%} of the compiled step or half its p10-p90 spread, whichever is larger ({noise:,.1f} µs)",
         "; ".join(facts),
         "index.html#timing",
         "",
