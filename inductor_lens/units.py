@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import time
 
+# Memory is counted in decimal (SI) units everywhere in the report and on the command line, as the
+# bandwidths it is divided by (GB/s) are: 1 MB = 1,000,000 bytes. No page shows MiB or GiB.
+BYTE_UNITS = ("B", "KB", "MB", "GB", "TB")
+
 
 def format_bytes(value: int | float | None) -> str:
+    """A size or an amount of memory: ``512 B``, ``263.3 MB``, ``2.1 GB`` (decimal units, ``BYTE_UNITS``)."""
     if value is None:
         return "—"
     size = float(value)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+    if abs(round(size)) < 1000:
+        return f"{size:.0f} B"
+    for unit in BYTE_UNITS[1:-1]:
         size /= 1000
-    return f"{size:.1f} TB"
+        if abs(round(size, 1)) < 1000:
+            return f"{size:.1f} {unit}"
+    return f"{size / 1000:,.1f} {BYTE_UNITS[-1]}"
 
 
 def format_age(mtime: float | None) -> str:
@@ -41,3 +48,10 @@ def format_signed_percent(fraction: float | None) -> str:
 def format_ms(value: float | None) -> str:
     """A step time: ``0.640 ms``."""
     return "—" if value is None else f"{value:,.3f} ms"
+
+
+def format_micros(value: float | None) -> str:
+    """A duration given in microseconds: ``38.3 µs``, ``12.65 ms`` from 10 ms up."""
+    if value is None:
+        return "—"
+    return f"{value / 1e3:,.2f} ms" if value >= 1e4 else f"{value:,.1f} µs"

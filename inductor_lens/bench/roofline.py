@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Iterable
 
 from ..parse.symbolic import FROM_HINTS, Hints, is_symbolic, symbols_in, tensor_dims
@@ -31,6 +32,23 @@ _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "bias_addmm"}
 # Below this, a launch is bound by launch overhead rather than by the roofline.
 TINY_KERNEL_S = 5e-6
 FAR_FROM_ROOF = 0.3
+# Inductor's byte count of a pointwise or reduction kernel over the bytes of the tensors it is passed, from
+# which the count is said to overestimate (codegen's estimate_kernel_num_bytes): a max-pool's nine window loads
+# of a 4x larger input count 2.25x that input.
+OVERCOUNT_RATIO = 1.1
+_LOADS_COUNTED = frozenset({"pointwise", "reduction", "persistent reduction"})
+REPEATED_LOADS = "repeated loads counted"  # marks such a count in a cost source
+REPEATED_LOADS_WHY = (
+    "Inductor counts each distinct load of an input larger than the output at the output's size "
+    "(each window's loads of a pooling)"
+)
+# The flags (``flags``) that explain a rate over the measured copy bandwidth: none is an alarm.
+OVERCOUNTED = "the byte count overestimates (repeated loads: each window's loads are counted)"
+AT_MEMORY_ROOF = "at the memory roof: faster than the measured copy even with L2 cleared"
+FROM_L2 = "above the copy bandwidth in the step: inputs served from L2"
+LESS_TIME = "less time in the step than"
+MORE_TIME = "more time in the step than"
+_FAR_UNDER = re.compile(r"^at \d+% of the roofline")
 
 
 def tensor_type(text: str | None, hints: Hints | None = None) -> tuple[str, list[int]] | None:
@@ -86,24 +104,43 @@ def kernel_cost(
 ) -> tuple[int | None, int | None, str]:
     """(bytes, FLOPs, where they come from) for one launch of a generated kernel."""
     flops = kernel.flops if kernel.flops else None
+    passed = passed_bytes(graph, kernel, launch) if launch is not None else None
     if kernel.bytes_accessed is not None:
         # Inductor counts a dynamic graph's kernels at the size hints too (codegen's size_hint)
         mark = f"; {FROM_HINTS}" if graph.symbols else ""
-        return kernel.bytes_accessed, flops, f"Inductor's kernel_num_gb / kernel_flop{mark}"
-    if launch is None:
+        source = f"Inductor's kernel_num_gb / kernel_flop{mark}"
+        if passed is not None and _loads_overcounted(kernel, kernel.bytes_accessed, passed):
+            source += f"; {kernel.bytes_accessed / passed[0]:.2f}x the {passed[0]:,} bytes of the tensors passed"
+            source += f" ({REPEATED_LOADS})"
+        return kernel.bytes_accessed, flops, source
+    if passed is None:
         return None, flops, "not counted"
-    hints = graph.hints
+    total, _, counted = passed
+    source = hinted("counted from the tensors passed (each read or written once)", graph.hints, counted)
+    return (total or None), flops, source
+
+
+def _loads_overcounted(kernel: KernelRecord, counted: int, passed: tuple[int, bool, list[str]]) -> bool:
+    """Inductor's count of a pointwise or reduction kernel over the bytes of all the tensors it is passed."""
+    total, complete, _ = passed
+    return complete and kernel.category in _LOADS_COUNTED and counted > OVERCOUNT_RATIO * total
+
+
+def passed_bytes(graph: GraphRecord, kernel: KernelRecord, launch: Launch) -> tuple[int, bool, list[str]]:
+    """(bytes, whether every pointer's tensor was known, their types) of the tensors a launch passes, each
+    read or written once (an ``in_out_ptr`` twice)."""
     total = 0
+    complete = True
     counted = []
     for param, argument in zip(kernel.args, launch.args, strict=False):
         text = argument_type(graph, argument)
-        size = nbytes(text, hints)
-        if size is None:
+        size = nbytes(text, graph.hints)
+        if size is None or text is None:
+            complete = complete and "ptr" not in param.name
             continue
         counted.append(text)
         total += 2 * size if param.name.startswith("in_out_ptr") else size
-    source = hinted("counted from the tensors passed (each read or written once)", hints, counted)
-    return (total or None), flops, source
+    return total, complete and total > 0, counted
 
 
 def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | None, str]:
@@ -171,24 +208,46 @@ def place(
     )
 
 
-def flags(roofline: Roofline | None, in_context_s: float | None, isolated_s: float | None) -> tuple[str, ...]:
-    found = []
-    if (
+def far_under_roof(roofline: Roofline | None) -> bool:
+    """Long enough to be bound by the roofline rather than by launch overhead, and far under it."""
+    return (
         roofline is not None
         and roofline.percent is not None
         and roofline.seconds >= TINY_KERNEL_S
         and roofline.percent < 100 * FAR_FROM_ROOF
-    ):
+    )
+
+
+def flags(roofline: Roofline | None, in_context_s: float | None, isolated_s: float | None) -> tuple[str, ...]:
+    """What stands out in a kernel's times, each flag saying what it compares (``flag_tone``: how it is shown).
+    ``roofline`` is one launch in the profiled steps (``in_context_s``), ``isolated_s`` one launch replayed
+    alone with L2 cleared."""
+    found = []
+    if roofline is not None and far_under_roof(roofline):
         found.append(f"at {roofline.percent:.0f}% of the roofline")
-    if (
-        roofline is not None
-        and roofline.percent is not None
-        and roofline.percent > 100
-        and roofline.bound == "memory"
-    ):
-        found.append("above the copy bandwidth: inputs served from L2")
+    if roofline is not None and roofline.percent is not None and roofline.bound == "memory":
+        # the same bytes over the isolated time: the rate with L2 cleared before the launch
+        isolated = roofline.percent * roofline.seconds / isolated_s if isolated_s else None
+        if REPEATED_LOADS in roofline.cost_source and max(roofline.percent, isolated or 0) > 100:
+            found.append(OVERCOUNTED)
+        elif isolated is not None and isolated > 100:
+            found.append(AT_MEMORY_ROOF)
+        elif roofline.percent > 100:
+            cleared = f" (isolated, L2 cleared: {isolated:.0f}%)" if isolated is not None else ""
+            found.append(f"{FROM_L2}{cleared}")
     if in_context_s and isolated_s and max(in_context_s, isolated_s) >= 20e-6:
-        difference = abs(in_context_s - isolated_s) / isolated_s
-        if difference > 0.15:
-            found.append(f"in context {100 * (in_context_s / isolated_s - 1):+.0f}% vs isolated")
+        difference = in_context_s / isolated_s - 1
+        if abs(difference) > 0.15:
+            found.append(
+                f"one launch takes {abs(100 * difference):.0f}% {LESS_TIME if difference < 0 else MORE_TIME} "
+                f"isolated (L2 cleared): {in_context_s * 1e6:,.1f} vs {isolated_s * 1e6:,.1f} µs"
+            )
     return tuple(found)
+
+
+def flag_tone(flag: str) -> str:
+    """How a flag is shown: "bad" for time to win (far under the roofline), "warn" for slower in the step
+    than alone, "" (neutral) for an explanation or good news (above the copy bandwidth, faster in the step)."""
+    if _FAR_UNDER.match(flag):
+        return "bad"
+    return "warn" if MORE_TIME in flag else ""

@@ -8,14 +8,23 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..bench.roofline import kernel_cost
+from ..bench.roofline import (
+    OVERCOUNTED,
+    REPEATED_LOADS,
+    REPEATED_LOADS_WHY,
+    far_under_roof,
+    flag_tone,
+    kernel_cost,
+    passed_bytes,
+)
 from ..parse.symbolic import FROM_HINTS, annotate
 from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
 from ..repro.writer import repro_command
+from ..units import format_bytes, format_micros
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
 from .highlight import highlight, reanchored
-from .views import KIND_LABELS, SummaryItem, launch_url, one_launch_spread, ops_from_name
+from .views import KIND_LABELS, SummaryItem, code_line_url, launch_url, one_launch_spread, ops_from_name
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,8 @@ class KernelPage:
     compact_source: Markup | None = None
     # ``inductor-lens repro`` of this kernel, run from the report's folder ("" when it was never launched).
     repro_command: str = ""
+    # Each launch with the link to its line of output_code.py (on the page of the text that holds it).
+    launch_sites: tuple[tuple[Launch, str], ...] = ()
 
 
 def kernel_pages(
@@ -110,6 +121,7 @@ def kernel_pages(
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
                 compact_source=reanchored(source, "src", "ind") if row and row.steps else None,
                 repro_command=repro_command(graph, kernel) if launches else "",
+                launch_sites=tuple((launch, code_line_url(graph, launch.line)) for launch in launches),
             )
         )
     return pages
@@ -176,26 +188,30 @@ def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> 
             if step and step.total_us
             else ""
         )
+        per_launch = (
+            f"; {format_micros(timing.in_context_us / timing.launches)} per launch" if timing.launches > 1 else ""
+        )
         facts.append(
             SummaryItem(
-                "In context",
-                f"{timing.in_context_us:,.1f} µs per step",
-                f"{timing.launches} launch(es), median over {step.steps if step else '?'} profiled steps{share}"
-                + (f"; {spread}" if spread else ""),
+                "In context, per step",
+                f"{format_micros(timing.in_context_us)} per step",
+                f"{timing.launches} launch(es){per_launch}, median over {step.steps if step else '?'} profiled "
+                f"steps{share}" + (f"; {spread}" if spread else ""),
             )
         )
     if timing.isolated is not None:
         iso = timing.isolated
         facts.append(
             SummaryItem(
-                "Isolated",
-                f"{iso.median_ms * 1e3:,.1f} µs",
-                f"median of {iso.samples}; p10-p90 {iso.p10_ms * 1e3:,.1f}-{iso.p90_ms * 1e3:,.1f} µs",
+                "Isolated, per launch",
+                f"{format_micros(iso.median_ms * 1e3)} per launch",
+                f"median of {iso.samples}, L2 cleared before each; "
+                f"p10-p90 {iso.p10_ms * 1e3:,.1f}-{iso.p90_ms * 1e3:,.1f} µs",
             )
         )
     for label, roofline in (
-        ("Achieved (in context)", timing.roofline),
-        ("Achieved (isolated)", timing.isolated_roofline),
+        ("Achieved (in context, one launch)", timing.roofline),
+        ("Achieved (isolated, one launch)", timing.isolated_roofline),
     ):
         if roofline is None:
             continue
@@ -204,20 +220,13 @@ def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> 
             f"{roofline.tflops:,.2f} TFLOP/s" if roofline.tflops else "",
         ]
         value = " · ".join(r for r in rates if r) or "—"
-        detail = f"{roofline.bytes:,} bytes" if roofline.bytes else ""
+        detail = f"{format_bytes(roofline.bytes)} in {format_micros(roofline.seconds * 1e6)}" if roofline.bytes else ""
         if FROM_HINTS in roofline.cost_source:
             # "...; from size hints s77=8, s27=256": counted for the sizes the graph was compiled for
-            detail += f" ({roofline.cost_source[roofline.cost_source.index(FROM_HINTS) :]})"
+            detail += f" ({_hints_note(roofline.cost_source)})"
         if roofline.percent is not None:
             detail += f"; {roofline.percent:.0f}% of the {roofline.bound}-bound roofline of this device"
-        facts.append(
-            SummaryItem(
-                label,
-                value,
-                detail.strip("; "),
-                "bad" if roofline.percent is not None and roofline.percent < 30 else "",
-            )
-        )
+        facts.append(SummaryItem(label, value, detail.strip("; "), "bad" if far_under_roof(roofline) else ""))
     if timing.config:
         facts.append(
             SummaryItem("Config after autotuning", timing.config, "the launcher Inductor kept", tone="config")
@@ -238,8 +247,28 @@ def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> 
             )
         )
     for flag in timing.flags:
-        facts.append(SummaryItem("Flag", flag, "", "bad"))
+        detail = _recounted(run, graph, kernel) if flag == OVERCOUNTED else ""
+        facts.append(SummaryItem("Flag", flag, detail, flag_tone(flag)))
     return tuple(facts)
+
+
+def _recounted(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> str:
+    """The rate of a kernel whose byte count overestimates, at the bytes of the tensors it is passed."""
+    timing = kernel.timing
+    roofline = (timing.isolated_roofline or timing.roofline) if timing else None
+    first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
+    if roofline is None or first is None:
+        return ""
+    passed, _, _ = passed_bytes(graph, kernel, first)
+    rate = passed / roofline.seconds / 1e9
+    ceilings = run.bench.ceilings if run.bench else None
+    percent = f", {100 * rate / ceilings.copy_gb_per_s:.0f}% of the memory-bound roofline" if ceilings else ""
+    return f"at the {format_bytes(passed)} of the tensors passed: {rate:,.0f} GB/s {roofline.time_source}{percent}"
+
+
+def _hints_note(cost_source: str) -> str:
+    """``from size hints s77=8, s27=256`` out of a cost source (the notes after it are shown elsewhere)."""
+    return cost_source[cost_source.index(FROM_HINTS) :].split("; ", 1)[0]
 
 
 def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem, ...]:
@@ -264,28 +293,29 @@ def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem
                 "iteration space Inductor planned for (x: pointwise, r0_: reduction)",
             )
         )
+    first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
+    moved, _, source = kernel_cost(graph, kernel, first)
     if kernel.bytes_accessed is not None:
+        detail = "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch" + (
+            f", {FROM_HINTS}" if graph.symbols else ""
+        )
+        if REPEATED_LOADS in source and first is not None:
+            passed, _, _ = passed_bytes(graph, kernel, first)
+            detail += (
+                f"; {kernel.bytes_accessed / passed:.2f}x the {passed:,} bytes of the tensors passed: "
+                f"{REPEATED_LOADS_WHY}, so the rates and % of the roofline on this page overestimate"
+            )
+        facts.append(SummaryItem("Bytes moved", _bytes_text(kernel.bytes_accessed), detail))
+    elif moved is not None:
+        # no kernel_num_gb: Inductor writes it only with TORCHINDUCTOR_BENCHMARK_KERNEL (a production trace has none)
         facts.append(
             SummaryItem(
                 "Bytes moved",
-                f"{kernel.bytes_accessed:,} B",
-                "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch"
-                + (f", {FROM_HINTS}" if graph.symbols else ""),
+                _bytes_text(moved),
+                f"{source}, at its first launch: Inductor wrote no kernel_num_gb for it "
+                "(it does with TORCHINDUCTOR_BENCHMARK_KERNEL=1)",
             )
         )
-    else:
-        # no kernel_num_gb: Inductor writes it only with TORCHINDUCTOR_BENCHMARK_KERNEL (a production trace has none)
-        first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
-        moved, _, source = kernel_cost(graph, kernel, first)
-        if moved is not None:
-            facts.append(
-                SummaryItem(
-                    "Bytes moved",
-                    f"{moved:,} B",
-                    f"{source}, at its first launch: Inductor wrote no kernel_num_gb for it "
-                    "(it does with TORCHINDUCTOR_BENCHMARK_KERNEL=1)",
-                )
-            )
     if kernel.flops:
         facts.append(SummaryItem("FLOPs", f"{kernel.flops:,}", "inductor_meta kernel_flop, one launch"))
     counts = [
@@ -317,6 +347,11 @@ def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem
         config_text = ", ".join(f"{k}={v}" for k, v in config_args.items())
         facts.append(SummaryItem("Template config", config_text, tone="config"))
     return tuple(facts)
+
+
+def _bytes_text(count: int) -> str:
+    """Exact, and in the report's unit: ``263,323,648 B (263.3 MB)``."""
+    return f"{count:,} B ({format_bytes(count)})" if count >= 1000 else f"{count:,} B"
 
 
 def autotune_summary(info: Any) -> tuple[str, str]:
