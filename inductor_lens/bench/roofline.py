@@ -99,6 +99,13 @@ def argument_type(graph: GraphRecord, argument: str) -> str | None:
     return None
 
 
+def launch_input_types(graph: GraphRecord, launch: Launch) -> list[str | None]:
+    """A library call's input tensor types: Inductor's own record (torch 2.14+), else its arguments' in call()."""
+    if launch.tensors is not None:
+        return list(launch.tensors.inputs)
+    return [argument_type(graph, a) for a in launch.args]
+
+
 def kernel_cost(
     graph: GraphRecord, kernel: KernelRecord, launch: Launch | None
 ) -> tuple[int | None, int | None, str]:
@@ -151,7 +158,7 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     hints = graph.hints
     # Inductor's own record of the call's inputs first (torch 2.14+), else the types of the arguments in call()
     recorded = launch.tensors is not None
-    types = list(launch.tensors.inputs) if launch.tensors is not None else [argument_type(graph, a) for a in launch.args]
+    types = launch_input_types(graph, launch)
     shapes = [tensor_type(t, hints) for t in types]
     tensors = [s for s in shapes if s is not None]
     operands = [s for s in tensors if len(s[1]) >= 2]
