@@ -23,7 +23,7 @@ from pathlib import Path
 
 from inductor_lens import api
 from inductor_lens.records import CompileRun
-from tests.raw_profile import profiled_steps
+from tests.raw_profile import launch_times, profiled_steps
 
 FIXTURES = (
     "h100-gpt2-fp32-default",
@@ -52,7 +52,8 @@ def main() -> None:
         " 2.11.0+cu130, triton 3.6.0, transformers 5.17.0, timm 1.0.29, torchvision 0.26.0+cu130, 2026-11-27."
         " Raw: speed-up from capture.json's end-to-end medians; busy and per-launch device time from"
         " profile_trace.json by tests/raw_profile.py (External id ties each kernel to the CPU event that"
-        " launched it; medians over the 20 profiled steps).",
+        " launched it; under CUDA graphs the replayed kernels in order, aligned with the same code's launches"
+        " profiled without them, profile_graph_free.json; medians over the 20 profiled steps).",
         "",
     ]
     for name in FIXTURES:
@@ -92,16 +93,18 @@ def _section(name: str, run: CompileRun, capture: Path, shot: str) -> list[str]:
         f"{idle:,.1f} us = {idle / (compiled * 1e3):.1%} of the step |"
     )
     launches = [(g, launch) for g in sorted(run.graphs, key=lambda g: g.kind == "backward") for launch in g.launches if launch.timing]
-    aligned = all(len(s.launches) == len(launches) for s in steps)
+    per_step, totals = launch_times(capture)
+    aligned = all(len(times) == len(launches) for times in per_step)
     index = {(g.id, launch.position): i for i, (g, launch) in enumerate(launches)}
     for rank, group in enumerate(answers.groups[:5], start=1):
         if aligned:
             raw_share = statistics.median(
-                sum(s.launches[index[(m.graph_id, m.position)]][1] for m in group.members) / s.total_us for s in steps
+                sum(times[index[(m.graph_id, m.position)]] for m in group.members) / step_total
+                for times, step_total in zip(per_step, totals, strict=True)
             )
             raw = f"{raw_share:.1%} (its launches' kernels over the step's {total:,.1f} us)"
         else:
-            raw = "CUDA-graph replay: launches not separable in the raw trace (the report ties them by name)"
+            raw = "launches not aligned with the raw trace"
         where = group.module or group.source or ""
         out.append(
             f"| 3.{rank} `{group.name}` x{group.launches_per_step:g} {where} | {group.share:.1%}, "

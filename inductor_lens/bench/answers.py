@@ -98,8 +98,9 @@ def summary_lines(answers: Answers) -> list[str]:
     if answers.bound is not None:
         bound = answers.bound
         detail = f": {bound.detail}" if bound.detail else ""
+        waiting = "GPU idle" if (answers.device or "").startswith("cuda") else "outside the kernels"
         idle = (
-            f" (GPU idle {format_micros(bound.idle_us)} of a {format_micros(bound.step_us)} step)"
+            f" ({waiting} {format_micros(bound.idle_us)} of a {format_micros(bound.step_us)} step)"
             if bound.idle_us is not None and bound.step_us
             else ""
         )

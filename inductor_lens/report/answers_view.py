@@ -114,9 +114,11 @@ def _bound_sentence(answers: Answers) -> str:
         return ""
     parts = []
     if bound.step_us and bound.busy_us is not None and bound.idle_us is not None:
+        gpu = (answers.device or "").startswith("cuda")
+        ran, waited = ("the GPU ran kernels", "waited") if gpu else ("the kernels ran", "the rest, around them, took")
         parts.append(
-            f"the GPU ran kernels {format_micros(bound.busy_us)} of a {format_micros(bound.step_us)} step "
-            f"and waited {format_micros(bound.idle_us)} ({(bound.idle_share or 0):.0%})"
+            f"{ran} {format_micros(bound.busy_us)} of a {format_micros(bound.step_us)} step "
+            f"and {waited} {format_micros(bound.idle_us)} ({(bound.idle_share or 0):.0%})"
         )
     if bound.detail:
         parts.append(bound.detail)

@@ -2,10 +2,11 @@
 
 tests/fixtures/h100-*.tar.gz are `inductor-lens compile` capture folders (PROVENANCE.md): HF GPT-2 fp32 default,
 HF Llama bf16 max-autotune-no-cudagraphs, timm ViT-S/16 reduce-overhead and torchvision ResNet-50 --train.
-Per-launch times are recomputed here from profile_trace.json alone: in each profiled step, the CPU events that
-launched device work, in time order, are the launches of call() in order (each with the durations of the
-kernels it launched), so a group's share is the sum over its member launches, by position, of those
-durations, over the device time of the step.
+Per-launch times are recomputed here from the raw traces by tests/raw_profile.py: in each profiled step, the
+top-level events of the compiled graphs' ranges are the launches of call() in order (each with the durations of
+the kernels it launched); under CUDA graphs (ViT), the replayed kernels in order, aligned with the same code's
+launches profiled without the graphs (profile_graph_free.json). A group's share is the sum over its member
+launches, by position, of those durations, over the device time of the step.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from inductor_lens import api
 from inductor_lens.records import CompileRun
 
-from ..raw_profile import profiled_steps
+from ..raw_profile import launch_times, profiled_steps
 
 pytestmark = pytest.mark.unit
 
@@ -38,11 +39,10 @@ def reports(unpacked: Callable[[str], Path], tmp_path_factory: pytest.TempPathFa
     return {name: api.report_folder(unpacked(name), out / name, draw=False).run for name in FIXTURES}
 
 
-def raw_launch_times(trace: Path, launches: int) -> tuple[list[list[float]], list[float]]:
-    """Per profiled step: each launch's device microseconds in call() order, and the step's device total."""
-    steps = profiled_steps(trace)
-    assert all(len(step.launches) == launches for step in steps), [len(step.launches) for step in steps]
-    return [[us for _, us in step.launches] for step in steps], [step.total_us for step in steps]
+def raw_launch_times(folder: Path, launches: int) -> tuple[list[list[float]], list[float]]:
+    per_step, totals = launch_times(folder)
+    assert all(len(times) == launches for times in per_step), [len(times) for times in per_step]
+    return per_step, totals
 
 
 def launch_order(run: CompileRun) -> list[tuple[str, int]]:
@@ -51,13 +51,13 @@ def launch_order(run: CompileRun) -> list[tuple[str, int]]:
     return [(g.id, launch.position) for g in order for launch in g.launches if launch.timing is not None]
 
 
-@pytest.mark.parametrize("name", ["h100-gpt2-fp32-default", "h100-llama-bf16-max-autotune-nocg"])
+@pytest.mark.parametrize("name", FIXTURES)
 def test_top_groups_and_shares_match_the_raw_trace(reports: dict[str, CompileRun], unpacked, name: str) -> None:
     run = reports[name]
     answers = run.answers
     assert answers is not None and answers.groups
     order = launch_order(run)
-    per_step, totals = raw_launch_times(unpacked(name) / "profile_trace.json", len(order))
+    per_step, totals = raw_launch_times(unpacked(name), len(order))
     index = {key: i for i, key in enumerate(order)}
     total = statistics.median(totals)
     raw_shares = {
