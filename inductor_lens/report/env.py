@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from ..units import format_bytes, format_percent
+from ..units import format_bytes, format_micros, format_percent
 from .resources import templates_dir
 
 
@@ -79,12 +79,6 @@ def format_error(value: float | None) -> str:
     if not math.isfinite(value):
         return str(value)
     return "0" if value == 0 else f"{value:.2e}"
-
-
-def format_micros(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value / 1e3:,.2f} ms" if value >= 1e4 else f"{value:,.1f} µs"
 
 
 def format_number0(value: float | None) -> str:
