@@ -29,6 +29,14 @@ from ..records import DeviceCeilings, GraphRecord, KernelRecord, Launch, Rooflin
 ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
             "f8e4m3fn": 1, "f8e5m2": 1, "c64": 8, "c128": 16}  # fmt: skip
 _MATMULS = {"mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "bias_addmm"}
+# Forward attention ops whose FLOPs and bytes are counted (their backward ops are not): the position of their
+# is_causal argument (a causal mask skips half the scores).
+_ATTENTION_FORWARD = {
+    "_scaled_dot_product_efficient_attention": 6,
+    "_scaled_dot_product_flash_attention": 4,
+    "_scaled_dot_product_cudnn_attention": 6,
+    "_scaled_dot_product_flash_attention_for_cpu": 4,
+}
 # Below this, a launch is bound by launch overhead rather than by the roofline.
 TINY_KERNEL_S = 5e-6
 FAR_FROM_ROOF = 0.3
@@ -151,8 +159,10 @@ def passed_bytes(graph: GraphRecord, kernel: KernelRecord, launch: Launch) -> tu
 
 
 def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | None, str]:
-    """(bytes, FLOPs, source) of an extern matmul; other extern calls are not counted."""
-    op = (launch.aten_op or launch.target).removeprefix("aten.").split(".")[0]
+    """(bytes, FLOPs, source) of an extern matmul or forward attention; other extern calls are not counted."""
+    op = (launch.aten_op or launch.target).removeprefix("torch.ops.").removeprefix("aten.").split(".")[0]
+    if op in _ATTENTION_FORWARD:
+        return _attention_cost(graph, launch, _ATTENTION_FORWARD[op])
     if op not in _MATMULS:
         return None, None, "not counted for this op"
     hints = graph.hints
@@ -176,6 +186,31 @@ def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | N
     counted = "counted from Inductor's kernel information" if recorded else "counted"
     source = hinted(f"{counted}: A, B (and bias) read, C written; 2*M*N*K FLOPs", hints, types)
     return moved, 2 * batch * m * n * k, source
+
+
+def _attention_cost(graph: GraphRecord, launch: Launch, causal_at: int) -> tuple[int | None, int | None, str]:
+    """Forward attention on q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev]: Q·Kᵀ and P·V, 2·B·H·L·S·(E + Ev)
+    FLOPs, half that with is_causal (the scores a causal mask skips are not computed); q, k, v and a mask read,
+    the output written once."""
+    hints = graph.hints
+    types = launch_input_types(graph, launch)
+    shapes = [tensor_type(t, hints) for t in types]
+    tensors = [s for s in shapes if s is not None and len(s[1]) == 4]
+    if len(tensors) < 3:
+        return None, None, "not counted (q, k, v shapes unknown)"
+    (_, q), (_, k), (_, v) = tensors[:3]
+    dtype = next((t for t, _ in tensors[:3] if t in ITEMSIZE), None)
+    if dtype is None or q[:2] != k[:2] or k[2] != v[2]:
+        return None, None, "not counted (q, k, v dtypes or shapes not as attention's)"
+    batch_heads, length, source_length = q[0] * q[1], q[2], k[2]
+    itemsize = ITEMSIZE[dtype]
+    moved = sum(math.prod(d) for _, d in tensors[:3]) * itemsize + batch_heads * length * v[3] * itemsize
+    moved += sum(ITEMSIZE.get(t, itemsize) * math.prod(d) for t, d in tensors[3:])  # a mask or bias
+    flops = 2 * batch_heads * length * source_length * (q[3] + v[3])
+    causal = "is_causal=True" in launch.code or (len(launch.args) > causal_at and launch.args[causal_at] == "True")
+    what = "2*B*H*L*S*(E+Ev) FLOPs, halved: is_causal" if causal else "2*B*H*L*S*(E+Ev) FLOPs"
+    source = hinted(f"counted: q, k, v (and mask) read, the output written; {what}", hints, types)
+    return moved, flops // 2 if causal else flops, source
 
 
 def place(

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from ..bench.roofline import flag_tone
 from ..units import format_bytes, format_micros, format_percent
 from .resources import templates_dir
 
@@ -42,6 +43,7 @@ def environment() -> jinja2.Environment:
         number0=format_number0,
         kind_label=format_kind,
         short_name=short_name,
+        flag_tone=flag_tone,
     )
     return env
 

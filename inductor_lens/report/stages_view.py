@@ -15,6 +15,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..records import CompileRun, GraphRecord, KernelRecord, KernelStages
+from ..units import format_bytes
 from .highlight import highlight, plain
 from .text_view import GraphText, TextPage, paged_text
 from .views import TEXT_PAGE_LINES, kernel_url
@@ -196,7 +197,7 @@ def _count(value: int | None, unit: str) -> str:
 
 
 def _bytes(value: int | None) -> str:
-    """Exact bytes, as a launch asks for them: "98,304 bytes (96 KiB)"."""
+    """Exact bytes, as a launch asks for them: "98,304 bytes (98.3 KB)" (the report's one unit system)."""
     if value is None:
         return "unknown"
-    return f"{value:,} bytes" + (f" ({value / 1024:g} KiB)" if value >= 1024 else "")
+    return f"{value:,} bytes" + (f" ({format_bytes(value)})" if value >= 1000 else "")

@@ -14,6 +14,7 @@ from markupsafe import Markup
 from ..bench.bound import bound_verdict
 from ..bench.stability import Stability
 from ..records import BenchResult, BoundVerdict, CompileRun, CudaGraphUse, ProfileSource
+from ..units import format_bytes
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
 
@@ -186,8 +187,8 @@ def _cards(
             cards.append(
                 SummaryItem(
                     "Peak memory",
-                    f"{e2e.compiled_peak_bytes / 2**20:,.1f} MiB",
-                    f"eager {e2e.eager_peak_bytes / 2**20:,.1f} MiB (torch.cuda.max_memory_allocated over one step)",
+                    format_bytes(e2e.compiled_peak_bytes),
+                    f"eager {format_bytes(e2e.eager_peak_bytes)} (torch.cuda.max_memory_allocated over one step)",
                 )
             )
         if e2e.cudagraphs:
@@ -222,7 +223,7 @@ def _cards(
             SummaryItem(
                 "Measured ceilings",
                 f"{c.copy_gb_per_s:,.0f} GB/s · {c.matmul_tflops:,.0f} TFLOP/s",
-                f"device-to-device copy of {c.copy_bytes / 2 / 2**30:.0f} GiB; {c.matmul_size}³ {c.matmul_dtype} matmul"
+                f"device-to-device copy of {format_bytes(c.copy_bytes / 2)}; {c.matmul_size}³ {c.matmul_dtype} matmul"
                 + (" (TF32 on)" if c.tf32 else ""),
             )
         )

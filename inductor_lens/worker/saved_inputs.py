@@ -35,7 +35,7 @@ _KERNEL_PREFIXES = ("triton_", "cpp_fused_")
 def save_inputs(torch: Any, one_step: Callable[[], Any], folder: Path, cap_mb: float) -> SavedInputs:
     """Run ``one_step`` twice with the kernels wrapped; write the chosen launches' arguments and the index.
     Never raises: a failure is the index's ``error``."""
-    cap = int(cap_mb * 1024 * 1024)
+    cap = int(cap_mb * 1e6)  # decimal megabytes, as the report counts memory (units.format_bytes)
     index = SavedInputs(cap_bytes=cap)
     out = folder / SAVED_INPUTS_DIR
     try:
@@ -67,7 +67,7 @@ def save_inputs(torch: Any, one_step: Callable[[], Any], folder: Path, cap_mb: f
             if key in saved:
                 index.launches.append(saved[key])
             else:
-                why = (f"over the size cap ({size / 2**20:.1f} MB; the cap of {cap_mb:g} MB went to smaller kernels)"
+                why = (f"over the size cap ({size / 1e6:.1f} MB; the cap of {cap_mb:g} MB went to smaller kernels)"
                        if key not in chosen else "its launch was not seen again")  # fmt: skip
                 index.launches.append(SavedLaunch(graph=key[0], kernel=key[1], bytes=size, skipped=why))
         if not sizes:

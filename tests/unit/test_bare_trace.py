@@ -93,7 +93,7 @@ def test_a_kernel_without_inductors_byte_count_is_counted_from_its_tensors_and_s
     forward = next(g for g in run.graphs if g.kind == "forward")
     assert [k.bytes_accessed for k in forward.kernels] == [None]
     page = render_report(run, draw=False)[f"kernels/{forward.id}/cpp_fused_relu_0.html"]
-    assert "<dd>32,768 B</dd>" in page
+    assert "<dd>32,768 B (32.8 KB)</dd>" in page
     assert "counted from the tensors passed (each read or written once), at its first launch" in page
 
 

@@ -18,7 +18,17 @@ import pytest
 
 from inductor_lens.bench import attach_measurements
 from inductor_lens.bench.attribution import attribute, launch_label
-from inductor_lens.bench.roofline import argument_type, extern_cost, flags, kernel_cost, place
+from inductor_lens.bench.roofline import (
+    AT_MEMORY_ROOF,
+    OVERCOUNTED,
+    REPEATED_LOADS,
+    argument_type,
+    extern_cost,
+    flag_tone,
+    flags,
+    kernel_cost,
+    place,
+)
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timing, to_jsonable
 from inductor_lens.report import render_report
@@ -63,8 +73,10 @@ def test_extern_matmul_costs_on_the_h200_block(unpacked) -> None:
     # mm(view of buf6 [2048, 512], f32[512, 512]): buf6 has no declared type, so the dtype comes from B
     assert argument_type(graph, graph.launches[3].args[0]) == "?[2048, 512]"
     assert costs[4] == (4 * (2048 * 512 + 512 * 512 + 2048 * 512), 2 * 2048 * 512 * 512)
-    # attention is not counted (its FLOPs depend on the kernel): no number beats a wrong number
-    assert costs[3] == (None, None)
+    # causal attention on q, k, v f32[8, 8, 256, 64]: Q·Kᵀ and P·V over half the scores; q, k, v read, out written
+    q = 8 * 8 * 256 * 64
+    assert costs[3] == (4 * 4 * q, 2 * 8 * 8 * 256 * 256 * (64 + 64) // 2)
+    assert graph.launches[2].args[6] == "True"  # is_causal, as call() passes it
 
 
 def test_triton_kernels_use_inductors_own_counts(unpacked) -> None:
@@ -123,8 +135,23 @@ def test_flags() -> None:
     tiny = place((MIB, None, "test"), 2e-6, "in context", H200_LIKE)  # too short to judge
     assert flags(tiny, 2e-6, None) == ()
     from_l2 = place((64 * MIB, None, "test"), 10e-6, "in context", H200_LIKE)  # 6.7 TB/s: beats DRAM
-    assert flags(from_l2, 10e-6, None) == ("above the copy bandwidth: inputs served from L2",)
-    assert flags(None, 30e-6, 20e-6) == ("in context +50% vs isolated",)
+    assert flags(from_l2, 10e-6, None) == ("above the copy bandwidth in the step: inputs served from L2",)
+    # with L2 cleared, 40 us: 42% of the copy bandwidth, so the step's 168% came from L2
+    assert flags(from_l2, 10e-6, 40e-6) == (
+        "above the copy bandwidth in the step: inputs served from L2 (isolated, L2 cleared: 42%)",
+        "one launch takes 75% less time in the step than isolated (L2 cleared): 10.0 vs 40.0 µs",
+    )
+    # still over the copy bandwidth with L2 cleared (140%), the count exact: at the roof
+    assert flags(from_l2, 10e-6, 12e-6) == (AT_MEMORY_ROOF,)
+    # Inductor's count over the tensors passed (a max-pool's window loads): the count overestimates
+    overcounted = replace(from_l2, cost_source=f"Inductor's; 2.00x the 1,000 bytes ({REPEATED_LOADS})")
+    assert flags(overcounted, 10e-6, 12e-6) == (OVERCOUNTED,)
+    slower = flags(None, 30e-6, 20e-6)
+    assert slower == (
+        "one launch takes 50% more time in the step than isolated (L2 cleared): 30.0 vs 20.0 µs",
+    )
+    shown = (*flags(slow, 10e-6, None), *slower, *flags(from_l2, 10e-6, 40e-6), OVERCOUNTED, AT_MEMORY_ROOF)
+    assert [flag_tone(f) for f in shown] == ["bad", "warn", "", "", "", ""]  # only time to win is an alarm
     assert flags(None, 21e-6, 20e-6) == ()  # within 15%
     assert flags(None, 3e-6, 1e-6) == ()  # both under 20 us
 

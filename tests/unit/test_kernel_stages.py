@@ -350,7 +350,7 @@ def test_stages_survive_lens_json_and_render(compiled: dict) -> None:
     page = files[f"{base}/stages.html"]
     assert "How to read this page" in page and f"{stages.registers} per thread" in page
     assert (
-        "98,304 bytes (96 KiB)" in page
+        "98,304 bytes (98.3 KB)" in page
         and f"Compiled here for sm_90 with Triton {triton.__version__}" in page
     )
     assert "the capture used Triton 3.6.0" in page
