@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--measured-tf32", type=Path, help="capture folder of the GPT-2 run with TF32 matmuls")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="answers-"))
+    runs: dict[str, CompileRun] = {}
     lines = [
         "# The first page's four answers on real H100 captures, checked against the raw numbers",
         "",
@@ -64,8 +65,9 @@ def main() -> None:
         shot = args.shots / f"{args.results.stem.rsplit('-answers', 1)[0]}-answers-{name.removeprefix('h100-')}.png"
         _screenshot(result.index, shot)
         lines += _section(name, result.run, capture, shot.name)
+        runs[name] = result.run
     if args.measured_tf32 is not None:
-        lines += _measured_tf32(args.measured_tf32, work)
+        lines += _measured_tf32(args.measured_tf32, runs["h100-gpt2-fp32-default"])
     args.results.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -117,15 +119,32 @@ def _section(name: str, run: CompileRun, capture: Path, shot: str) -> list[str]:
     return out
 
 
-def _measured_tf32(capture: Path, work: Path) -> list[str]:
+def _measured_tf32(capture: Path, fp32: CompileRun) -> list[str]:
+    """The precision finding's estimate on GPT-2 against the same model measured with TF32 matmuls."""
     raw = json.loads((capture / "capture.json").read_text(encoding="utf-8"))["bench"]["end_to_end"]
+    tf32_ms = raw["compiled"]["median_ms"]
+    answers = fp32.answers
+    assert answers is not None and answers.compiled_ms is not None
+    finding = next(f for f in answers.findings if f.kind == "precision")
+    assert finding.at_stake_us is not None
+    measured_us = (answers.compiled_ms - tf32_ms) * 1e3
+    tf32_spread = (raw["compiled"]["p90_ms"] - raw["compiled"]["p10_ms"]) / tf32_ms
+    compiled = fp32.bench.end_to_end.compiled if fp32.bench and fp32.bench.end_to_end else None
+    fp32_spread = (compiled.p90_ms - compiled.p10_ms) / compiled.median_ms if compiled else float("nan")
     return [
         "## The precision suggestion, measured",
         "",
-        "The same GPT-2 capture with `torch.set_float32_matmul_precision(\"high\")` set in the model file"
-        " (benchmarks/models/h100_gpt2_tf32.py), same H100, same session:"
-        f" compiled {raw['compiled']['median_ms']:.3f} ms (p10-p90 {raw['compiled']['p10_ms']:.3f}-"
+        "The same GPT-2 with `torch.set_float32_matmul_precision(\"high\")` set in its model file"
+        " (benchmarks/models/h100_gpt2_tf32.py; its capture.json is kept in 2026-11-27-h100-answers/), same H100,"
+        f" same session: compiled {tf32_ms:.3f} ms (p10-p90 {raw['compiled']['p10_ms']:.3f}-"
         f"{raw['compiled']['p90_ms']:.3f}), eager {raw['eager']['median_ms']:.3f} ms.",
+        "",
+        f"- the report's estimate (fp32 run): {finding.at_stake_us:,.1f} us per step at stake ({finding.estimate.split(';')[0]})",
+        f"- measured: {answers.compiled_ms:.3f} - {tf32_ms:.3f} ms = {measured_us:,.1f} us per step"
+        f" ({answers.compiled_ms / tf32_ms:.2f}x); the estimate is {finding.at_stake_us / measured_us - 1:+.1%} off",
+        f"- noise: the compiled p10-p90 spread is {fp32_spread:.1%} of the fp32 median and {tf32_spread:.1%} of the TF32"
+        " one (capture.json), far under the difference; the two runs differ in the matmul precision only (same model"
+        " file, mode, inputs, GPU and session).",
         "",
     ]
 
