@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..bench.answers import build_answers
+from ..bench.step_parts import FORWARD, REST
 from ..records import Answers, CompileRun, Finding, GraphRecord, Launch, ModuleTime, OperationGroup
 from ..units import format_micros
 from .views import code_line_url, graph_url, kernel_url, launch_page
@@ -19,6 +20,7 @@ from .views import code_line_url, graph_url, kernel_url, launch_page
 FIRST_PAGE_GROUPS = 5
 FIRST_PAGE_MODULES = 4
 FIRST_PAGE_FINDINGS = 3
+REST_WORTH_SHOWING = 0.05  # an inference step that is its forward graphs alone shows no parts
 
 
 def answers_of(run: CompileRun) -> Answers:
@@ -58,6 +60,7 @@ class AnswersView:
     module_note: str  # why there is no module time, where there is none
     step_method: str  # how the step's parts were measured
     step_parts_only: bool  # a script's report: its profiled steps are timed, no end-to-end step
+    show_parts: bool  # the step has more than its forward graphs (backward, optimizer, or time around them)
 
 
 def answers_view(run: CompileRun) -> AnswersView:
@@ -102,6 +105,10 @@ def answers_view(run: CompileRun) -> AnswersView:
         module_note=module_note,
         step_method=run.bench.step.parts_method if run.bench is not None and run.bench.step is not None else "",
         step_parts_only=bool(answers.step_parts) and answers.compiled_ms is None,
+        show_parts=any(
+            part.name not in (FORWARD, REST) or (part.name == REST and part.share >= REST_WORTH_SHOWING)
+            for part in answers.step_parts
+        ),
     )
 
 
