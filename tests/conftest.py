@@ -95,6 +95,15 @@ def _cuda_available() -> bool:
         return False
 
 
+# The real H100 captures behind the first page's answers (issue 31; tests/fixtures/PROVENANCE.md).
+H100_ANSWER_CAPTURES = (
+    "h100-gpt2-fp32-default",
+    "h100-llama-bf16-max-autotune-nocg",
+    "h100-vit-s16-reduce-overhead",
+    "h100-resnet50-train",
+)
+
+
 def unpack_fixture(name: str, target: Path) -> Path:
     """Extract tests/fixtures/<name>.tar.gz into ``target``; returns the archive's top folder. The "data"
     filter (no links out, no devices) where this Python's tarfile has it (3.10.12+, 3.11.4+; Debian 12's

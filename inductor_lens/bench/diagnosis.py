@@ -53,7 +53,7 @@ from ..records import BoundVerdict, CompileRun, DynamoFrame, EndToEnd, GraphBrea
 from ..records.answers import Confidence, Finding
 from ..records.codec import JsonValue
 from .bound import arithmetic, bound_verdict, is_training, launch_count
-from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S, launch_input_types
+from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S, launch_input_types, op_base
 from .stability import Stability, judge
 
 OVERHEAD_SHARE = 0.1  # share of the compiled step spent in Python around kernels / outside graphs
@@ -517,19 +517,10 @@ def _recompile_fix(reason: str) -> str:
     return "torch.compile(..., dynamic=True) if sizes change, or keep the guarded value constant between calls"
 
 
-def _op_base(launch: Launch) -> str:
-    """The op's name without namespace or overload (``mm``, ``_mkl_linear``): never cut to its namespace."""
-    found = compat.op_namespace(launch.target)
-    if found is not None:
-        return found[1]
-    op = launch.aten_op or launch.target
-    return op.removeprefix("aten.").split(".")[0]
-
-
 def _op_name(launch: Launch) -> str:
     """What a fallback is called: ATen's by its name (``index_put``), another namespace's as ``mkl::_mkl_linear``."""
     found = compat.op_namespace(launch.target)
-    return f"{found[0]}::{found[1]}" if found is not None and found[0] != "aten" else _op_base(launch)
+    return f"{found[0]}::{found[1]}" if found is not None and found[0] != "aten" else op_base(launch)
 
 
 def _fallbacks(run: CompileRun) -> list[Finding]:
@@ -541,7 +532,7 @@ def _fallbacks(run: CompileRun) -> list[Finding]:
         for launch in graph.launches
         if launch.kind == "extern"
         and compat.custom_op(launch.target) is None
-        and not _LIBRARY_OPS.match(_op_base(launch))
+        and not _LIBRARY_OPS.match(op_base(launch))
     ]
     if not found:
         return []
@@ -631,7 +622,7 @@ def _precision(run: CompileRun) -> list[Finding]:
     cudnn_tf32 = ceilings.cudnn_tf32 is not False  # None: not recorded, and cuDNN's default is on
     calls: list[tuple[float, GraphRecord, Launch, bool]] = []
     for graph, launch in _timed_externs(run):
-        op = _op_base(launch)
+        op = op_base(launch)
         if not _MATMUL_OPS.match(op) or _input_dtype(graph, launch) != "f32":
             continue
         convolution = bool(_CONVOLUTION.match(op))
@@ -778,7 +769,7 @@ def _untuned_matmuls(run: CompileRun) -> list[Finding]:
     for graph, launch in _timed_externs(run):
         timing = launch.timing
         roofline = timing.roofline if timing is not None else None
-        if timing is None or roofline is None or roofline.percent is None or not _MATMUL_OPS.match(_op_base(launch)):
+        if timing is None or roofline is None or roofline.percent is None or not _MATMUL_OPS.match(op_base(launch)):
             continue
         if roofline.seconds >= TINY_KERNEL_S and roofline.percent < 100 * AUTOTUNE_UNDER:
             under.append((timing.median_us * (1 - roofline.percent / 100), graph, launch, roofline.percent))

@@ -25,6 +25,7 @@ from ..parse.module_stacks import (
     module_depth,
     node_lines,
 )
+from ..parse.source_lines import distinct_lines
 from ..records import CompileRun, GraphRecord, Launch, SourceLine
 from ..records.answers import LineTime, ModuleTime
 
@@ -146,12 +147,7 @@ def launch_lines(
         found = [line for trace in launch_traces(graph, launch) if (line := innermost_line(trace)) is not None]
     if not found and launch.kind != "extern" and (kernel := graph.kernel(launch.target)) is not None:
         found = list(kernel.source_lines)
-    unique: dict[tuple[str, int], SourceLine] = {}
-    for line in found:
-        key = (line.filename, line.line)
-        if key not in unique or (unique[key].code is None and line.code):
-            unique[key] = line
-    return tuple(sorted(unique.values(), key=lambda s: (s.filename, s.line)))
+    return distinct_lines(found)
 
 
 def line_times(run: CompileRun) -> tuple[LineTime, ...]:

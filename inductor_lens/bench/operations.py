@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from ..parse.compat import custom_op
-from ..parse.module_stacks import fold_module_path, mixed_parents
+from ..parse.module_stacks import fold_module_path, innermost_line, launch_traces, mixed_parents
 from ..records import CompileRun, GraphRecord, GroupMember, KernelRecord, Launch, OperationGroup
 from .modules import module_classes
-from .roofline import launch_input_types, place
+from .roofline import launch_input_types, op_base, place
 
 # Which attention implementation ran, from the ATen op's name first, else from its device kernels' names.
 _ATTENTION_OPS = (
@@ -37,11 +38,6 @@ _MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "bias_addmm", "_mm_plus_mm", "_i
 _CONV_OPS = {"convolution", "_convolution", "convolution_backward", "cudnn_convolution", "mkldnn_convolution"}
 # Device kernels that are bookkeeping of a call, not its work: not shown as "the library kernel".
 _BOOKKEEPING = ("Memset", "Memcpy")
-
-
-def op_base(launch: Launch) -> str:
-    """``aten._scaled_dot_product_efficient_attention.default`` -> ``_scaled_dot_product_efficient_attention``."""
-    return (launch.aten_op or launch.target).removeprefix("torch.ops.").removeprefix("aten.").split(".")[0]
 
 
 def attention_backend(op: str, device_kernels: Iterable[str]) -> str | None:
@@ -77,18 +73,10 @@ def library_of(op: str, device_kernels: Iterable[str], gpu: bool) -> str | None:
 
 
 def call_site(graph: GraphRecord, launch: Launch) -> str | None:
-    """The innermost user line of the launch's first stack trace (``modeling_gpt2.py:239``), where recorded."""
-    traces = graph.provenance.kernel_stack_traces.get(launch.handle or "", ()) if graph.provenance else ()
-    for trace in traces:
-        frames = [line.strip() for line in trace.splitlines() if line.strip().startswith("File ")]
-        if frames:
-            last = frames[-1]  # File "/x/modeling_gpt2.py", line 239, in forward
-            try:
-                path = last.split('"', 2)[1]
-                line = last.split("line ", 1)[1].split(",", 1)[0]
-            except IndexError:
-                continue
-            return f"{path.rsplit('/', 1)[-1]}:{line}"
+    """The user line of the launch's first stack trace that has one (``modeling_gpt2.py:239``), where recorded."""
+    for trace in launch_traces(graph, launch):
+        if (line := innermost_line(trace)) is not None:
+            return f"{PurePath(line.filename).name}:{line.line}"
     return None
 
 

@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from ..parse import compat
 from ..parse.symbolic import FROM_HINTS, Hints, is_symbolic, symbols_in, tensor_dims
 from ..records import DeviceCeilings, GraphRecord, KernelRecord, Launch, Roofline
 
@@ -107,6 +108,16 @@ def argument_type(graph: GraphRecord, argument: str) -> str | None:
     return None
 
 
+def op_base(launch: Launch) -> str:
+    """A library call's op without namespace or overload (``mm``, ``_mkl_linear``,
+    ``_scaled_dot_product_efficient_attention``): never cut to its namespace."""
+    found = compat.op_namespace(launch.target)
+    if found is not None:
+        return found[1]
+    op = launch.aten_op or launch.target
+    return op.removeprefix("aten.").split(".")[0]
+
+
 def launch_input_types(graph: GraphRecord, launch: Launch) -> list[str | None]:
     """A library call's input tensor types: Inductor's own record (torch 2.14+), else its arguments' in call()."""
     if launch.tensors is not None:
@@ -160,7 +171,7 @@ def passed_bytes(graph: GraphRecord, kernel: KernelRecord, launch: Launch) -> tu
 
 def extern_cost(graph: GraphRecord, launch: Launch) -> tuple[int | None, int | None, str]:
     """(bytes, FLOPs, source) of an extern matmul or forward attention; other extern calls are not counted."""
-    op = (launch.aten_op or launch.target).removeprefix("torch.ops.").removeprefix("aten.").split(".")[0]
+    op = op_base(launch)
     if op in _ATTENTION_FORWARD:
         return _attention_cost(graph, launch, _ATTENTION_FORWARD[op])
     if op not in _MATMULS:

@@ -35,7 +35,7 @@ from .layout import DebugLayout, GraphFolder
 from .output_code import OutputCode
 from .provenance import build_provenance
 from .readers import REGISTRY
-from .source_lines import from_traceback, user_frames
+from .source_lines import distinct_lines, from_traceback, user_frames
 from .symbolic import SYM_TYPE
 from .trace import GraphTrace, TracedGraph, TraceSummary
 
@@ -437,9 +437,4 @@ def _kernel_source_lines(kernel: KernelRecord, fx_graph: FxGraph | None) -> tupl
         found.extend(user_frames(from_traceback(trace)))
     for segment in kernel.origins:
         found.extend(segment.source)
-    unique: dict[tuple[str, int], SourceLine] = {}
-    for line in found:
-        key = (line.filename, line.line)
-        if key not in unique or (unique[key].code is None and line.code):
-            unique[key] = line
-    return tuple(sorted(unique.values(), key=lambda s: (s.filename, s.line)))
+    return distinct_lines(found)

@@ -69,3 +69,13 @@ def is_torch_file(path: str) -> bool:
 
 def user_frames(frames: Iterable[SourceLine]) -> tuple[SourceLine, ...]:
     return tuple(f for f in frames if is_user_file(f.filename))
+
+
+def distinct_lines(lines: Iterable[SourceLine]) -> tuple[SourceLine, ...]:
+    """Each file and line once (the copy that has its code, where one has), ordered by file then line."""
+    unique: dict[tuple[str, int], SourceLine] = {}
+    for line in lines:
+        key = (line.filename, line.line)
+        if key not in unique or (unique[key].code is None and line.code):
+            unique[key] = line
+    return tuple(sorted(unique.values(), key=lambda s: (s.filename, s.line)))

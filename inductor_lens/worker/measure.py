@@ -194,14 +194,19 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
     n = MATMUL_SIZE
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
+    flop = 2 * n**3
+
+    def tflops(timing: Timing) -> float:
+        return flop / (timing.median_ms * 1e-3) / 1e12
+
     matmul = gpu_time(torch, functools.partial(operator.matmul, a, b))
     tf32_tflops = bf16_tflops = None
     if dtype == torch.float32:
         if not torch.backends.cuda.matmul.allow_tf32:
             with _tf32_matmuls(torch):
-                tf32_tflops = 2 * n**3 / (gpu_time(torch, functools.partial(operator.matmul, a, b)).median_ms * 1e-3) / 1e12
+                tf32_tflops = tflops(gpu_time(torch, functools.partial(operator.matmul, a, b)))
         a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-        bf16_tflops = 2 * n**3 / (gpu_time(torch, functools.partial(operator.matmul, a16, b16)).median_ms * 1e-3) / 1e12
+        bf16_tflops = tflops(gpu_time(torch, functools.partial(operator.matmul, a16, b16)))
         del a16, b16
     del a, b
     torch.cuda.empty_cache()
@@ -209,9 +214,9 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
         copy_bytes=2 * nbytes,
         copy=copy,
         copy_gb_per_s=2 * nbytes / (copy.median_ms * 1e-3) / 1e9,
-        matmul_flop=2 * n**3,
+        matmul_flop=flop,
         matmul=matmul,
-        matmul_tflops=2 * n**3 / (matmul.median_ms * 1e-3) / 1e12,
+        matmul_tflops=tflops(matmul),
         dtype=str(dtype).removeprefix("torch."),
         tf32=bool(torch.backends.cuda.matmul.allow_tf32),
         matmul_tf32_tflops=tf32_tflops,

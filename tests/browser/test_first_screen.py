@@ -12,15 +12,10 @@ import pytest
 
 from inductor_lens.api import report_folder
 
+from ..conftest import H100_ANSWER_CAPTURES as FIXTURES
 from .test_browser import WINDOW, browser  # noqa: F401 - the shared Chromium fixture
 
 FIRST_SCREEN = {"width": WINDOW, "height": 900}
-FIXTURES = (
-    "h100-gpt2-fp32-default",
-    "h100-llama-bf16-max-autotune-nocg",
-    "h100-vit-s16-reduce-overhead",
-    "h100-resnet50-train",
-)
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,10 @@ import pytest
 from inductor_lens import api
 from inductor_lens.records import CompileRun
 
+from ..conftest import H100_ANSWER_CAPTURES as FIXTURES
 from ..raw_profile import launch_times, profiled_steps
 
 pytestmark = pytest.mark.unit
-
-FIXTURES = (
-    "h100-gpt2-fp32-default",
-    "h100-llama-bf16-max-autotune-nocg",
-    "h100-vit-s16-reduce-overhead",
-    "h100-resnet50-train",
-)
 
 
 @pytest.fixture(scope="module")
