@@ -15,6 +15,7 @@ documents, each with its own schema version:
     handwritten.py  HandwrittenMatch / HandwrittenRun: hand-written kernels next to Inductor's (with the
                     launch configurations they ran with, KernelConfig), and HandwrittenKernel: each
                     hand-written kernel as the report shows it
+    trials.py       Trials: the diagnosis's suggestions run and measured (--try), SettingChange
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
     codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
 """
@@ -128,11 +129,13 @@ from .timing import (
     StepTiming,
     Timing,
 )
+from .trials import TRIALS_VERSION, SettingChange, Trial, Trials, TryVerdict, UntriedSuggestion
 
 __all__ = [
     "ANSWERS_VERSION",
     "COMPARISON_SCHEMA_VERSION",
     "RUN_SCHEMA_VERSION",
+    "TRIALS_VERSION",
     "Accuracy",
     "AgainstBaseline",
     "Answers",
@@ -211,6 +214,7 @@ __all__ = [
     "Provenance",
     "Roofline",
     "RoundMeasure",
+    "SettingChange",
     "ShapeGuard",
     "ShapeSpecialization",
     "ShapeSymbol",
@@ -224,6 +228,10 @@ __all__ = [
     "TimelineProcess",
     "TimelineSpan",
     "Timing",
+    "Trial",
+    "Trials",
+    "TryVerdict",
+    "UntriedSuggestion",
     "Verdict",
     "from_jsonable",
     "lens_document",

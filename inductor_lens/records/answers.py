@@ -10,6 +10,7 @@ only ever added (``ANSWERS_VERSION`` counts additions that change a meaning).
                   user source lines                                           LineTime
     bound         GPU-bound, host-bound or mixed, from one rule                BoundVerdict
     what to try   findings ranked by time at stake, one per root cause         Finding
+                  (measured gains first where they were tried: records/trials.py)
     the step      forward, backward, optimizer and the rest of a step          StepPart
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from .trials import SettingChange
 
 ANSWERS_VERSION = 1
 
@@ -116,6 +119,10 @@ class Finding:
     caveat: str = ""  # what the change may cost (accuracy, memory, compile time)
     occurrences: int = 1  # findings of the same root cause folded into this one
     root_cause: str = ""  # what they share ("data-dependent scalar aten._local_scalar_dense")
+    # The change as settings that ``--try`` can run, best first (TF32, then bfloat16 autocast); () where the
+    # change is one of code.
+    settings: tuple[SettingChange, ...] = ()
+    where: str = ""  # the user line the change concerns ("model.py:12"), where the finding names one
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,10 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      device_kernels); the precision settings and the TF32 / bfloat16 matmul ceilings (DeviceCeilings.
      matmul_tf32_tflops, .matmul_bf16_tflops, .cudnn_tf32, .float32_matmul_precision). A version 13 run reads
      with none of them (answers are built again when it is rendered).
+  15: suggestions tried (issue 32): each finding's change as settings (Finding.settings, .where, SettingChange),
+     the trials and their measurements (CompileRun.trials, records/trials.py); the float32 matmul precision,
+     cuDNN's TF32, autocast and Dynamo config a run was made with (CompileSettings.matmul_precision,
+     .cudnn_allow_tf32, .autocast, .dynamo_options). A version 14 run reads with none of them.
 """
 
 from __future__ import annotations
@@ -86,8 +90,9 @@ from .numerics import NumericDivergence
 from .stages import KernelStages
 from .timeline import CompileTimeline
 from .timing import BenchResult
+from .trials import Trials
 
-RUN_SCHEMA_VERSION = 14
+RUN_SCHEMA_VERSION = 15
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
@@ -137,6 +142,12 @@ class CompileSettings:
     # True where no record named the mode and it was inferred from the options torch wrote (the
     # options a mode sets are then in mode_options, not options).
     mode_inferred: bool = False
+    # Set for the whole model process (--matmul-precision, --cudnn-tf32, --autocast, --dynamo-option); None
+    # and {}: left as torch has them.
+    matmul_precision: str | None = None
+    cudnn_allow_tf32: bool | None = None
+    autocast: str | None = None
+    dynamo_options: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -478,6 +489,8 @@ class CompileRun:
     kernel_stages: tuple[KernelStages, ...] = ()
     # The first page's answers (bench/answers.py): built from the records above, before rendering.
     answers: Answers | None = None
+    # The suggestions tried (--try N, ``inductor-lens try``): records/trials.py, from capture/trials.json.
+    trials: Trials | None = None
 
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:
