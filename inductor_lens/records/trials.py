@@ -13,7 +13,7 @@ so that a report built again from the folder, or copied elsewhere, keeps it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -142,3 +142,8 @@ class Trials:
     untried: tuple[UntriedSuggestion, ...] = ()
     estimates: str = ""  # how far the diagnosis's estimates were from the measured gains, in words
     notes: tuple[str, ...] = ()
+
+    def of(self, settings: Sequence[SettingChange]) -> tuple[Trial, ...]:
+        """The trials of a finding's settings (``Finding.settings``), in the finding's order."""
+        by_key = {t.setting.key(): t for t in self.trials}
+        return tuple(by_key[s.key()] for s in settings if s.key() in by_key)
