@@ -31,6 +31,7 @@ from .stages_view import stages_pages
 from .text_view import stage_pages, text_pages
 from .timeline_view import TIMELINE_EXPORT, timeline_export, timeline_view
 from .timing_view import timing_view
+from .trials_view import trials_view
 from .views import graph_url, index_page, kernel_url, log_lines
 
 __all__ = ["LENS_JSON", "render_comparison", "render_report", "write_report"]
@@ -45,6 +46,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
 
     urls = line_urls(run)
     diagnosis = diagnosis_view(run)
+    answers = answers_view(run)
     files: dict[str, str] = {
         "index.html": page(
             "index.html.j2",
@@ -53,7 +55,8 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             timing=timing_view(run, diagnosis.stability),
             diagnosis=diagnosis,
             divergence=divergence_view(run, urls),
-            answers=answers_view(run),
+            answers=answers,
+            trials=trials_view(run, answers.answers.findings),
         )
     }
     for url, group_page in group_pages(run).items():

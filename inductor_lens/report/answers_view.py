@@ -15,6 +15,7 @@ from ..bench.answers import build_answers
 from ..bench.step_parts import FORWARD, REST
 from ..records import Answers, CompileRun, Finding, GraphRecord, Launch, ModuleTime, OperationGroup
 from ..units import format_micros
+from .trials_view import TriedOutcome, finding_outcome
 from .views import code_line_url, graph_url, kernel_url, launch_page
 
 FIRST_PAGE_GROUPS = 5
@@ -44,6 +45,12 @@ class GroupRow:
 
 
 @dataclass(frozen=True)
+class FindingRow:
+    finding: Finding
+    tried: TriedOutcome | None  # its measured outcome where it was tried (--try, records/trials.py)
+
+
+@dataclass(frozen=True)
 class AnswersView:
     answers: Answers
     speed: str  # "1.12x faster than eager"
@@ -55,7 +62,7 @@ class AnswersView:
     all_groups: tuple[GroupRow, ...]
     more_groups: int
     modules: tuple[ModuleTime, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[FindingRow, ...]
     more_findings: int
     module_note: str  # why there is no module time, where there is none
     step_method: str  # how the step's parts were measured
@@ -100,7 +107,7 @@ def answers_view(run: CompileRun) -> AnswersView:
         all_groups=all_rows,
         more_groups=max(0, len(answers.groups) - len(rows)),
         modules=modules,
-        findings=answers.findings[:FIRST_PAGE_FINDINGS],
+        findings=tuple(FindingRow(f, finding_outcome(run.trials, f)) for f in answers.findings[:FIRST_PAGE_FINDINGS]),
         more_findings=max(0, len(answers.findings) - FIRST_PAGE_FINDINGS),
         module_note=module_note,
         step_method=run.bench.step.parts_method if run.bench is not None and run.bench.step is not None else "",
