@@ -1,8 +1,13 @@
-"""What to compile and how: the CompileSpec handed from the CLI to the capture stage.
+"""What to compile and how: the CompileSpec (and ScriptSpec) handed from the CLI to the capture stage.
 
 Inductor options given as ``KEY=VALUE`` are parsed here and checked against torch's own list
 (``torch._inductor.list_options()``), with the closest valid names offered for a typo, and each value against
 the type the option is declared with in torch's config (``cpp.simdlen: int | None``), not only its default's.
+Dynamo's config (``--dynamo-option``, ``torch._dynamo.config``) is checked the same way.
+
+Besides the mode and the options, a run has the settings of the whole model process: the float32 matmul
+precision, cuDNN's TF32, an autocast dtype and Dynamo's config (``RunSettings`` checks them), applied to the
+eager and the compiled model alike (``worker/capture.py``, ``worker/script.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ DTYPES = {
     "double": "float64",
 }
 DEFAULT_TIMEOUT_S = 900.0
+# torch.set_float32_matmul_precision's values: "high" runs float32 matmuls in TF32 (or bf16x3), "medium" in bf16.
+MATMUL_PRECISIONS = ("highest", "high", "medium")
+# The dtypes torch.autocast lowers matmuls and convolutions to.
+AUTOCAST_DTYPES = ("float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -89,9 +98,17 @@ class CompileSpec:
     preview_gpu: str | None = None
     # --threads: torch.set_num_threads in the model process before it compiles (None: torch's default).
     threads: int | None = None
+    # The model process's settings, for the eager and the compiled model alike (None and {}: as torch has them):
+    # torch.set_float32_matmul_precision, torch.backends.cudnn.allow_tf32, torch.autocast's dtype around each
+    # call and timed step (not the float64 reference), torch._dynamo.config.
+    matmul_precision: str | None = None
+    cudnn_allow_tf32: bool | None = None
+    autocast: str | None = None
+    dynamo_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
+        check_run_settings(self.matmul_precision, self.cudnn_allow_tf32, self.autocast, self.dynamo_options)
         if self.preview_gpu is not None:
             from .worker.gpu_preview import check_spec, gpu_key
 
@@ -151,10 +168,19 @@ class ScriptSpec:
     handwritten: bool = True
     # --threads: torch.set_num_threads in the script's process before the script runs (None: torch's default).
     threads: int | None = None
+    # torch.compile(dynamic=...) for each call that sets none of its own (None: torch decides).
+    dynamic: bool | None = None
+    # Set before the script runs, as CompileSpec's; autocast is entered around each call of a compiled function
+    # or module (the script's eager code outside them runs as it is).
+    matmul_precision: str | None = None
+    cudnn_allow_tf32: bool | None = None
+    autocast: str | None = None
+    dynamo_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
         check_threads(self.threads)
+        check_run_settings(self.matmul_precision, self.cudnn_allow_tf32, self.autocast, self.dynamo_options)
         if not self.argv:
             raise UsageError("run needs a script: inductor-lens run -- python script.py [ARGS]")
         if self.warmup < 0 or self.steps < 1:
@@ -260,6 +286,29 @@ def check_threads(threads: int | None) -> None:
         raise UsageError(f"--threads {threads!r}: give a number of CPU threads, 1 or more")
 
 
+def check_run_settings(
+    matmul_precision: str | None, cudnn_allow_tf32: bool | None, autocast: str | None, dynamo_options: Mapping[str, Any]
+) -> None:
+    """The model process's settings beyond the mode and options: each a value torch takes."""
+    if matmul_precision is not None and matmul_precision not in MATMUL_PRECISIONS:
+        raise UsageError(
+            f"unknown float32 matmul precision {matmul_precision!r}; choose one of {', '.join(MATMUL_PRECISIONS)}"
+        )
+    if cudnn_allow_tf32 is not None and not isinstance(cudnn_allow_tf32, bool):
+        raise UsageError(f"cudnn_allow_tf32 takes true or false, got {cudnn_allow_tf32!r}")
+    if autocast is not None and autocast not in AUTOCAST_DTYPES:
+        raise UsageError(f"--autocast {autocast!r}: autocast lowers to {' or '.join(AUTOCAST_DTYPES)} (bf16, fp16)")
+    if dynamo_options:
+        check_dynamo_options(dynamo_options)
+
+
+def normalize_autocast(name: str | None) -> str | None:
+    """An autocast dtype as typed (``bf16``, ``torch.float16``) -> its canonical name; only float16 and bfloat16."""
+    dtype = normalize_dtype(name)
+    check_run_settings(None, None, dtype, {})
+    return dtype
+
+
 def normalize_dtype(name: str | None) -> str | None:
     if name is None:
         return None
@@ -286,33 +335,55 @@ def parse_value(text: str) -> bool | int | float | str:
         return text
 
 
-def parse_option(pair: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class TorchConfig:
+    """One of torch's config modules whose names and values ``KEY=VALUE`` pairs are checked against."""
+
+    what: str  # as errors name a setting of it: "Inductor option"
+    flag: str  # the command-line flag that gives one
+    module: str  # the config module (a torch ConfigModule)
+    listing: str  # where its names are listed
+
+
+INDUCTOR_CONFIG = TorchConfig("Inductor option", "--option", "torch._inductor.config", "torch._inductor.list_options()")
+DYNAMO_CONFIG = TorchConfig("Dynamo option", "--dynamo-option", "torch._dynamo.config",
+                            "torch._dynamo.config.get_config_copy()")  # fmt: skip
+
+
+def parse_option(pair: str, config: TorchConfig = INDUCTOR_CONFIG) -> tuple[str, str]:
     key, sep, value = pair.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        raise UsageError(f"{config.flag} expects KEY=VALUE, got {pair!r}")
     return key, value
+
+
+def config_defaults(config: TorchConfig) -> dict[str, Any]:
+    """Every name of the config with its current value, from the installed torch."""
+    return dict(importlib.import_module(config.module).get_config_copy())
+
+
+def config_types(config: TorchConfig, names: Iterable[str]) -> dict[str, Any]:
+    """The type each named setting is declared with in torch's config (``int | None``, ``Literal[...]``,
+    ``bool``), where torch records one."""
+    module: Any = importlib.import_module(config.module)
+    declared: dict[str, Any] = {}
+    for name in names:
+        try:
+            declared[name] = module.get_type(name)  # ConfigModule's
+        except (AttributeError, KeyError):
+            continue
+    return declared
 
 
 def inductor_option_defaults() -> dict[str, Any]:
     """Every Inductor config name with its current value, from the installed torch."""
-    import torch._inductor.config as inductor_config
-
-    return dict(inductor_config.get_config_copy())
+    return config_defaults(INDUCTOR_CONFIG)
 
 
 def inductor_option_types(names: Iterable[str]) -> dict[str, Any]:
-    """The type each named Inductor option is declared with in torch's config (``int | None``,
-    ``Literal[...]``, ``bool``), where torch records one."""
-    import torch._inductor.config as inductor_config
-
-    declared: dict[str, Any] = {}
-    for name in names:
-        try:
-            declared[name] = inductor_config.get_type(name)  # type: ignore[attr-defined]  # ConfigModule's
-        except (AttributeError, KeyError):
-            continue
-    return declared
+    """The type each named Inductor option is declared with in torch's config."""
+    return config_types(INDUCTOR_CONFIG, names)
 
 
 def parse_inductor_options(
@@ -324,40 +395,66 @@ def parse_inductor_options(
     ``declared`` to their declared types (torch's config, unless ``known`` is given). A value is converted
     to the declared type (the default's type where none is declared); one that cannot be is an error.
     """
-    parsed = [parse_option(p) for p in pairs]
+    return parse_config_pairs(INDUCTOR_CONFIG, pairs, known, declared)
+
+
+def parse_dynamo_options(
+    pairs: Iterable[str], known: Mapping[str, Any] | None = None, declared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``--dynamo-option KEY=VALUE`` pairs, checked against ``torch._dynamo.config`` as Inductor options are
+    against Inductor's (``parse_inductor_options``)."""
+    return parse_config_pairs(DYNAMO_CONFIG, pairs, known, declared)
+
+
+def parse_config_pairs(
+    config: TorchConfig,
+    pairs: Iterable[str],
+    known: Mapping[str, Any] | None = None,
+    declared: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    parsed = [parse_option(p, config) for p in pairs]
     if not parsed:
         return {}
     if known is None:
-        known = inductor_option_defaults()
+        known = config_defaults(config)
         if declared is None:
-            declared = inductor_option_types(key for key, _ in parsed if key in known)
+            declared = config_types(config, (key for key, _ in parsed if key in known))
     declared = declared or {}
     options: dict[str, Any] = {}
     for key, raw in parsed:
-        _check_name(key, known)
-        options[key] = _coerce(key, raw, declared.get(key, type(known[key])))
+        _check_name(config, key, known)
+        options[key] = _coerce(config, key, raw, declared.get(key, type(known[key])))
     return options
 
 
 def check_inductor_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Inductor options given as a dict (the Python API): every name must be one of torch's, and every value
     of the option's declared type."""
-    known = inductor_option_defaults() if options else {}
+    return check_config_values(INDUCTOR_CONFIG, options)
+
+
+def check_dynamo_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Dynamo config values given as a dict (a spec, the Python API), checked as ``check_inductor_options``."""
+    return check_config_values(DYNAMO_CONFIG, options)
+
+
+def check_config_values(config: TorchConfig, options: Mapping[str, Any]) -> dict[str, Any]:
+    known = config_defaults(config) if options else {}
     for key in options:
-        _check_name(key, known)
-    declared = inductor_option_types(options) if options else {}
+        _check_name(config, key, known)
+    declared = config_types(config, options) if options else {}
     for key, value in options.items():
         accepted = _accepted(declared.get(key, type(known[key])))
         if accepted is not None and not _fits(value, *accepted):
-            raise UsageError(f"Inductor option {key!r} takes {_describe(*accepted)}, got {value!r}")
+            raise UsageError(f"{config.what} {key!r} takes {_describe(*accepted)}, got {value!r}")
     return dict(options)
 
 
-def _check_name(key: str, known: Mapping[str, Any]) -> None:
+def _check_name(config: TorchConfig, key: str, known: Mapping[str, Any]) -> None:
     if key not in known:
         close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
-        hint = f"closest: {', '.join(close)}" if close else "see torch._inductor.list_options()"
-        raise UsageError(f"unknown Inductor option {key!r}", hint=hint)
+        hint = f"closest: {', '.join(close)}" if close else f"see {config.listing}"
+        raise UsageError(f"unknown {config.what} {key!r}", hint=hint)
 
 
 _SIMPLE = (bool, int, float, str)
@@ -404,7 +501,7 @@ def _fits(value: Any, allowed: list[Any], optional: bool) -> bool:
     return False
 
 
-def _coerce(key: str, raw: str, declared: Any) -> Any:
+def _coerce(config: TorchConfig, key: str, raw: str, declared: Any) -> Any:
     value = parse_value(raw)
     accepted = _accepted(declared)
     if accepted is None:
@@ -418,7 +515,7 @@ def _coerce(key: str, raw: str, declared: Any) -> Any:
         converted = _convert(kind, raw, value)
         if converted is not _NOT:
             return converted
-    raise UsageError(f"Inductor option {key!r} takes {_describe(allowed, optional)}, got {raw!r}")
+    raise UsageError(f"{config.what} {key!r} takes {_describe(allowed, optional)}, got {raw!r}")
 
 
 def _convert(kind: Any, raw: str, value: Any) -> Any:

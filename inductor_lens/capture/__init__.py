@@ -96,15 +96,34 @@ def _settings(spec: CompileSpec, result: CaptureResult) -> CompileSettings:
         dynamic=spec.dynamic,
         capture_options=dict(result.settings.capture_options),
         backward=result.settings.backward,
+        **_process_settings(spec, result),
     )
 
 
+def _process_settings(spec: CompileSpec | ScriptSpec, result: CaptureResult) -> dict[str, Any]:
+    """The precision, autocast and Dynamo settings the spec set: as the process reported them once applied,
+    else (it failed before) as asked."""
+    reported = result.settings
+    return {
+        "matmul_precision": reported.matmul_precision or spec.matmul_precision,
+        "cudnn_allow_tf32": spec.cudnn_allow_tf32 if reported.cudnn_allow_tf32 is None else reported.cudnn_allow_tf32,
+        "autocast": reported.autocast or spec.autocast,
+        "dynamo_options": dict(reported.dynamo_options or spec.dynamo_options),
+    }
+
+
 def capture_script(
-    spec: ScriptSpec, capture_dir: Path, *, progress: PhaseCallback | None = None, echo: TextIO | None = None
+    spec: ScriptSpec,
+    capture_dir: Path,
+    *,
+    progress: PhaseCallback | None = None,
+    echo: TextIO | None = None,
+    cache_root: Path | None = None,
 ) -> Capture:
-    """Run an unchanged script in the script process (``worker/script.py``), in the user's folder."""
+    """Run an unchanged script in the script process (``worker/script.py``), in the user's folder;
+    ``cache_root``: Inductor's and Triton's caches, kept (else fresh ones, deleted after the process ends)."""
     result, finished, capture_dir = _run_worker("script", spec.to_json(), spec.bench, spec.timeout_s, capture_dir,
-                                                spec.cwd, progress, echo, None)  # fmt: skip
+                                                spec.cwd, progress, echo, cache_root)  # fmt: skip
     return script_capture(spec, result, finished, capture_dir)
 
 
@@ -115,7 +134,9 @@ def script_capture(spec: ScriptSpec, result: CaptureResult, finished: Finished, 
         options=dict(spec.options),
         mode_options=dict(result.settings.mode_options),
         device=result.settings.device,
+        dynamic=spec.dynamic,
         capture_options=dict(result.settings.capture_options),
+        **_process_settings(spec, result),
     )
     outcome = replace(
         _outcome(str(spec.model_path), spec.model_name, spec.timeout_s, result, finished, capture_dir),

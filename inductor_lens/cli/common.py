@@ -18,7 +18,17 @@ import click
 from .. import api
 from ..bench.answers import summary_lines
 from ..errors import LensError
-from ..options import ACCURACY_CHECKS, DEFAULT_TIMEOUT_S, DTYPES, CompileSpec, normalize_dtype
+from ..options import (
+    ACCURACY_CHECKS,
+    AUTOCAST_DTYPES,
+    DEFAULT_TIMEOUT_S,
+    DTYPES,
+    MATMUL_PRECISIONS,
+    CompileSpec,
+    normalize_autocast,
+    normalize_dtype,
+    parse_dynamo_options,
+)
 from ..records.numerics import divergence_headline
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,6 +96,59 @@ def threads_option(function: F) -> F:
     )(function)
 
 
+def process_settings_options(applies: str, autocast_applies: str) -> Callable[[F], F]:
+    """``--matmul-precision``, ``--cudnn-tf32``, ``--autocast``, ``--dynamo-option``: settings of the whole model
+    (or script) process; ``applies`` and ``autocast_applies`` say to what, in the help texts."""
+    autocast_names = sorted(name for name, dtype in DTYPES.items() if dtype in AUTOCAST_DTYPES)
+    decorators = [
+        click.option(
+            "--matmul-precision",
+            type=click.Choice(MATMUL_PRECISIONS),
+            default=None,
+            help="torch.set_float32_matmul_precision: high runs float32 matmuls in TF32 on a GPU's tensor cores, "
+            f"medium in bfloat16 [default: torch's own, highest]. {applies}",
+        ),
+        click.option(
+            "--cudnn-tf32/--no-cudnn-tf32",
+            "cudnn_allow_tf32",
+            default=None,
+            help=f"torch.backends.cudnn.allow_tf32: cuDNN convolutions in TF32, or not [default: torch's own, on]. {applies}",
+        ),
+        click.option(
+            "--autocast",
+            type=click.Choice(autocast_names, case_sensitive=False),
+            default=None,
+            metavar="DTYPE",
+            help="torch.autocast to DTYPE (bfloat16/bf16 or float16/fp16): matmuls and convolutions in that dtype. "
+            + autocast_applies,
+        ),
+        click.option(
+            "--dynamo-option",
+            "dynamo_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help=f"A torch._dynamo.config setting, e.g. capture_scalar_outputs=true (repeatable). {applies}",
+        ),
+    ]
+
+    def decorate(function: F) -> F:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return decorate
+
+
+def process_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """The spec's fields from the values of ``process_settings_options``, checked."""
+    return {
+        "matmul_precision": options["matmul_precision"],
+        "cudnn_allow_tf32": options["cudnn_allow_tf32"],
+        "autocast": normalize_autocast(options["autocast"]),
+        "dynamo_options": parse_dynamo_options(options["dynamo_options"]),
+    }
+
+
 def model_options(function: F) -> F:
     """The options ``compile`` and ``compare`` share: how the model runs, how long, what is measured."""
     decorators = [
@@ -136,6 +199,11 @@ def model_options(function: F) -> F:
             "against eager alone with per-dtype tolerances, or not at all.",
         ),
         threads_option,
+        process_settings_options(
+            "Set in the model process: the eager and the compiled model alike.",
+            "Entered around each call and timed step of the eager and the compiled model alike, not around the "
+            "accuracy verdict's float64 run: the verdict measures what autocast costs.",
+        ),
         strict_option,
         open_option("report"),
     ]
@@ -159,6 +227,7 @@ def spec_from_options(model: Path, mode: str, options: dict[str, Any], **kwargs:
         handwritten=not kwargs["no_handwritten"],
         accuracy=kwargs["accuracy"],
         threads=kwargs["threads"],
+        **process_settings(kwargs),
     )
 
 

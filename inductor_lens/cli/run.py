@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,8 @@ from .common import (
     lens_command,
     open_option,
     out_option,
+    process_settings,
+    process_settings_options,
     show_progress,
     strict_option,
     threads_option,
@@ -39,7 +42,12 @@ from .common import (
               help="Seconds before the script's process is killed.")  # fmt: skip
 @click.option("--no-bench", is_flag=True, help="Do not profile any step.")
 @click.option("--no-handwritten", is_flag=True, help="Skip the hand-written Triton equivalents.")
+@click.option("--dynamic/--no-dynamic", default=None,
+              help="torch.compile(dynamic=...) for each call that sets no dynamic of its own (default: torch decides).")  # fmt: skip
 @threads_option
+@process_settings_options("Set before the script runs (a setting the script makes itself, later, wins).",
+                          "Entered around each call of a compiled function or module; the script's eager code "
+                          "between those calls runs as it is.")  # fmt: skip
 @out_option("Report folder [default: inductor-lens-reports/<script>-run/].")
 @strict_option
 @open_option("report")
@@ -54,11 +62,13 @@ def run_command(
     timeout_s: float,
     no_bench: bool,
     no_handwritten: bool,
+    dynamic: bool | None,
     threads: int | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
     verbose: bool,
+    **settings: Any,
 ) -> None:
     """Run COMMAND (python script.py ARGS, or python -m module ARGS) unchanged, and report what it compiled.
 
@@ -73,7 +83,7 @@ def run_command(
     spec = api.script_spec(
         torchrun[1] if torchrun else command, Path.cwd(), mode=mode, options=parse_inductor_options(options),
         warmup=warmup, steps=steps, timeout_s=timeout_s, bench=not no_bench, handwritten=not no_handwritten,
-        threads=threads,
+        threads=threads, dynamic=dynamic, **process_settings(settings),
     )  # fmt: skip
     target = out_dir or api.default_script_report_dir(spec)
     if torchrun is not None:

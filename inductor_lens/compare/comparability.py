@@ -1,7 +1,10 @@
 """The comparison stage, comparability: what two runs differ in besides the mode and the options.
 
 Checked before any verdict: a gap between an fp32 and a bf16 run, a training and an inference run, a
-static and a dynamic one, two devices or two torch versions says little about modes. ``run_facts``
+static and a dynamic one, two devices or two torch versions says little about modes. The settings of the
+model process (autocast, the float32 matmul precision, cuDNN's TF32, Dynamo's config) are facts too: a
+configuration that changes one of them (``--try``, ``--config NAME:autocast=bf16``) changes the numerics or
+the graphs, and the page says so. ``run_facts``
 reads the facts from a run's records (what the model process recorded where it ran the model, else what
 the graphs show); ``differences`` lists the facts two runs do not share, the likeliest cause of a gap
 first (the order of ``FACTS``). A fact one run does not record is not counted as a difference.
@@ -18,15 +21,23 @@ from ..parse.fx_graph import FX_DTYPES
 from ..records import CompileRun, FactDifference, GraphRecord
 
 # The likeliest cause of a gap first.
-FACTS = ("device", "dtype", "matmul precision", "train", "dynamic", "inputs", "device name", "torch", "triton", "model")
-LABELS = {"device": "device", "dtype": "dtype", "matmul precision": "float32 matmul precision", "train": "training or inference", "dynamic": "dynamic shapes",
-          "inputs": "input shapes", "device name": "device model", "torch": "torch version",
-          "triton": "Triton version", "model": "model file"}  # fmt: skip
+FACTS = ("device", "dtype", "autocast", "matmul precision", "cudnn tf32", "train", "dynamic", "dynamo config", "inputs",
+         "device name", "torch", "triton", "model")  # fmt: skip
+LABELS = {"device": "device", "dtype": "dtype", "autocast": "autocast", "matmul precision": "float32 matmul precision",
+          "cudnn tf32": "cuDNN TF32", "train": "training or inference", "dynamic": "dynamic shapes",
+          "dynamo config": "Dynamo config", "inputs": "input shapes", "device name": "device model",
+          "torch": "torch version", "triton": "Triton version", "model": "model file"}  # fmt: skip
 EFFECTS = {
     "device": "another device: every time differs for that reason alone",
     "dtype": "another dtype changes the work itself (bytes moved, matmul units and their rates)",
+    "autocast": ("autocast runs matmuls and convolutions in a 16-bit dtype: other kernels and their rates, and "
+                 "other numerics (a larger error against float64)"),
     "matmul precision": ("torch.set_float32_matmul_precision: 'high' or 'medium' runs float32 matmuls on the "
-                         "TF32 or bf16 tensor cores, several times faster than 'highest'"),
+                         "TF32 or bf16 tensor cores, several times faster than 'highest', with fewer mantissa "
+                         "bits: other numerics"),
+    "cudnn tf32": ("cuDNN's TF32 runs float32 convolutions on the tensor cores: faster, with fewer mantissa bits: "
+                   "other numerics"),
+    "dynamo config": "another Dynamo config traces other graphs (graph breaks, captured scalars, guards)",
     "train": "a training step also runs the backward graph: more work per step, whatever the mode",
     "dynamic": "dynamic shapes compile other kernels (symbolic sizes) and other guards",
     "inputs": "other input shapes are other work per step",
@@ -47,12 +58,23 @@ def run_facts(run: CompileRun) -> dict[str, str]:
     dtype = (settings.dtype if settings and ran else None) or _graph_dtype(run.graphs)
     if dtype:
         facts["dtype"] = FX_DTYPES.get(dtype, dtype)
+    recorded = settings if ran else None  # the settings the model process ran with
+    if recorded is not None:
+        facts["autocast"] = recorded.autocast or "off"
     ceilings = run.bench.ceilings if run.bench else None
-    if facts.get("dtype") == "float32" and ceilings is not None and ceilings.float32_matmul_precision:
-        facts["matmul precision"] = ceilings.float32_matmul_precision  # as the model process set it
+    # as the run set it, else as the model process found it when it measured the ceilings
+    precision = (settings.matmul_precision if settings else None) or (ceilings.float32_matmul_precision if ceilings else None)
+    if facts.get("dtype") == "float32" and precision:
+        facts["matmul precision"] = precision
+    cudnn_tf32 = settings.cudnn_allow_tf32 if settings and settings.cudnn_allow_tf32 is not None else (
+        ceilings.cudnn_tf32 if ceilings else None)  # fmt: skip
+    if facts.get("device") != "cpu" and cudnn_tf32 is not None:
+        facts["cudnn tf32"] = "on" if cudnn_tf32 else "off"
     backward = any(g.kind == "backward" for g in run.graphs)
     facts["train"] = "training" if backward or (settings is not None and ran and settings.train) else "inference"
     facts["dynamic"] = "dynamic" if any(g.symbols for g in run.graphs) else "static"
+    if recorded is not None:
+        facts["dynamo config"] = ", ".join(f"{k}={v}" for k, v in sorted(recorded.dynamo_options.items())) or "default"
     inputs = _input_shapes(run)
     if inputs:
         facts["inputs"] = inputs

@@ -2,20 +2,38 @@
 
 ``--mode max-autotune`` names a configuration after its mode. ``--config NAME:KEY=VALUE,KEY=VALUE``
 names a set of Inductor options, compiled in the default mode unless one of the pairs is
-``mode=...``. Names become folder names, so they are checked here.
+``mode=...``; the pairs ``matmul_precision=``, ``cudnn_allow_tf32=``, ``autocast=``, ``dynamic=`` and
+``dynamo.NAME=`` set the model process's other settings (``ConfigRequest.apply``). Names become folder
+names, so they are checked here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from ..errors import UsageError
-from ..options import available_modes, check_mode, parse_inductor_options
+from ..options import (
+    CompileSpec,
+    ScriptSpec,
+    available_modes,
+    check_mode,
+    check_run_settings,
+    normalize_autocast,
+    parse_dynamo_options,
+    parse_inductor_options,
+    parse_value,
+)
+from ..records import CompileSettings, SettingChange
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+# A request's settings beyond the mode and options: the spec fields of the same names (None, {}: the base's).
+PROCESS_SETTINGS = ("matmul_precision", "cudnn_allow_tf32", "autocast", "dynamic", "dynamo_options")
+_DYNAMO_KEY = "dynamo."
+
+Spec = TypeVar("Spec", CompileSpec, ScriptSpec)
 
 
 @dataclass(frozen=True)
@@ -23,27 +41,68 @@ class ConfigRequest:
     name: str
     mode: str = "default"
     options: Mapping[str, Any] = field(default_factory=dict)
+    matmul_precision: str | None = None
+    cudnn_allow_tf32: bool | None = None
+    autocast: str | None = None  # canonical: "bfloat16", "float16"
+    dynamic: bool | None = None
+    dynamo_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_run_settings(self.matmul_precision, self.cudnn_allow_tf32, self.autocast, self.dynamo_options)
+
+    def apply(self, base: Spec) -> Spec:
+        """``base`` compiled as this configuration: its mode and options, and each other setting it sets."""
+        changed = {name: getattr(self, name) for name in PROCESS_SETTINGS if getattr(self, name) not in (None, {})}
+        return replace(base, mode=self.mode, options=dict(self.options), **changed)
 
     def describe(self) -> str:
         pairs = ", ".join(f"{k}={v}" for k, v in self.options.items())
-        return f"mode {self.mode}" + (f", {pairs}" if pairs else "")
+        settings = settings_text(self)
+        return f"mode {self.mode}" + (f", {pairs}" if pairs else "") + (f"; {settings}" if settings else "")
+
+
+def settings_text(settings: ConfigRequest | CompileSettings) -> str:
+    """The settings beyond the mode and options, in words, as a suggestion says them (``SettingChange.describe``):
+    ``float32 matmul precision "high"; autocast bfloat16``; "" where none is set."""
+    values = {name: getattr(settings, name) for name in PROCESS_SETTINGS}
+    if all(value in (None, {}) for value in values.values()):
+        return ""
+    return SettingChange("", **values).describe()
 
 
 def parse_config(text: str, known: Mapping[str, Any] | None = None) -> ConfigRequest:
-    """``NAME:KEY=VALUE,KEY=VALUE`` (``mode=...`` picks the mode) -> a ConfigRequest."""
+    """``NAME:KEY=VALUE,KEY=VALUE`` (``mode=...`` picks the mode, ``matmul_precision=``, ``cudnn_allow_tf32=``,
+    ``autocast=``, ``dynamic=`` and ``dynamo.NAME=`` the other settings) -> a ConfigRequest."""
     name, sep, body = text.partition(":")
     name = name.strip()
     if not sep or not body.strip():
         raise UsageError(f"--config expects NAME:KEY=VALUE[,KEY=VALUE...], got {text!r}")
     mode = "default"
-    pairs = []
+    settings: dict[str, Any] = {}
+    pairs, dynamo_pairs = [], []
     for pair in (p.strip() for p in body.split(",")):
-        key, _, value = pair.partition("=")
-        if key.strip() == "mode":
-            mode = _mode(value.strip())
+        key, _, value = (part.strip() for part in pair.partition("="))
+        if key == "mode":
+            mode = _mode(value)
+        elif key == "matmul_precision":
+            settings[key] = value
+        elif key in ("cudnn_allow_tf32", "dynamic"):
+            settings[key] = _flag(key, value)
+        elif key == "autocast":
+            settings[key] = normalize_autocast(value)
+        elif key.startswith(_DYNAMO_KEY):
+            dynamo_pairs.append(pair.removeprefix(_DYNAMO_KEY))
         elif pair:
             pairs.append(pair)
-    return ConfigRequest(_checked_name(name), mode, parse_inductor_options(pairs, known))
+    return ConfigRequest(_checked_name(name), mode, parse_inductor_options(pairs, known),
+                         dynamo_options=parse_dynamo_options(dynamo_pairs), **settings)  # fmt: skip
+
+
+def _flag(key: str, text: str) -> bool:
+    value = parse_value(text)
+    if not isinstance(value, bool):
+        raise UsageError(f"--config {key} takes true or false, got {text!r}")
+    return value
 
 
 def requested_configs(

@@ -34,6 +34,7 @@ from ..records import (
 )
 from ..units import format_percent, format_signed_percent
 from .comparability import run_facts
+from .configs import settings_text
 from .kernels import launch_kind
 from .noise import NOISE_FLOOR, basis, judge, own_noise, versus
 
@@ -59,14 +60,16 @@ class ConfigRun:
     warm_error: str | None = None
     latency_again: Timing | None = None  # older comparisons: the step measured in one warm process
     rounds: tuple[RoundMeasure, ...] = ()  # the interleaved warm rounds (``compare``)
+    # Its settings beyond the mode and options, in words (``ConfigRequest.describe``'s); its run's, where it has one.
+    settings: str = ""
 
 
 def config_result(entry: ConfigRun) -> ConfigResult:
     run = entry.run
     if run is None:
-        return ConfigResult(entry.name, entry.mode, entry.options, entry.report, entry.status, entry.error,
-                            warm_compile_s=entry.warm_compile_s, warm_error=entry.warm_error,
-                            rounds=entry.rounds)  # fmt: skip
+        return ConfigResult(entry.name, entry.mode, entry.options, settings=entry.settings, report=entry.report,
+                            status=entry.status, error=entry.error, warm_compile_s=entry.warm_compile_s,
+                            warm_error=entry.warm_error, rounds=entry.rounds)  # fmt: skip
     e2e = run.bench.end_to_end if run.bench else None
     latency = e2e.compiled if e2e else None
     step, eager_step = basis(latency, entry.latency_again, entry.rounds), basis(e2e.eager if e2e else None, None, entry.rounds, eager=True)
@@ -76,6 +79,7 @@ def config_result(entry: ConfigRun) -> ConfigResult:
         name=entry.name,
         mode=entry.mode,
         options=entry.options,
+        settings=settings_text(run.settings) if run.settings is not None else entry.settings,
         report=entry.report,
         status=entry.status,
         error=entry.error,

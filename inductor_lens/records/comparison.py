@@ -21,6 +21,9 @@ reader would misread); its numbers continue the run document's, which it shared 
      change measured by another configuration of the comparison (DiagnosisLine.tried_by, .tried), and a
      kernel change that is the same code under another autotuner pick (KernelChange.same_code). A version 7
      document reads with none of them.
+  9: the settings of a configuration beyond its mode and options (ConfigResult.settings: autocast, the float32
+     matmul precision, cuDNN's TF32, dynamic, Dynamo's config, in words), and the facts of those settings
+     (FactDifference.fact "autocast", "cudnn tf32", "dynamo config"). A version 8 document reads with none.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from .graph import GraphKind
 from .run import CaptureStatus, ChoiceKind
 from .timing import Timing
 
-COMPARISON_SCHEMA_VERSION = 8
+COMPARISON_SCHEMA_VERSION = 9
 
 ChangeKind = Literal["unchanged", "changed", "regrouped", "added", "removed"]
 # A difference in time against the run-to-run noise (compare/summary.py): slower or faster only beyond it.
@@ -85,7 +88,7 @@ class RoundMeasure:
 class FactDifference:
     """Something other than the mode and options that differs between the baseline and a configuration."""
 
-    fact: str  # "device", "dtype", "train", "dynamic", "inputs", "device name", "torch", "triton", "model"
+    fact: str  # compare/comparability.py FACTS: "device", "dtype", "autocast", "matmul precision", "train", ...
     config: str  # the configuration that differs from the baseline
     base: str  # the baseline's value, as shown
     other: str  # the configuration's value
@@ -112,6 +115,8 @@ class ConfigResult:
     name: str
     mode: str
     options: Mapping[str, JsonValue] = field(default_factory=dict)  # as CompileSettings.options
+    # Its settings beyond the mode and options, in words (compare/configs.py settings_text): "autocast bfloat16"
+    settings: str = ""
     report: str = ""  # its report folder, relative to the comparison's folder where possible
     status: CaptureStatus = "ok"  # the capture's status
     error: str | None = None

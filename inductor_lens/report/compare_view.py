@@ -131,6 +131,8 @@ class ComparisonPage:
     gpu: bool  # any run on a GPU (CUDA graphs, device time)
     method: str  # how a step is worked out, made of the rules the configurations' steps were worked out by
     unstable: tuple[ConfigRow, ...]  # configurations whose own report calls its measurements unstable
+    # any configuration with settings beyond its mode and options (autocast, matmul precision, ...): a column part
+    settings: bool = False
 
 
 def comparison_page(comparison: Comparison) -> ComparisonPage:
@@ -150,7 +152,8 @@ def comparison_page(comparison: Comparison) -> ComparisonPage:
     gpu = any(c.facts.get("device", "cuda") != "cpu" or c.cudagraphs for c in comparison.configs)
     evidence = tuple(EvidenceRow(e, _slower_words(e.slower_by)) for e in comparison.evidence)
     return ComparisonPage(comparison, rows, kinds, diffs, evidence, unjudged, headline(comparison.differences), gpu,
-                          step_method(comparison.configs), tuple(r for r in rows if r.config.unstable))  # fmt: skip
+                          step_method(comparison.configs), tuple(r for r in rows if r.config.unstable),
+                          settings=any(c.settings for c in comparison.configs))  # fmt: skip
 
 
 def step_method(configs: tuple[ConfigResult, ...]) -> str:

@@ -4,9 +4,11 @@
 ``model_file.py``), makes each call it asks for eagerly, then once more in float64 for the accuracy
 verdict (``accuracy.py``), then under ``torch.compile`` (the first call is the cold compile; the parent
 set up TORCH_COMPILE_DEBUG, TORCH_TRACE and private caches in the environment), then compiled again,
-and unless told not to, times the compiled model (``measure.py``). Progress goes to stderr as
-``PHASE_MARKER`` lines; the outcome, success or not, goes to RESULT (a ``files.CaptureResult``),
-rewritten after every phase.
+and unless told not to, times the compiled model (``measure.py``). The spec's float32 matmul precision,
+cuDNN TF32 and Dynamo config are set for all of it (``run_settings``); its autocast is entered around every
+eager and compiled call and timed step, not around the float64 run, which measures what autocast costs.
+Progress goes to stderr as ``PHASE_MARKER`` lines; the outcome, success or not, goes to RESULT (a
+``files.CaptureResult``), rewritten after every phase.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..options import CompileSpec
-from ..records.codec import JsonValue
+from ..options import CompileSpec, ScriptSpec
+from ..records.codec import JsonValue, as_json_value
 from ..records.run import Environment
 from . import accuracy
 from .files import (
@@ -143,9 +145,15 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     The model process runs it on a model file's model; ``inductor_lens.inspect`` runs it in the
     notebook's own process, on the model it is given.
     """
+    with run_settings(torch, run.spec) as applied:
+        _capture_model(run, torch, model, calls, applied)
+
+
+def _capture_model(run: Run, torch: Any, model: Any, calls: list[Call], applied: dict[str, Any]) -> None:
     spec, result = run.spec, run.result
     device = resolve_device(torch, spec.device)
     dtype = getattr(torch, spec.dtype) if spec.dtype else None
+    autocast = getattr(torch, spec.autocast) if spec.autocast else None
     model, calls = place(torch, model, calls, device, dtype)
     result.environment = replace(result.environment, **device_info(torch, device))
     result.calls = len(calls)
@@ -158,11 +166,11 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     capture_options = {k: v for k, v in CAPTURE_OPTIONS.items() if k not in spec.options}
     options = {**mode_options, **capture_options, **spec.options}
     result.settings = ReportedSettings(
-        device=str(device), dtype=spec.dtype, mode_options=mode_options, capture_options=capture_options
+        device=str(device), dtype=spec.dtype, mode_options=mode_options, capture_options=capture_options, **applied
     )
 
     run.phase("eager run")
-    eager, seconds = run_all(torch, model, calls, spec.train, device, "eager")
+    eager, seconds = run_all(torch, model, calls, spec.train, device, "eager", autocast)
     result.eager_first_call_s = seconds[0]
     result.settings.backward = eager.backward
     result.outputs = [f"{name}: {accuracy.describe_leaf(torch, value)}" for name, value in eager.outputs[0]]
@@ -183,19 +191,19 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     else:
         compiled = torch.compile(model, options=options or None, fullgraph=spec.fullgraph, dynamic=spec.dynamic)
     with kernel_information(torch, run.result_path.parent), module_stacks(torch, run.result_path.parent):
-        outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+        outputs, seconds = run_all(torch, compiled, calls, spec.train, device, "compile", autocast)
         result.cold_compile_s = seconds[0]
         result.call_seconds = seconds
 
         run.phase("second call")
-        _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile")
+        _, seconds = run_all(torch, compiled, calls, spec.train, device, "compile", autocast)
         result.second_call_s = seconds[0]
 
     if spec.save_inputs_mb:
         run.phase("save kernel inputs")
         from .saved_inputs import save_inputs
 
-        save_inputs(torch, lambda: run_all(torch, compiled, calls, spec.train, device, "compile"),
+        save_inputs(torch, lambda: run_all(torch, compiled, calls, spec.train, device, "compile", autocast),
                     run.result_path.parent, spec.save_inputs_mb)  # fmt: skip
 
     if preview is not None:
@@ -207,7 +215,7 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
     if spec.bench:
         run.phase("benchmark")
         result.bench = benchmark(torch, model, compiled, calls, spec.train, device, dtype, run.result_path.parent,
-                                 spec.bench_scope)  # fmt: skip
+                                 spec.bench_scope, autocast)  # fmt: skip
 
     if spec.find_divergence:
         run.phase("find divergence")
@@ -215,10 +223,47 @@ def capture_model(run: Run, torch: Any, model: Any, calls: list[Call]) -> None:
 
         def one_step(fn: Any) -> None:
             for call in calls:
-                step(torch, fn, call, spec.train, device, "compile")
+                step(torch, fn, call, spec.train, device, "compile", autocast)
 
         result.divergence = search(torch, model, one_step, options, device=device.type, fullgraph=spec.fullgraph,
                                    dynamic=spec.dynamic, budget_s=spec.divergence_budget_s)  # fmt: skip
+
+
+@contextlib.contextmanager
+def run_settings(torch: Any, spec: CompileSpec | ScriptSpec) -> Iterator[dict[str, Any]]:
+    """The spec's float32 matmul precision, cuDNN TF32 and Dynamo config, set for the block and restored after
+    it (``inductor_lens.inspect`` captures in the caller's process). Yields what the spec set as torch then has
+    it, ReportedSettings' fields; autocast is not entered here but around each call (``autocasting``)."""
+    precision, cudnn_tf32 = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    try:
+        if spec.matmul_precision is not None:
+            torch.set_float32_matmul_precision(spec.matmul_precision)
+        if spec.cudnn_allow_tf32 is not None:
+            torch.backends.cudnn.allow_tf32 = spec.cudnn_allow_tf32
+        # imported here: nothing may have imported Dynamo yet
+        dynamo_config: Any = importlib.import_module("torch._dynamo.config")
+        with dynamo_config.patch(dict(spec.dynamo_options)):
+            yield {
+                "matmul_precision": torch.get_float32_matmul_precision() if spec.matmul_precision else None,
+                "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32 if spec.cudnn_allow_tf32 is not None else None,
+                "autocast": spec.autocast,
+                "dynamo_options": {k: as_json_value(getattr(dynamo_config, k)) for k in spec.dynamo_options},
+            }
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+
+
+def autocasting(torch: Any, device_type: str, dtype: Any) -> contextlib.AbstractContextManager[Any]:
+    """``torch.autocast`` to ``dtype`` on the device, or nothing where ``dtype`` is None."""
+    return torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def forward(torch: Any, fn: Any, call: Call, train: bool, device: Any, autocast: Any) -> Any:
+    """One call of ``fn``: under no_grad unless training, under autocast where the run asks for it (the
+    backward, outside it, runs in the dtypes the forward chose, as torch.autocast's documentation advises)."""
+    with contextlib.nullcontext() if train else torch.no_grad(), autocasting(torch, device.type, autocast):
+        return call(fn)
 
 
 @contextlib.contextmanager
@@ -263,13 +308,14 @@ def kernel_information(torch: Any, folder: Path) -> Iterator[None]:
 
 
 def run_all(
-    torch: Any, fn: Any, calls: list[Call], train: bool, device: Any, phase: str
+    torch: Any, fn: Any, calls: list[Call], train: bool, device: Any, phase: str, autocast: Any = None
 ) -> tuple[accuracy.Results, list[float]]:
-    """Every call once (and with --train, a backward: ``backward_step``): what each gave, and how long it took."""
+    """Every call once (and with --train, a backward: ``backward_step``): what each gave, and how long it took.
+    ``autocast``: the dtype of the autocast around each forward, or None."""
     results = accuracy.Results(outputs=[], gradients=[])
     seconds = []
     for call in calls:
-        outputs, gradients, took, backward = step(torch, fn, call, train, device, phase)
+        outputs, gradients, took, backward = step(torch, fn, call, train, device, phase, autocast)
         results.outputs.append(outputs)
         results.gradients.append(gradients)
         results.backward = results.backward or backward
@@ -297,7 +343,7 @@ def float64_run(
 
 
 def step(
-    torch: Any, fn: Any, call: Call, train: bool, device: Any, phase: str
+    torch: Any, fn: Any, call: Call, train: bool, device: Any, phase: str, autocast: Any = None
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]], float, str]:
     """One call (and with --train a backward, ``backward_step``); returns its output leaves, the
     parameters' gradients (by name), the seconds it took and what was backpropagated ("" without --train)."""
@@ -310,12 +356,9 @@ def step(
     start = time.perf_counter()
     backward = ""
     try:
+        outputs = forward(torch, fn, call, train, device, autocast)
         if train:
-            outputs = call(fn)
             backward = backward_step(torch, outputs)
-        else:
-            with torch.no_grad():
-                outputs = call(fn)
         synchronize(torch, device)
     except Failure:
         raise
@@ -357,20 +400,20 @@ def synchronize(torch: Any, device: Any) -> None:
 
 
 def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: bool, device: Any, dtype: Any,
-              folder: Path, scope: str = "full") -> BenchData:  # fmt: skip
-    """Time the compiled model, a step being every call once (see measure.py); a failure here is reported, not fatal."""
+              folder: Path, scope: str = "full", autocast: Any = None) -> BenchData:  # fmt: skip
+    """Time the compiled model, a step being every call once (see measure.py); a failure here is reported, not
+    fatal. The eager and the compiled steps alike run under ``autocast`` (a dtype, or None)."""
     try:
         from .measure import measure
 
         def one_step(fn: Any) -> None:
             for call in calls:
+                outputs = forward(torch, fn, call, train, device, autocast)
                 if train:
-                    backward_step(torch, call(fn))
-                else:
-                    with torch.no_grad():
-                        call(fn)
+                    backward_step(torch, outputs)
 
-        matmul_dtype = dtype or next(
+        # the dtype the matmuls run in: autocast's, else the model's
+        matmul_dtype = autocast or dtype or next(
             (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
         )
         return measure(

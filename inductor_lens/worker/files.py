@@ -85,6 +85,11 @@ class ReportedSettings:
     mode_options: dict[str, JsonValue] = field(default_factory=dict)
     capture_options: dict[str, JsonValue] = field(default_factory=dict)
     backward: str = ""  # with --train: "outputs.loss" or "the sum of N outputs" (worker/capture.py)
+    # The settings the spec set, as torch has them once applied (None and {}: the spec set none).
+    matmul_precision: str | None = None  # torch.get_float32_matmul_precision()
+    cudnn_allow_tf32: bool | None = None  # torch.backends.cudnn.allow_tf32
+    autocast: str | None = None  # the dtype of the autocast entered around each call and step
+    dynamo_options: dict[str, JsonValue] = field(default_factory=dict)  # read back from torch._dynamo.config
 
 
 @dataclass

@@ -5,8 +5,11 @@ script.py ARGS`` or ``python -m module ARGS`` would, in the user's folder) with 
 environment (TORCH_COMPILE_DEBUG, TORCH_TRACE, fresh caches, set by the parent), and two things added:
 
 - ``torch.compile`` is wrapped: a call that sets no mode and no options of its own gets ``run --mode``
-  and ``--option``; every call is recorded (what, where, with what) and gets the capture's own
-  options (``comment_origin``) unless it set them;
+  and ``--option``, one that sets no ``dynamic`` gets ``run --dynamic``; every call is recorded (what,
+  where, with what) and gets the capture's own options (``comment_origin``) unless it set them;
+- the run's float32 matmul precision, cuDNN TF32 and Dynamo config are set before the script runs (the
+  script's own settings, made later, win), and ``run --autocast`` is entered around each call of a
+  compiled function or module (``Autocast``): the script's eager code between those calls runs as it is;
 - a window of steps is profiled: the first compiled function (or module) the script calls delimits
   the steps; after ``warmup`` of its calls, ``steps`` of them are profiled, each step a range from
   one call to the next (so a training step's backward and optimizer, between two forwards, belong to
@@ -16,6 +19,7 @@ environment (TORCH_COMPILE_DEBUG, TORCH_TRACE, fresh caches, set by the parent),
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import runpy
@@ -30,7 +34,7 @@ from typing import Any
 from ..options import ScriptSpec
 from ..records.codec import as_json_value
 from ..records.run import CompileCall
-from .capture import CAPTURE_OPTIONS, device_info, environment
+from .capture import CAPTURE_OPTIONS, device_info, environment, run_settings
 from .files import (
     GRAPH_FREE_TRACE_FILE,
     PROFILE_TRACE_FILE,
@@ -57,37 +61,41 @@ def main(argv: list[str]) -> int:
     spec = ScriptSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
     run = ScriptRun(spec, Path(argv[1]))
     window: Window | None = None
-    try:
-        run.phase("import torch")
-        import torch
+    # the run's settings hold until the window's last measurements are taken, after the script
+    with contextlib.ExitStack() as settings:
+        try:
+            run.phase("import torch")
+            import torch
 
-        use_threads(torch, spec.threads)
-        run.result.environment = environment(torch)
-        mode_options = dict(torch._inductor.list_mode_options(spec.mode))
-        run.result.settings = ReportedSettings(mode_options=mode_options, capture_options=dict(CAPTURE_OPTIONS))
-        window = Window(torch, spec, run) if spec.bench else None
-        wrap_compile(torch, spec, run, window)
-        run.phase("run script")
-        with module_stacks(torch, run.result_path.resolve().parent):
-            code = run_script(spec)
-        if window is not None:
-            window.finish()
-        _record_device(torch, run)
-        if code != 0:
-            run.result.error, run.result.error_kind = f"the script exited with code {code}", "ModelRunError"
+            use_threads(torch, spec.threads)
+            run.result.environment = environment(torch)
+            applied = settings.enter_context(run_settings(torch, spec))
+            mode_options = dict(torch._inductor.list_mode_options(spec.mode, spec.dynamic))
+            run.result.settings = ReportedSettings(mode_options=mode_options, capture_options=dict(CAPTURE_OPTIONS),
+                                                   **applied)  # fmt: skip
+            window = Window(torch, spec, run) if spec.bench else None
+            wrap_compile(torch, spec, run, window, Autocast(torch, spec.autocast) if spec.autocast else None)
+            run.phase("run script")
+            with module_stacks(torch, run.result_path.resolve().parent):
+                code = run_script(spec)
+            if window is not None:
+                window.finish()
+            _record_device(torch, run)
+            if code != 0:
+                run.result.error, run.result.error_kind = f"the script exited with code {code}", "ModelRunError"
+                return 1
+            run.result.status = "ok"
+            run.phase("done")
+            return 0
+        except BaseException as exc:  # the script raised: its traceback is in the log, the result says what
+            print_script_traceback(exc)
+            if window is not None:
+                window.finish()
+            run.result.error = f"the script raised {type(exc).__name__}: {first_line(exc)}"
+            run.result.error_kind = "CompileError" if _from_compiler(exc) else "ModelRunError"
             return 1
-        run.result.status = "ok"
-        run.phase("done")
-        return 0
-    except BaseException as exc:  # the script raised: its traceback is in the log, the result says what
-        print_script_traceback(exc)
-        if window is not None:
-            window.finish()
-        run.result.error = f"the script raised {type(exc).__name__}: {first_line(exc)}"
-        run.result.error_kind = "CompileError" if _from_compiler(exc) else "ModelRunError"
-        return 1
-    finally:
-        run.write()
+        finally:
+            run.write()
 
 
 def print_script_traceback(exc: BaseException) -> None:
@@ -121,8 +129,11 @@ def run_script(spec: ScriptSpec) -> int:
     return 0
 
 
-def wrap_compile(torch: Any, spec: ScriptSpec, run: ScriptRun, window: Window | None) -> None:
-    """Put ``torch.compile`` through the capture: the run's mode and options where the script sets none."""
+def wrap_compile(
+    torch: Any, spec: ScriptSpec, run: ScriptRun, window: Window | None, autocast: Autocast | None = None
+) -> None:
+    """Put ``torch.compile`` through the capture: the run's mode and options where the script sets none, its
+    ``dynamic`` where the call sets none, its autocast around each call of what is compiled."""
     original = torch.compile
 
     @functools.wraps(original)
@@ -141,17 +152,23 @@ def wrap_compile(torch: Any, spec: ScriptSpec, run: ScriptRun, window: Window | 
         )
         if backend != "inductor":
             run.result.compile_calls.append(replace(call, applied=f"left as it is: backend {call.backend} is not Inductor"))
-            return original(model, **kwargs)
+            compiled = original(model, **kwargs)
+            return autocast.wrap(compiled) if autocast is not None else compiled
         mode, options = kwargs.pop("mode", None), dict(kwargs.pop("options", None) or {})
         if mode is None and not options:
             mode, options, applied = spec.mode, dict(spec.options), _describe("inductor-lens run", spec.mode, spec.options)
         else:
             applied = _describe("the script's own", mode or "default", options)
+        if spec.dynamic is not None and "dynamic" not in kwargs:
+            kwargs["dynamic"] = spec.dynamic
+            applied += f"; dynamic={spec.dynamic} from inductor-lens run"
         settings = {**torch._inductor.list_mode_options(mode or "default", kwargs.get("dynamic")), **options}
         settings.update({k: v for k, v in CAPTURE_OPTIONS.items() if k not in settings})
         run.result.compile_calls.append(replace(call, applied=applied))
         run.write()
         compiled = original(model, options=settings, **kwargs)
+        if autocast is not None:
+            compiled = autocast.wrap(compiled)
         return window.watch(compiled) if window is not None else compiled
 
     torch.compile = compile
@@ -185,6 +202,53 @@ def _record_device(torch: Any, run: ScriptRun) -> None:
     device = torch.device("cuda") if torch.cuda.is_available() and torch.cuda.is_initialized() else torch.device("cpu")
     run.result.environment = replace(run.result.environment, **device_info(torch, device))
     run.result.settings.device = str(device)
+
+
+class Autocast:
+    """``run --autocast``: torch.autocast to its dtype around each call of a compiled function (wrapped) or
+    compiled module (through OptimizedModule.__call__), on the device of the tensors of its first call."""
+
+    def __init__(self, torch: Any, dtype: str) -> None:
+        from torch._dynamo.eval_frame import OptimizedModule
+
+        self.torch = torch
+        self.dtype = getattr(torch, dtype)
+        self.devices: dict[int, str] = {}  # each compiled callable's device type, found at its first call
+        original = OptimizedModule.__call__
+        autocast = self
+
+        def call(module: Any, *args: Any, **kwargs: Any) -> Any:
+            with autocast.around(id(module), args, kwargs, module):
+                return original(module, *args, **kwargs)
+
+        OptimizedModule.__call__ = call  # type: ignore[method-assign, assignment]
+
+    def wrap(self, compiled: Any) -> Any:
+        if isinstance(compiled, self.torch.nn.Module):
+            return compiled  # OptimizedModule.__call__ enters it
+
+        @functools.wraps(compiled)
+        def autocast_call(*args: Any, **kwargs: Any) -> Any:
+            with self.around(id(autocast_call), args, kwargs):
+                return compiled(*args, **kwargs)
+
+        return autocast_call
+
+    def around(self, identity: int, args: Any, kwargs: Any, module: Any = None) -> Any:
+        device = self.devices.get(identity)
+        if device is None:
+            device = self.devices[identity] = self._device_type(args, kwargs, module)
+        return self.torch.autocast(device, dtype=self.dtype)
+
+    def _device_type(self, args: Any, kwargs: Any, module: Any) -> str:
+        """The first tensor argument's device, else the module's first parameter's, else cuda where there is one."""
+        leaves = self.torch.utils._pytree.tree_leaves((args, kwargs))
+        tensor = next((x for x in leaves if isinstance(x, self.torch.Tensor)), None)
+        if tensor is None and module is not None:
+            tensor = next(iter(module.parameters()), None)
+        if tensor is not None:
+            return str(tensor.device.type)
+        return "cuda" if self.torch.cuda.is_available() else "cpu"
 
 
 class Window:
