@@ -216,7 +216,7 @@ def trials_view(run: CompileRun, findings: Sequence[Finding]) -> TrialsView:
     trials = run.trials
     if trials is None:
         if run.capture is None:
-            why_none = "this report was read from a debug folder: trying a suggestion runs the model again"
+            why_none = "this report was read from a debug folder, and trying one runs the model again"
         elif not any(f.settings for f in findings):
             why_none = "none of this report's suggestions is a change of settings that can be run as it is"
         else:

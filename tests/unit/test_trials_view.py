@@ -202,3 +202,16 @@ def test_without_trials_the_section_says_how_to_get_them(gpt2: CompileRun, unpac
     debug_folder = parse_debug_folder(unpacked(CPU_CASE), strict=True, now=lambda: FIXED_TIME)
     read = _text(_section(render_report(debug_folder, draw=False)["index.html"], '<section class="tried"', "</section>"))
     assert "read from a debug folder" in read
+
+
+def test_trials_that_ran_nothing_say_why(gpt2: CompileRun) -> None:
+    """The budget spent before the first suggestion: nothing measured, each suggestion listed with why not."""
+    budget = UntriedSuggestion("precision", "Float32 matmuls with TF32 off", "Allow TF32", "the --try budget ran out")
+    trials = replace(TRIALS, trials=(), untried=(budget,), comparison="", rounds=0)
+    page = _with(gpt2, FINDINGS, trials)
+    section = _text(_section(page, '<section class="tried" id="tried"', "</section>"))
+    assert "(0 tried, 1 not)" in section
+    assert "No suggestion was run (compile --try 4): why each was not is below." in section
+    assert "not tried, the --try budget ran out" in section
+    assert "the whole comparison" not in section
+    assert 'class="tried-outcome' not in page
