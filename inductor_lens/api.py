@@ -17,6 +17,8 @@ Comparisons
     compare_models(spec, configs)     compile one model under several configurations (cold, then warm rounds)
     diff_reports(a, b)                compare two existing reports without recompiling
     rerender_comparison(folder)       write a comparison's pages again
+    try_suggestions(report, top)      run a report's top suggestions as configurations, measured against its own
+                                      settings, and add what they gained to the report (``--try N``, ``try``)
 Hand-written kernels
     handwritten_kernels()             the catalog
     check_handwritten(name, ...)      run one against its torch reference (CPU: Triton's interpreter)
@@ -38,6 +40,7 @@ from .caches import CacheInfo, ClearResult, cache_info, check_cache
 from .caches import clear as clear_cache
 from .compare.configs import ConfigRequest, requested_configs
 from .compare.runner import ComparisonResult, compare_models, diff_reports, rerender_comparison
+from .compare.trials import TryResult, try_suggestions
 from .errors import DeviceError, KernelCheckError, UsageError
 from .handwritten import catalog, check
 from .handwritten.catalog import Equivalent
@@ -72,6 +75,7 @@ __all__ = [
     "RankedResult",
     "ReportResult",
     "ScriptSpec",
+    "TryResult",
     "bench_handwritten",
     "build_run",
     "cache_info",
@@ -101,6 +105,7 @@ __all__ = [
     "run_script",
     "run_script_ranks",
     "script_spec",
+    "try_suggestions",
 ]
 
 

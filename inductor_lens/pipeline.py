@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from .bench import attach_measurements
 from .bench.answers import attach_answers
 from .bench.profile import attach_profile
+from .bench.trials import attach_trials
 from .capture import (
     CAPTURE_DIR,
     Capture,
@@ -114,6 +115,7 @@ def build_run(
     if run_handwritten and on_stage is not None:
         on_stage("hand-written kernels")
     run = attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
+    run = attach_trials(run, capture_dir, strict=strict)  # the suggestions tried (--try), kept with the capture
     return attach_answers(run)  # analysis before rendering: the report and lens.json read the same answers
 
 

@@ -7,16 +7,19 @@ them), so the report, the terminal summary and ``lens.json`` (``run.answers``) r
 2. where the time goes: operation groups (``operations.py``), time per nn.Module path and per source line
    (``modules.py``);
 3. GPU-bound, host-bound or mixed (``bound.py``);
-4. what to try: the diagnosis's findings (``diagnosis.py``), ranked by time at stake.
+4. what to try: the diagnosis's findings (``diagnosis.py``), ranked by time at stake; where suggestions were
+   tried (``--try``, ``run.trials``), by what was measured: the ones that won first, by the time they saved, then
+   the ones not tried in the diagnosis's order, then the ones tried that gained nothing, were slower or failed.
 
-``summary_lines(answers)`` is the same in a few lines of text, for the terminal.
+``summary_lines(answers)`` is the same in a few lines of text, for the terminal; ``trial_lines(trials)`` the
+suggestions tried.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..records import ANSWERS_VERSION, Answers, CompileRun
+from ..records import ANSWERS_VERSION, Answers, CompileRun, Finding, Trials
 from ..units import format_micros
 from .bound import bound_verdict
 from .diagnosis import diagnose
@@ -58,7 +61,7 @@ def build_answers(run: CompileRun) -> Answers:
         groups=operation_groups(run),
         modules=top_modules(modules, n=len(modules)),
         lines=line_times(run),
-        findings=diagnose(run).findings,
+        findings=ranked_by_trials(diagnose(run).findings, run.trials),
         step_parts=step.parts if step is not None else (),
         time_basis=(
             ("device time per profiled step (the GPU kernels each launch issued)" if gpu else "time in the compiled graphs' kernels per profiled step")
@@ -83,6 +86,38 @@ def attach_answers(run: CompileRun) -> CompileRun:
         for graph in run.graphs
     )
     return replace(run, graphs=graphs, answers=answers)
+
+
+def ranked_by_trials(findings: tuple[Finding, ...], trials: Trials | None) -> tuple[Finding, ...]:
+    """Measured winners first (most time saved first), then the findings not tried (in the diagnosis's order), then
+    those tried that did not win (no gain, slower, failed): a measurement outranks an estimate."""
+    if trials is None:
+        return findings
+
+    def rank(item: tuple[int, Finding]) -> tuple[int, float, int]:
+        index, finding = item
+        tried = trials.of(finding.settings)
+        won = [t.measured_us or 0.0 for t in tried if t.verdict == "faster"]
+        if won:
+            return 0, -max(won), index
+        return (2 if tried else 1), 0.0, index
+
+    return tuple(finding for _, finding in sorted(enumerate(findings), key=rank))
+
+
+def trial_lines(trials: Trials) -> list[str]:
+    """The suggestions tried, one line each, as the first page gives them."""
+    lines = []
+    for trial in trials.trials:
+        gain = f"{trial.speedup:.2f}x" if trial.speedup else ""
+        predicted = (f"; estimated {format_micros(trial.predicted_us)} saved, measured "
+                     f"{format_micros(trial.measured_us)}" if trial.predicted_us and trial.measured_us is not None
+                     else "")  # fmt: skip
+        lines.append(f"tried {trial.setting.label}: {trial.verdict}{' ' + gain if gain and trial.verdict != 'failed' else ''} "
+                     f"({trial.reason}){predicted}")  # fmt: skip
+    if trials.untried:
+        lines.append(f"not tried: {len(trials.untried)} suggestion(s) ({'; '.join(u.why for u in trials.untried[:2])})")
+    return lines
 
 
 def summary_lines(answers: Answers) -> list[str]:

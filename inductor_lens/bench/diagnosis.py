@@ -29,6 +29,8 @@ rules:
 - precision (GPU): float32 library matmuls (and convolutions where cuDNN's TF32 is off) taking
   ``PRECISION_SHARE`` of the device time with TF32 off: ``torch.set_float32_matmul_precision("high")``,
   then bfloat16 autocast, the time at stake from the MEASURED float32, TF32 and bfloat16 matmul ceilings;
+- freezing (CPU inference): library matmuls taking ``FREEZING_SHARE`` of the time in kernels, weights not
+  frozen: ``freezing``, not estimated (``--try`` measures it);
 - kernels far under the roofline (``roofline.FAR_FROM_ROOF``, launches of 5 µs or more): the time above
   what the roofline allows, with the tuning the run has not used yet (or, all tuning on, the kernel itself);
 - autotuning: library matmuls measurably under the roofline (under ``AUTOTUNE_UNDER`` of it) in a run
@@ -36,6 +38,10 @@ rules:
   ``CLOSE_CALL`` of the runner-up;
 - nothing to gain: a timed, stable run where no finding puts more than the noise (``noise_us``) at stake
   gets one finding that says so, first, with no change.
+
+A finding whose change is a setting (a mode, Inductor or Dynamo options, the matmul precision, autocast,
+``dynamic``) carries it as ``settings`` (``records.trials.SettingChange``, with the time it is expected to save):
+what ``--try`` runs (compare/trials.py). Code changes carry the user line they concern (``where``) instead.
 
 Advice for training (compile the loss, the optimizer step) is given only to training runs
 (``bound.is_training``). A step whose measurements are unstable (``stability.judge``) is still diagnosed
@@ -46,18 +52,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..parse import compat
 from ..records import BoundVerdict, CompileRun, DynamoFrame, EndToEnd, GraphBreak, GraphRecord, Launch
 from ..records.answers import Confidence, Finding
 from ..records.codec import JsonValue
+from ..records.trials import SettingChange
 from .bound import arithmetic, bound_verdict, is_training, launch_count
+from .operations import call_site
 from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S, launch_input_types, op_base
 from .stability import Stability, judge
 
 OVERHEAD_SHARE = 0.1  # share of the compiled step spent in Python around kernels / outside graphs
 CLOSE_CALL = 0.02  # autotune winner within 2% of the runner-up
+FREEZING_SHARE = 0.1  # CPU inference: library matmul time, share of the time in kernels, that earns freezing
 PRECISION_SHARE = 0.2  # float32 matmul time, share of the device time per step, that earns a precision finding
 AUTOTUNE_UNDER = 0.5  # library matmuls under half their roofline: measurably under the roof
 NOISE_SHARE = 0.02  # a time at stake under 2% of the step (or half its p10-p90 spread) is noise
@@ -134,6 +143,7 @@ def diagnose(run: CompileRun) -> Diagnosis:
     findings += _fallbacks(run)
     findings += _custom_ops(run)
     findings += _precision(run)
+    findings += _freezing(run)
     findings += _under_roofline(run)
     findings += _autotune(run)
     noise = noise_us(e2e) if e2e is not None else None
@@ -204,13 +214,17 @@ def _mode_change(mode: str) -> str:
     return f'torch.compile(model, mode="{mode}"), this run\'s other options unchanged'
 
 
-def _tuning_change(run: CompileRun) -> str | None:
-    """The next tuning this run has not used: block-size search, then autotuning; None when both were on."""
+def _tuning_change(run: CompileRun) -> tuple[str, SettingChange] | None:
+    """The next tuning this run has not used, in words and as a setting: block-size search, then autotuning;
+    None when both were on."""
     if not _on(_options(run), "coordinate_descent_tuning"):
         return ('add options={"coordinate_descent_tuning": True} to this run\'s torch.compile call: it searches each '
-                "kernel's block sizes around the heuristic's")  # fmt: skip
+                "kernel's block sizes around the heuristic's",
+                SettingChange("coordinate_descent_tuning", options={"coordinate_descent_tuning": True}))  # fmt: skip
     if not autotunes(run):
-        return _mode_change(suggested_mode(run, autotune=True)) + ": benchmarks each kernel's configurations"
+        mode = suggested_mode(run, autotune=True)
+        return (_mode_change(mode) + ": benchmarks each kernel's configurations",
+                SettingChange(f"autotuning (mode {mode})", mode=mode))  # fmt: skip
     return None
 
 
@@ -237,7 +251,8 @@ def _host_bound(run: CompileRun, verdict: BoundVerdict | None) -> list[Finding]:
         mode = suggested_mode(run, cudagraphs=True)
         return [Finding("host-bound", title, idle, estimate, evidence, "index.html#timing",
                         f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
-                        confidence, caveat=_CUDA_GRAPHS_CAVEAT)]  # fmt: skip
+                        confidence, caveat=_CUDA_GRAPHS_CAVEAT,
+                        settings=(SettingChange(f"CUDA graphs (mode {mode})", mode=mode, predicted_us=idle),))]  # fmt: skip
     if cudagraphs is not None and cudagraphs.startswith("skipped"):
         reason = cudagraphs.partition(": ")[2] or "no reason recorded"
         return [Finding("cuda graphs", f"CUDA graphs were skipped ({reason}): {waits}", idle, estimate,
@@ -290,6 +305,7 @@ def _python_overhead(run: CompileRun, compiled_us: float) -> list[Finding]:
             "index.html#timing",
             'torch.compile(model, options={"cpp_wrapper": True}): the graphs\' call() in C++ instead of Python',
             "medium",
+            settings=(SettingChange("cpp_wrapper", options={"cpp_wrapper": True}, predicted_us=gap),),
         )
     ]
 
@@ -319,6 +335,7 @@ class _Cause:
     key: str  # what the folded breaks share
     root: str  # the root cause in words; "" where the reason itself is all that is known
     fix: str | None  # the change for the root cause; None: the break's own hint or reason says
+    setting: SettingChange | None = None  # the fix as a setting (Dynamo's config), where there is one
 
 
 _SCALAR_FIX = (
@@ -326,6 +343,9 @@ _SCALAR_FIX = (
     "breaking the graph), or keep the value on the device: no .item(), .tolist() or int(tensor), and "
     "torch.where (or torch.cond) instead of a Python branch on the value of a tensor"
 )
+_SCALAR_SETTING = SettingChange("capture_scalar_outputs", dynamo_options={"capture_scalar_outputs": True})
+_SHAPE_SETTING = SettingChange("capture_dynamic_output_shape_ops",
+                               dynamo_options={"capture_dynamic_output_shape_ops": True})  # fmt: skip
 _SHAPE_FIX = (
     "torch._dynamo.config.capture_dynamic_output_shape_ops = True (nonzero, masked_select, unique... traced with "
     "a data-dependent size), or a fixed-size form (torch.where with a mask, padding to a bound)"
@@ -337,16 +357,17 @@ def _break_cause(item: GraphBreak) -> _Cause:
     text = "\n".join((item.reason, item.explanation, item.detail.split("User code traceback:", 1)[0]))
     if "_local_scalar_dense" in text:
         return _Cause("data-dependent scalar", "a data-dependent scalar: aten._local_scalar_dense, a tensor's value "
-                      "read on the host (.item(), int(tensor), a Python branch on a tensor)", _SCALAR_FIX)  # fmt: skip
+                      "read on the host (.item(), int(tensor), a Python branch on a tensor)", _SCALAR_FIX,
+                      _SCALAR_SETTING)  # fmt: skip
     if re.search(r"\.item\(\)|Tensor\.item|capture_scalar_outputs", text):
         return _Cause("data-dependent scalar", "a data-dependent scalar: Tensor.item(), a tensor's value read on "
-                      "the host", _SCALAR_FIX)  # fmt: skip
+                      "the host", _SCALAR_FIX, _SCALAR_SETTING)  # fmt: skip
     if re.search(r"dynamic output shape|DynamicOutputShape|capture_dynamic_output_shape_ops|\bnonzero\b", text):
         return _Cause("data-dependent shape", "a data-dependent output shape (an op whose output size depends on "
-                      "the values: nonzero, masked_select, unique)", _SHAPE_FIX)  # fmt: skip
+                      "the values: nonzero, masked_select, unique)", _SHAPE_FIX, _SHAPE_SETTING)  # fmt: skip
     if re.search(r"data[- ]dependent|DataDependent|unbacked", text, re.IGNORECASE):
         return _Cause("data-dependent value", "a data-dependent value: the code depends on a tensor's values, "
-                      "which are not known while tracing", _SCALAR_FIX)  # fmt: skip
+                      "which are not known while tracing", _SCALAR_FIX, _SCALAR_SETTING)  # fmt: skip
     reason = _COMPILE_ID_PREFIX.sub("", _first_line(item.reason))
     return _Cause(re.sub(r"0x[0-9a-f]+", "0x…", reason), "", None)
 
@@ -402,6 +423,8 @@ def _break_finding(items: list[GraphBreak], cause: _Cause, share: float | None, 
     fix = cause.fix or _break_fix(first)
     located = any(item.location for item in items)
     at_stake = share * len(items) if share is not None else None
+    settings = (replace(cause.setting, predicted_us=at_stake),) if cause.setting is not None else ()
+    where = _break_site(first)[0] if first.location or first.user_stack else ""
     sites = list(dict.fromkeys(_break_site(item)[1] for item in items))  # a break logged twice is one place
     if len(sites) == 1:
         where, short = _break_site(first)
@@ -410,7 +433,8 @@ def _break_finding(items: list[GraphBreak], cause: _Cause, share: float | None, 
         return Finding("graph break", f"Graph break at {short}: {_first_line(first.reason)}", at_stake, estimate,
                        f"Dynamo stopped tracing at {where}{code}: {first.reason}{root}; the code from there to the "
                        "next compiled frame runs eager, and each graph pays its guards", "compile.html#breaks", fix,
-                       "high" if located else "medium", root_cause=cause.root)  # fmt: skip
+                       "high" if located else "medium", root_cause=cause.root, settings=settings,
+                       where=where)  # fmt: skip
     named = "; ".join(sites[:5]) + (f"; and {len(sites) - 5} more" if len(sites) > 5 else "")
     frames = len({_attempt_free(item.compile_id) for item in items if item.compile_id})
     reasons = list(dict.fromkeys(_first_line(item.reason) for item in items))
@@ -431,6 +455,8 @@ def _break_finding(items: list[GraphBreak], cause: _Cause, share: float | None, 
         "high" if located else "medium",
         occurrences=len(sites),
         root_cause=cause.root or reasons[0],
+        settings=settings,
+        where=where,
     )
 
 
@@ -472,11 +498,12 @@ def _recompiles(run: CompileRun) -> list[Finding]:
         estimate = ("compile time, not step time" + (f" ({seconds:.1f} s for {which})" if seconds else "")
                     + ", unless the inputs keep changing")  # fmt: skip
         url = f"compile.html#{frame_anchor(first.compile_id)}"
+        settings = _recompile_settings(run, reason)
         if len(frames) == 1:
             findings.append(Finding("recompile", f"Recompiled [{first.compile_id}]: {_first_line(reason)}", None,
                                     estimate, f"Dynamo compiled {_where(first)} again because a guard failed: "
                                     f"{'; '.join(first.recompile_reasons)}", url, _recompile_fix(reason),
-                                    "medium"))  # fmt: skip
+                                    "medium", settings=settings))  # fmt: skip
             continue
         each = "; ".join(f"{_where(f)} [{f.compile_id}]: {_first_line(_COMPILE_ID_PREFIX.sub('', f.recompile_reasons[0]))}"
                          for f in frames[:5])  # fmt: skip
@@ -492,6 +519,7 @@ def _recompiles(run: CompileRun) -> list[Finding]:
                 "medium",
                 occurrences=len(frames),
                 root_cause=_recompile_key(reason),
+                settings=settings,
             )
         )
     return findings
@@ -499,6 +527,13 @@ def _recompiles(run: CompileRun) -> list[Finding]:
 
 def _where(frame: DynamoFrame) -> str:
     return f"{frame.function}()" if frame.function else f"frame [{frame.compile_id}]"
+
+
+def _recompile_settings(run: CompileRun, reason: str) -> tuple[SettingChange, ...]:
+    """A size that changed: dynamic shapes as a setting (``mark_dynamic`` is a code change), unless they were on."""
+    if not _SIZE_MISMATCH.search(reason) or (run.settings is not None and run.settings.dynamic):
+        return ()
+    return (SettingChange("dynamic shapes", dynamic=True),)
 
 
 def _recompile_fix(reason: str) -> str:
@@ -552,6 +587,7 @@ def _fallbacks(run: CompileRun) -> list[Finding]:
             launch_url(graph, first),
             "rewrite the model with ops Inductor lowers (or register a decomposition for the op), so it is fused",
             "low",
+            where=call_site(graph, first) or "",
         )
     ]
 
@@ -585,6 +621,7 @@ def _custom_ops(run: CompileRun) -> list[Finding]:
             "speed up the op's own implementation (a fused or compiled kernel of its own); where its body is plain "
             "torch ops, calling them directly instead of through the op lets Inductor compile and fuse them",
             "low",
+            where=call_site(graph, first) or "",
         )
     ]
 
@@ -680,6 +717,11 @@ def _precision(run: CompileRun) -> list[Finding]:
     if bf16_stake is not None:
         second += f" (about {bf16_stake:,.1f} µs at stake by the bfloat16 ceiling)"
     largest = max(calls, key=lambda call: call[0])
+    settings = [SettingChange("TF32 matmuls" + (" and convolutions" if convolutions else ""),
+                              matmul_precision="high" if not matmul_tf32 else None,
+                              cudnn_allow_tf32=True if convolutions else None, predicted_us=at_stake)]  # fmt: skip
+    if not (run.settings is not None and run.settings.autocast):
+        settings.append(SettingChange("bfloat16 autocast", autocast="bfloat16", predicted_us=bf16_stake))
     return [
         Finding(
             "precision",
@@ -691,6 +733,42 @@ def _precision(run: CompileRun) -> list[Finding]:
             first + second,
             "high" if at_stake is not None else "medium",
             caveat=_PRECISION_CAVEAT,
+            settings=tuple(settings),
+        )
+    ]
+
+
+def _freezing(run: CompileRun) -> list[Finding]:
+    """CPU inference with unfrozen weights: library matmuls whose weights Inductor could fold and prepack."""
+    from ..report.views import launch_url
+
+    bench = run.bench
+    if (bench is None or bench.device != "cpu" or bench.step is None or not bench.step.total_us or is_training(run)
+            or _on(_options(run), "freezing")):  # fmt: skip
+        return []
+    calls = [(launch.timing.median_us, graph, launch) for graph, launch in _timed_externs(run)
+             if launch.timing is not None and _MATMUL_OPS.match(op_base(launch))]  # fmt: skip
+    total, kernels_us = sum(us for us, *_ in calls), bench.step.attributed_us or bench.step.total_us
+    if not calls or total < FREEZING_SHARE * kernels_us:
+        return []
+    _, graph, largest = max(calls, key=lambda call: call[0])
+    return [
+        Finding(
+            "freezing",
+            f"Library matmuls take {total / kernels_us:.0%} of the time in kernels, with the weights not frozen",
+            None,
+            "not estimated: what folding and prepacking the weights saves depends on the shapes and the CPU's oneDNN "
+            "kernels; trying it measures it (inductor-lens try REPORT)",
+            f"{total:,.1f} of the {kernels_us:,.1f} µs in kernels per step is {len(calls)} library matmul call(s) "
+            f"({', '.join(sorted({op_base(launch) for _, _, launch in calls}))}) on weights passed as inputs; this is "
+            "inference (no --train) and the run did not set freezing",
+            launch_url(graph, largest),
+            'torch.compile(model, options={"freezing": True}) for inference: the parameters become constants, '
+            "folded into the graph and prepacked for oneDNN's matmul kernels",
+            "medium",
+            caveat="the weights are baked into the compiled graph: changing them after the compile (training, loading "
+            "another checkpoint) is not seen; the compile takes longer and holds a second copy while it folds",
+            settings=(SettingChange("freezing", options={"freezing": True}),),
         )
     ]
 
@@ -712,7 +790,9 @@ def _under_roofline(run: CompileRun) -> list[Finding]:
     slow.sort(key=lambda item: -item[0])
     named = ", ".join(f"{name} at {percent:.0f}%" for _, _, name, percent, _ in slow[:3])
     memory = sum(1 for *_, bound in slow if bound == "memory")
-    change = _tuning_change(run) or (
+    tuning = _tuning_change(run)
+    above = sum(item[0] for item in slow)
+    change = tuning[0] if tuning else (
         "tuning is already on (coordinate descent and autotuning): open the kernel's page; a memory-bound kernel "
         "this far under the copy bandwidth usually reads strided or gathered data (a transpose, cat or index), "
         "which no block size fixes: give its inputs a contiguous layout, or keep the op fused into its consumer"
@@ -721,7 +801,7 @@ def _under_roofline(run: CompileRun) -> list[Finding]:
         Finding(
             "roofline",
             f"{len(slow)} kernel(s) far under the roofline (under {FAR_FROM_ROOF:.0%} of it)",
-            sum(item[0] for item in slow),
+            above,
             "their in-context time per step minus what the roofline allows: an upper bound, rarely all recoverable",
             f"launches of {TINY_KERNEL_S * 1e6:.0f} µs or more at under {FAR_FROM_ROOF:.0%} of this device's measured "
             f"roofline: {named}"
@@ -729,6 +809,7 @@ def _under_roofline(run: CompileRun) -> list[Finding]:
             kernel_url(slow[0][1], slow[0][2]),
             change,
             "low",
+            settings=(replace(tuning[1], predicted_us=above),) if tuning else (),
         )
     ]
 
@@ -778,11 +859,12 @@ def _untuned_matmuls(run: CompileRun) -> list[Finding]:
     under.sort(key=lambda item: -item[0])
     named = ", ".join(f"{launch.label} #{launch.position} at {percent:.0f}%" for _, _, launch, percent in under[:3])
     mode = suggested_mode(run, autotune=True)
+    at_stake = sum(item[0] for item in under)
     return [
         Finding(
             "autotune",
             f"{len(under)} library matmul(s) under {AUTOTUNE_UNDER:.0%} of the roofline, not autotuned",
-            sum(item[0] for item in under),
+            at_stake,
             "their in-context time per step minus what the roofline allows: what a better kernel could save at most",
             f"library matmul calls of {TINY_KERNEL_S * 1e6:.0f} µs or more at under {AUTOTUNE_UNDER:.0%} of this "
             f"device's measured roofline: {named}; the run did not autotune",
@@ -791,6 +873,7 @@ def _untuned_matmuls(run: CompileRun) -> list[Finding]:
             "time and keeps the faster",
             "medium",
             caveat="longer compiles: every matmul shape is benchmarked once (minutes on a large model)",
+            settings=(SettingChange(f"autotuning (mode {mode})", mode=mode, predicted_us=at_stake),),
         )
     ]
 
@@ -799,7 +882,7 @@ def _nothing_to_gain(
     findings: list[Finding], noise: float, verdict: BoundVerdict | None, gpu: bool
 ) -> Finding | None:
     """One finding that says so, when no change the records show would save more than the noise."""
-    actionable = {"graph break", "fallback", "custom op", "precision"}
+    actionable = {"graph break", "fallback", "custom op", "precision", "freezing"}
     if any((f.at_stake_us or 0.0) >= noise for f in findings) or any(
         f.at_stake_us is None and f.kind in actionable for f in findings
     ):

@@ -4,7 +4,7 @@
     run.py          run -- python SCRIPT ARGS
     compare.py      compare MODEL, diff A B         handwritten.py  handwritten list|check|bench
     cache.py        cache info|clear                common.py       error handling, shared options
-    repro.py        repro REPORT KERNEL
+    repro.py        repro REPORT KERNEL             try_.py         try REPORT (its suggestions, measured)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .handwritten import handwritten_group
 from .report import open_command, report_command
 from .repro import repro_command
 from .run import run_command
+from .try_ import try_command
 
 __all__ = ["cli", "main"]
 
@@ -33,7 +34,7 @@ def cli() -> None:
 
 
 for command in (compile_command, run_command, compare_command, diff_command, report_command, open_command,
-                handwritten_group, cache_group, repro_command):  # fmt: skip
+                try_command, handwritten_group, cache_group, repro_command):  # fmt: skip
     cli.add_command(command)
 
 

@@ -10,13 +10,14 @@ import functools
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from .. import api
-from ..bench.answers import summary_lines
+from ..bench.answers import summary_lines, trial_lines
 from ..errors import LensError
 from ..options import (
     ACCURACY_CHECKS,
@@ -258,7 +259,41 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
     if run.answers is not None:  # the first page's four answers, in a few lines
         for line in summary_lines(run.answers):
             click.echo(f"  {line}", err=True)
+    if run.trials is not None:
+        for line in trial_lines(run.trials):
+            click.echo(f"  {line}", err=True)
     _finish("report", result.index, result.error, open_browser)
+
+
+def try_options(function: F) -> F:
+    """``--try N`` and ``--try-budget SECONDS`` (compile, run)."""
+    function = click.option(
+        "--try-budget", "try_budget_s", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+        help="Wall seconds --try may take in all; a suggestion whose cold compile would not fit is left out, and "
+        "the warm rounds stop early (the report says how many ran).",
+    )(function)
+    return click.option(
+        "--try", "try_top", type=click.IntRange(min=1), default=None, metavar="N",
+        help="After the report, run its top N suggestions that apply as settings (a mode, options, matmul "
+        "precision, autocast, dynamic, Dynamo config), each as a configuration compared with this run's own "
+        "settings (cold compile, then interleaved warm rounds), and show what each gained on the first page.",
+    )(function)  # fmt: skip
+
+
+def say(line: str) -> None:
+    click.echo(f"inductor-lens: {line}", err=True)
+
+
+def try_after(result: api.ReportResult, top: int | None, budget_s: float | None, command: str, *, strict: bool,
+              verbose: bool) -> api.ReportResult:  # fmt: skip
+    """``--try N`` after a report was written: its suggestions tried, the report rendered again with them."""
+    if top is None or result.error is not None:
+        return result
+    say(f"trying the report's top {top} suggestion(s) against its own settings"
+        + (f" (budget {budget_s:.0f} s)" if budget_s else ""))  # fmt: skip
+    tried = api.try_suggestions(result.index.parent, top, budget_s=budget_s, command=command, strict=strict, say=say,
+                                progress=None if verbose else show_progress, echo=sys.stderr if verbose else None)  # fmt: skip
+    return replace(result, run=tried.run, index=tried.index)
 
 
 def finish_ranked(result: api.RankedResult, open_browser: bool) -> None:

@@ -11,6 +11,7 @@ import click
 
 from .. import api
 from ..capture.ranks import check_launcher
+from ..errors import UsageError
 from ..options import parse_inductor_options
 from .common import (
     finish_ranked,
@@ -20,6 +21,8 @@ from .common import (
     out_option,
     show_progress,
     spec_from_options,
+    try_after,
+    try_options,
 )
 
 
@@ -82,6 +85,7 @@ from .common import (
     help="On a machine without a GPU: have Inductor generate the Triton kernels it would for this GPU (default "
     "H200), check them under Triton's interpreter against eager, and report them as a CPU preview (no timing).",
 )
+@try_options
 @out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/, with --nproc <model>-<mode>-nproc<N>/].")
 @model_options
 @lens_command
@@ -94,6 +98,8 @@ def compile_command(
     divergence_budget_s: float,
     save_inputs_mb: float | None,
     preview_gpu: str | None,
+    try_top: int | None,
+    try_budget_s: float | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
@@ -106,6 +112,9 @@ def compile_command(
                    save_inputs_mb=save_inputs_mb)  # fmt: skip
     if preview_gpu is not None:  # the model runs on the CPU; nothing there to time or to compare by hand
         spec = replace(spec, preview_gpu=preview_gpu.upper(), device="cpu", bench=False, handwritten=False)
+    if try_top is not None and (nproc is not None or preview_gpu is not None or not spec.bench):
+        raise UsageError("--try measures suggestions against the timed step of one process: not with --nproc, "
+                         "--preview-gpu or --no-bench")  # fmt: skip
     if nproc is not None:
         check_launcher(nproc)
         target = out_dir or api.default_report_dir(spec).with_name(f"{api.default_report_dir(spec).name}-nproc{nproc}")
@@ -126,4 +135,5 @@ def compile_command(
         progress=None if verbose else show_progress,
         echo=sys.stderr if verbose else None,
     )
+    result = try_after(result, try_top, try_budget_s, f"compile --try {try_top}", strict=strict, verbose=verbose)
     finish_report(result, open_browser)

@@ -8,6 +8,10 @@ the compiled step timed again, nothing else), in an order rotated every round, s
 machine hits every configuration alike (compare/noise.py turns the round medians into noise). The
 warm processes write to ``configs/<name>/warm-rounds/<k>/``; the caches are deleted at the end.
 
+With a ``Budget`` (``--try-budget``), a process starts only where one like it, timed earlier in the same
+comparison, would end in time: configurations whose cold process would not fit are left out (``skipped``),
+and the rounds stop early (the comparison says how many were done).
+
 ``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's pages
 again. Both first bring each configuration's report up to date in place (``current_run``), so that the
 comparison's links open pages rendered from the run the comparison read, by this inductor-lens, never an
@@ -18,9 +22,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -54,6 +59,23 @@ class ComparisonResult:
     index: Path
     # the first configuration that failed (the comparison is still written with the others)
     error: LensError | None = None
+    skipped: tuple[str, ...] = ()  # configurations left out for the budget
+    rounds_done: int = 0
+
+
+@dataclass
+class Budget:
+    """Wall seconds a comparison may take, from its creation: a process is started only when the estimate of its
+    length (the longest like it so far) ends within them."""
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def fits(self, estimate_s: float) -> bool:
+        return time.monotonic() + estimate_s <= self.started + self.seconds
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
 
 def compare_models(
@@ -67,11 +89,15 @@ def compare_models(
     say: Callable[[str], None] | None = None,
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
+    budget: Budget | None = None,
+    cold_scope: str = "full",
 ) -> ComparisonResult:
     """Compile ``base.model_path`` under each configuration (cold), time them all in ``rounds`` interleaved
     warm rounds, and write the comparison.
 
-    ``base`` gives everything but the mode and options (device, dtype, --train, timeouts, ...).
+    ``base`` gives everything the configurations do not set (device, dtype, --train, timeouts, ...).
+    ``cold_scope``: what the cold processes measure ("end_to_end": the step, memory and accuracy, no profile
+    and no hand-written kernels: what ``--try`` needs). The first configuration always runs, whatever ``budget``.
     """
     if not base.model_path.is_file():
         raise UsageError(f"{base.model_path}: no such model file")
@@ -82,14 +108,26 @@ def compare_models(
     announce = say or (lambda _: None)
     entries: dict[str, ConfigRun] = {}
     first_error: LensError | None = None
+    skipped: list[str] = []
+    cold_s: list[float] = []
+    rounds_done = 0
     with ExitStack() as stack:
         caches: dict[str, Path] = {}
         specs: dict[str, CompileSpec] = {}
         for request in requests:
-            spec = replace(base, mode=request.mode, options=dict(request.options))
+            spec = request.apply(base)
+            if cold_scope != "full":
+                spec = replace(spec, bench_scope=cold_scope, handwritten=False)
+            if budget is not None and cold_s and not budget.fits(max(cold_s)):
+                announce(f"{request.name}: left out, the budget of {budget.seconds:.0f} s would not hold its cold "
+                         f"compile (the longest so far took {max(cold_s):.0f} s)")  # fmt: skip
+                skipped.append(request.name)
+                continue
             cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inductor-lens-compare-")))
             announce(f"{request.name}: cold compile on empty caches ({request.describe()})")
+            started = time.monotonic()
             entry, error = _cold(spec, request, out_dir, cache, strict=strict, draw=draw, progress=progress, echo=echo)
+            cold_s.append(time.monotonic() - started)
             entries[request.name] = entry
             if error is not None:
                 if first_error is None:  # keeps its kind, so its exit code
@@ -97,20 +135,33 @@ def compare_models(
                 continue
             caches[request.name], specs[request.name] = cache, spec
         measured: dict[str, list[RoundMeasure]] = {name: [] for name in caches}
+        # the first round's estimate: the cold processes (a warm one compiles from its cache: less)
+        round_s = sum(cold_s)
         for number in range(1, rounds + 1):
+            if budget is not None and not budget.fits(round_s):
+                announce(f"rounds: stopped after {number - 1} of {rounds}, the budget of {budget.seconds:.0f} s would "
+                         f"not hold another (about {round_s:.0f} s)")  # fmt: skip
+                break
+            started = time.monotonic()
             order = rotated(list(caches), number)
             for position, name in enumerate(order, 1):
                 announce(f"round {number} of {rounds}: {name}, a warm process on its caches ({position} of {len(order)})")
                 folder = out_dir / CONFIGS_DIR / name / WARM_ROUNDS_DIR / str(number)
                 measured[name].append(_warm(specs[name], folder, caches[name], number, position, progress, echo))
+            round_s, rounds_done = time.monotonic() - started, number
     for name, found in measured.items():
         errors = [r.error for r in found if r.error]
         entries[name] = replace(entries[name], rounds=tuple(found), warm_error=errors[0] if errors else None)
-    ordered = [entries[r.name] for r in requests]
+    ordered = [entries[r.name] for r in requests if r.name in entries]
+    notes = _notes(ordered)
+    if skipped:
+        notes.append(f"Left out for the budget of {budget.seconds:.0f} s: {', '.join(skipped)}." if budget else "")
+    if rounds_done < rounds:
+        notes.append(f"{rounds_done} of the {rounds} warm rounds asked for were run, within the budget.")
     comparison = build_comparison(ordered, kind="compare", title=base.model_name, model_path=str(base.model_path),
-                                  notes=_notes(ordered))  # fmt: skip
+                                  notes=notes)  # fmt: skip
     index = write_report(render_comparison(comparison), out_dir)
-    return ComparisonResult(comparison, index, first_error)
+    return ComparisonResult(comparison, index, first_error, tuple(skipped), rounds_done)
 
 
 def _cold(
