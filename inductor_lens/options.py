@@ -359,8 +359,15 @@ def parse_option(pair: str, config: TorchConfig = INDUCTOR_CONFIG) -> tuple[str,
 
 
 def config_defaults(config: TorchConfig) -> dict[str, Any]:
-    """Every name of the config with its current value, from the installed torch."""
-    return dict(importlib.import_module(config.module).get_config_copy())
+    """Every name of the config with its current value, from the installed torch, the names torch keeps as aliases
+    of renamed settings too (Dynamo's ``cache_size_limit``, now ``recompile_limit``)."""
+    module: Any = importlib.import_module(config.module)
+    names = dict(module.get_config_copy())
+    for name, entry in getattr(module, "_config", {}).items():  # private: each entry's alias, "module.name"
+        target = str(getattr(entry, "alias", None) or "").removeprefix(config.module + ".")
+        if target in names and name not in names:
+            names[name] = names[target]
+    return names
 
 
 def config_types(config: TorchConfig, names: Iterable[str]) -> dict[str, Any]:

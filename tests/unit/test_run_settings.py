@@ -80,6 +80,8 @@ def test_dynamo_options_are_checked_like_inductor_options() -> None:
     with pytest.raises(UsageError, match=r"^Dynamo option 'capture_scalar_outputs' takes true or false, got 'yes'$"):
         parse_dynamo_options(["capture_scalar_outputs=yes"])
     assert check_dynamo_options({"recompile_limit": 4}) == {"recompile_limit": 4}
+    # a renamed setting's old name, which torch still takes
+    assert parse_dynamo_options(["cache_size_limit=16"]) == {"cache_size_limit": 16}
     assert normalize_autocast("bf16") == "bfloat16" and normalize_autocast("torch.half") == "float16"
     with pytest.raises(UsageError, match="autocast lowers to"):
         normalize_autocast("fp64")
