@@ -150,10 +150,12 @@ def run_script(
     draw: bool = True,
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
+    cache_root: Path | None = None,
 ) -> ReportResult:
-    """Run an unchanged script in the script process and write the report of what it compiled."""
+    """Run an unchanged script in the script process and write the report of what it compiled (``cache_root``: as
+    ``compile_model``'s)."""
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
-    captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo)
+    captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
                            strict=strict, draw=draw, progress=progress)  # fmt: skip
 

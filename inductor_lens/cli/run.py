@@ -10,6 +10,7 @@ import click
 
 from .. import api
 from ..capture.ranks import split_torchrun
+from ..errors import UsageError
 from ..options import DEFAULT_TIMEOUT_S, parse_inductor_options
 from .common import (
     finish_ranked,
@@ -22,6 +23,8 @@ from .common import (
     show_progress,
     strict_option,
     threads_option,
+    try_after,
+    try_options,
 )
 
 
@@ -48,6 +51,7 @@ from .common import (
 @process_settings_options("Set before the script runs (a setting the script makes itself, later, wins).",
                           "Entered around each call of a compiled function or module; the script's eager code "
                           "between those calls runs as it is.")  # fmt: skip
+@try_options
 @out_option("Report folder [default: inductor-lens-reports/<script>-run/].")
 @strict_option
 @open_option("report")
@@ -64,6 +68,8 @@ def run_command(
     no_handwritten: bool,
     dynamic: bool | None,
     threads: int | None,
+    try_top: int | None,
+    try_budget_s: float | None,
     out_dir: Path | None,
     strict: bool,
     open_browser: bool,
@@ -86,6 +92,9 @@ def run_command(
         threads=threads, dynamic=dynamic, **process_settings(settings),
     )  # fmt: skip
     target = out_dir or api.default_script_report_dir(spec)
+    if try_top is not None and (torchrun is not None or no_bench):
+        raise UsageError("--try measures suggestions against the profiled steps of one process: not under torchrun "
+                         "or with --no-bench")  # fmt: skip
     if torchrun is not None:
         click.echo(f"inductor-lens: running {spec.command} under torchrun {' '.join(torchrun[0])}, one capture per "
                    f"rank (mode {mode} where it sets none) into {target}/", err=True)  # fmt: skip
@@ -95,4 +104,5 @@ def run_command(
         return
     click.echo(f"inductor-lens: running {spec.command} (mode {mode} where it sets none) into {target}/", err=True)
     result = api.run_script(spec, target, strict=strict, progress=None if verbose else show_progress, echo=sys.stderr)
+    result = try_after(result, try_top, try_budget_s, f"run --try {try_top}", strict=strict, verbose=verbose)
     finish_report(result, open_browser)

@@ -33,7 +33,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 PROCESS_SETTINGS = ("matmul_precision", "cudnn_allow_tf32", "autocast", "dynamic", "dynamo_options")
 _DYNAMO_KEY = "dynamo."
 
-Spec = TypeVar("Spec", CompileSpec, ScriptSpec)
+Spec = TypeVar("Spec", bound=CompileSpec | ScriptSpec)
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from ..capture import PhaseCallback, capture
+from ..capture import Capture, PhaseCallback, capture, capture_script
 from ..errors import InputFolderError, LensError, UsageError
-from ..options import CompileSpec
+from ..options import CompileSpec, ScriptSpec
 from ..parse.layout import WARM_ROUNDS_DIR
-from ..pipeline import compile_model, load_run, report_folder
+from ..pipeline import ReportResult, build_run, compile_model, load_run, report_folder, run_script
 from ..records import Comparison, CompileRun, RoundMeasure, Timing
 from ..report import render_comparison, write_report
 from ..report.folders import (
@@ -48,7 +48,7 @@ from ..report.folders import (
 )
 from ..worker.files import RESULT_FILE, FileShapeError, read_bench_data
 from . import build_comparison
-from .configs import ConfigRequest
+from .configs import ConfigRequest, settings_text
 from .noise import DEFAULT_ROUNDS, MIN_ROUNDS, rotated
 from .summary import ConfigRun
 
@@ -79,7 +79,7 @@ class Budget:
 
 
 def compare_models(
-    base: CompileSpec,
+    base: CompileSpec | ScriptSpec,
     requests: Sequence[ConfigRequest],
     out_dir: Path | None = None,
     *,
@@ -95,7 +95,9 @@ def compare_models(
     """Compile ``base.model_path`` under each configuration (cold), time them all in ``rounds`` interleaved
     warm rounds, and write the comparison.
 
-    ``base`` gives everything the configurations do not set (device, dtype, --train, timeouts, ...).
+    ``base`` gives everything the configurations do not set (device, dtype, --train, timeouts, ...); a
+    ScriptSpec runs an unchanged script under each configuration (``run --try``), its step timed from the
+    profiled window (``_script_step``).
     ``cold_scope``: what the cold processes measure ("end_to_end": the step, memory and accuracy, no profile
     and no hand-written kernels: what ``--try`` needs). The first configuration always runs, whatever ``budget``.
     """
@@ -113,11 +115,12 @@ def compare_models(
     rounds_done = 0
     with ExitStack() as stack:
         caches: dict[str, Path] = {}
-        specs: dict[str, CompileSpec] = {}
+        specs: dict[str, CompileSpec | ScriptSpec] = {}
         for request in requests:
             spec = request.apply(base)
             if cold_scope != "full":
-                spec = replace(spec, bench_scope=cold_scope, handwritten=False)
+                spec = (replace(spec, bench_scope=cold_scope, handwritten=False) if isinstance(spec, CompileSpec)
+                        else replace(spec, handwritten=False))  # fmt: skip
             if budget is not None and cold_s and not budget.fits(max(cold_s)):
                 announce(f"{request.name}: left out, the budget of {budget.seconds:.0f} s would not hold its cold "
                          f"compile (the longest so far took {max(cold_s):.0f} s)")  # fmt: skip
@@ -165,7 +168,7 @@ def compare_models(
 
 
 def _cold(
-    spec: CompileSpec,
+    spec: CompileSpec | ScriptSpec,
     request: ConfigRequest,
     out_dir: Path,
     cache: Path,
@@ -179,17 +182,21 @@ def _cold(
     folder = out_dir / CONFIGS_DIR / request.name
     report = f"{CONFIGS_DIR}/{request.name}"
     shutil.rmtree(folder / WARM_ROUNDS_DIR, ignore_errors=True)
-    result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
+    result: ReportResult
+    if isinstance(spec, ScriptSpec):
+        result = run_script(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
+    else:
+        result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
     if result.error is not None:
         failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
                            status=result.run.capture.status if result.run.capture else "failed",
-                           error=result.error.one_line())  # fmt: skip
+                           error=result.error.one_line(), settings=settings_text(request))  # fmt: skip
         return failed, result.error
     return ConfigRun(request.name, request.mode, dict(request.options), result.run, report), None
 
 
 def _warm(
-    spec: CompileSpec,
+    spec: CompileSpec | ScriptSpec,
     folder: Path,
     cache: Path,
     number: int,
@@ -199,10 +206,15 @@ def _warm(
 ) -> RoundMeasure:
     """One warm process: the compile on the filled caches, and the compiled step timed (nothing else)."""
     shutil.rmtree(folder, ignore_errors=True)
-    warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end", accuracy="off")
-    warm = capture(warm_spec, folder, progress=progress, echo=echo, cache_root=cache)
+    warm: Capture
+    if isinstance(spec, ScriptSpec):
+        warm = capture_script(replace(spec, handwritten=False), folder, progress=progress, echo=echo, cache_root=cache)
+        latency, eager = _script_step(folder, warm), None
+    else:
+        warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end", accuracy="off")
+        warm = capture(warm_spec, folder, progress=progress, echo=echo, cache_root=cache)
+        latency, eager = _latencies(folder)
     error = warm.error()
-    latency, eager = _latencies(folder)
     if latency is None:
         why = error.one_line() if error else "the warm process measured no compiled step"
         return RoundMeasure(number, position, Timing(0.0, 0.0, 0.0, 0, ""), None, warm.outcome.cold_compile_s, why)
@@ -219,6 +231,24 @@ def _latencies(capture_dir: Path) -> tuple[Timing | None, Timing | None]:
     if bench is None or bench.end_to_end is None:
         return None, None
     return bench.end_to_end.compiled, bench.end_to_end.eager
+
+
+def _script_step(folder: Path, warm: Capture) -> Timing | None:
+    """A script's step in a warm process: the median host wall time of its profiled steps (each a call of the first
+    compiled function up to the next, under the profiler), as its report works it out."""
+    if warm.error() is not None:
+        return None
+    try:
+        run = build_run(folder, folder, allow_empty=True, settings=warm.settings, environment=warm.environment,
+                        capture=warm.outcome)  # fmt: skip
+    except LensError:
+        return None
+    step = run.bench.step if run.bench is not None else None
+    if step is None or not step.step_wall_us:
+        return None
+    median_ms = step.step_wall_us / 1e3
+    return Timing(median_ms, median_ms, median_ms, step.steps,
+                  f"the median host wall time of the script's {step.steps} profiled steps (under the profiler)")  # fmt: skip
 
 
 def _notes(entries: Sequence[ConfigRun]) -> list[str]:

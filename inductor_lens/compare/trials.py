@@ -17,6 +17,7 @@ or slower only beyond the noise of the pair with every round on the same side, "
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from typing import TextIO
 from ..bench.trials import write_trials
 from ..capture import PhaseCallback
 from ..errors import InputFolderError, LensError, UsageError
-from ..options import CompileSpec
+from ..options import CompileSpec, ScriptSpec
 from ..records import Accuracy, CompileRun, ConfigResult, Finding, SettingChange
 from ..records.trials import TRIALS_VERSION, Trial, Trials, TryVerdict, UntriedSuggestion
 from ..report.folders import CONFIGS_DIR, LENS_JSON
@@ -60,7 +61,7 @@ class TryResult:
 
 
 def suggestions(
-    findings: Sequence[Finding], base: CompileSpec, top: int
+    findings: Sequence[Finding], base: CompileSpec | ScriptSpec, top: int
 ) -> tuple[list[Suggestion], list[UntriedSuggestion]]:
     """The first ``top`` settings of the findings (in their order; a finding's alternatives in its order) that
     change the run's settings; the findings that are code changes and the settings beyond ``top`` as untried."""
@@ -75,8 +76,7 @@ def suggestions(
                                                  finding.where, finding.evidence_url))  # fmt: skip
             continue
         for setting in finding.settings:
-            request = request_for("candidate", setting, base)
-            if setting.key() in seen or request.apply(base) == base:
+            if setting.key() in seen or _unchanged(request_for("candidate", setting, base), base):
                 continue
             seen.add(setting.key())
             if len(chosen) < top:
@@ -88,7 +88,11 @@ def suggestions(
     return chosen, untried
 
 
-def request_for(name: str, setting: SettingChange, base: CompileSpec) -> ConfigRequest:
+def _unchanged(request: ConfigRequest, base: CompileSpec | ScriptSpec) -> bool:
+    return request.apply(base) == base
+
+
+def request_for(name: str, setting: SettingChange, base: CompileSpec | ScriptSpec) -> ConfigRequest:
     """The configuration that runs ``setting`` on top of the run's own settings (options and Dynamo config added
     to the run's; everything the setting leaves unset kept)."""
     return ConfigRequest(
@@ -108,23 +112,27 @@ def _config_name(number: int, label: str) -> str:
     return f"try{number}-{slug or 'setting'}"
 
 
-def base_spec(report_dir: Path) -> CompileSpec:
-    """The spec the report's capture was made with (its ``capture/spec.json``), as the baseline of the trials."""
+def base_spec(report_dir: Path) -> CompileSpec | ScriptSpec:
+    """The spec the report's capture was made with (its ``capture/spec.json``), as the baseline of the trials: a
+    model file's (``compile``) or a script's (``run``)."""
     path = report_dir / CAPTURE_DIR / SPEC_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         raise InputFolderError(f"{report_dir}: no {CAPTURE_DIR}/{SPEC_FILE}: suggestions are tried on the report "
                                "folder of a compile (its capture folder says what was run)") from None  # fmt: skip
-    if '"kind": "script"' in text:
-        raise UsageError(f"{report_dir}: a script's report; try runs the suggestions of a model file's report",
-                         hint="compile the model file (get_model/get_inputs) with --try N")  # fmt: skip
     try:
-        spec = CompileSpec.from_json(text)
-    except (ValueError, TypeError, KeyError) as exc:
+        script = json.loads(text).get("kind") == "script"
+        spec = ScriptSpec.from_json(text) if script else CompileSpec.from_json(text)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InputFolderError(f"{path}: not a readable spec ({exc})") from exc
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: the report's model file is not here; trying needs it to compile again")
+    if isinstance(spec, ScriptSpec):
+        if not spec.bench:
+            raise UsageError(f"{report_dir}: this script's steps were not profiled (--no-bench); suggestions are "
+                             "measured against its profiled step")  # fmt: skip
+        return replace(spec, handwritten=False)
     if not spec.bench or spec.preview_gpu:
         raise UsageError(f"{report_dir}: this report's step was not timed ({'--preview-gpu' if spec.preview_gpu else '--no-bench'}); "
                          "suggestions are measured against the timed step")  # fmt: skip
@@ -178,7 +186,7 @@ def try_suggestions(
     return TryResult(trials, run, index, result.index, result.error)
 
 
-def _asked_setting(request: ConfigRequest, base: CompileSpec) -> SettingChange:
+def _asked_setting(request: ConfigRequest, base: CompileSpec | ScriptSpec) -> SettingChange:
     """A configuration the user asked for (``try --config``) as a setting: what it changes against the run's own."""
     options = {k: v for k, v in request.options.items() if base.options.get(k) != v}
     return SettingChange(request.name, mode=request.mode if request.mode != base.mode else None, options=options,
@@ -321,7 +329,9 @@ def _accuracy(run: CompileRun | None, base_run: CompileRun | None) -> dict[str, 
     tried = run.capture.accuracy if run is not None and run.capture is not None else None
     mine = base_run.capture.accuracy if base_run is not None and base_run.capture is not None else None
     if tried is None:
-        return {"accuracy_note": "not measured (the configuration's capture has no accuracy check)"}
+        script = run is not None and run.capture is not None and run.capture.command
+        return {"accuracy_note": "not measured: a script has no accuracy check (it runs as it is, with no float64 "
+                "reference)" if script else "not measured (the configuration's capture has no accuracy check)"}
     if tried.reference != "float64":
         return {"accuracy_within": tried.within_tolerance,
                 "accuracy_note": f"checked against eager only ({tried.method or 'no float64 reference'})"}  # fmt: skip

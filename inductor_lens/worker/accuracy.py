@@ -197,7 +197,12 @@ def check_tensor(
                            note="equal" if same else "integer or boolean values differ")  # fmt: skip
     max_abs = _finite_max(torch, (got.double() - want.double()).abs())
     if torch.allclose(want, got, atol=tol, rtol=tol, equal_nan=True):
-        return TensorCheck(name, typed, label, True, tol, max_abs_error=max_abs, note=f"within {tol:g} of eager")
+        # the RMSEs against float64 all the same: what a change of numerics (TF32, autocast) costs (--try)
+        measured = ref is not None and isinstance(ref, torch.Tensor) and ref.shape == want.shape
+        return TensorCheck(name, typed, label, True, tol, max_abs_error=max_abs,
+                           compiled_rmse=_rmse(torch, ref.double(), got) if measured else None,
+                           eager_rmse=_rmse(torch, ref.double(), want) if measured else None,
+                           note=f"within {tol:g} of eager")  # fmt: skip
     if ref is None or not isinstance(ref, torch.Tensor) or ref.shape != want.shape:
         return TensorCheck(name, typed, label, False, tol, max_abs_error=max_abs,
                            note=f"not within {tol:g} of eager, and no float64 run to judge by")  # fmt: skip

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from inductor_lens.bench.diagnosis import diagnose
+from inductor_lens.compare.trials import base_spec, suggestions
 from inductor_lens.records import CompileRun
 
 from ..conftest import SAMPLES, CliResult, run_cli_process
@@ -54,10 +57,14 @@ def test_try_two_suggestions_measured(tried: tuple[Path, CliResult]) -> None:
     run = _run(out)
     trials = run.trials
     assert trials is not None and trials.command == "compile --try 2"
-    assert [t.setting.label for t in trials.trials] == ["cpp_wrapper", "freezing"]
-    assert trials.rounds == trials.rounds_asked == 3
     settings = run.settings
     assert settings is not None
+    # the first two suggestions of the run's own diagnosis that apply as settings (on this CPU: the C++ wrapper,
+    # freezing), whatever the measurements then made of their ranking
+    chosen, _ = suggestions(diagnose(replace(run, trials=None)).findings, base_spec(out), 2)
+    assert [t.setting for t in trials.trials] == [c.setting for c in chosen]
+    assert 1 <= len(trials.trials) <= 2 and {t.setting.label for t in trials.trials} <= {"cpp_wrapper", "freezing"}
+    assert trials.rounds == trials.rounds_asked == 3
     for trial in trials.trials:
         # never the run's own settings: each changes an option the run did not have
         assert trial.setting.options and all(settings.options.get(k) != v for k, v in trial.setting.options.items())
@@ -77,9 +84,8 @@ def test_try_two_suggestions_measured(tried: tuple[Path, CliResult]) -> None:
         # accuracy under the change, against the float64 run: the worst output's RMSE beside the run's own
         assert trial.rmse is not None and trial.base_rmse is not None and trial.accuracy_within is not None
         assert "RMSE against float64" in trial.accuracy_note
-    cpp_wrapper = trials.trials[0]
-    assert cpp_wrapper.predicted_us and cpp_wrapper.measured_us is not None  # the estimate beside the measurement
-    assert "cpp_wrapper" in trials.estimates
+    estimated = [t for t in trials.trials if t.predicted_us]  # the C++ wrapper's estimate: the Python measured
+    assert all(t.measured_us is not None and t.setting.label in trials.estimates for t in estimated)
     # the first page: the section, each trial's verdict and step, linked to its report and to the comparison
     page = (out / "index.html").read_text(encoding="utf-8")
     section = page[page.index('id="tried"'):]
@@ -95,18 +101,23 @@ def test_try_two_suggestions_measured(tried: tuple[Path, CliResult]) -> None:
 def test_try_report_again_with_a_failing_change(tried: tuple[Path, CliResult]) -> None:
     out, first = tried
     assert first.code == 0, first.stderr
+    before = _run(out).trials
+    assert before is not None
+    earlier = before.trials
     result = run_cli_process("try", out, "--top", "1", "--rounds", "2", "--config", BROKEN, timeout=1200)
     assert result.code == 0, result.stderr
     run = _run(out)
     trials = run.trials
     assert trials is not None and trials.command == f"try --top 1 --config {BROKEN}"
-    assert [t.name for t in trials.trials] == ["try1-cpp-wrapper", "broken"]
+    first_time = earlier[0]
+    assert [t.name for t in trials.trials] == [first_time.name, "broken"]
     broken = trials.trials[1]
     assert broken.verdict == "failed" and broken.kind == "asked"
     assert "C++ compiler" in broken.reason or "cxx" in broken.reason, broken.reason
     assert trials.trials[0].verdict != "failed" and len(trials.trials[0].ratios) == 2
-    # freezing is beyond --top 1: listed as not tried, with why
-    assert any("beyond the 1 tried" in u.why and "freezing" in u.title for u in trials.untried), trials.untried
+    # the second suggestion is beyond --top 1: listed as not tried, with why
+    for second in earlier[1:]:
+        assert any("beyond the 1 tried" in u.why and second.setting.label in u.title for u in trials.untried)
     page = (out / "index.html").read_text(encoding="utf-8")
     section = page[page.index('id="tried"'):]
     assert "failed" in section and "broken" in section
