@@ -9,8 +9,10 @@ machine hits every configuration alike (compare/noise.py turns the round medians
 warm processes write to ``configs/<name>/warm-rounds/<k>/``; the caches are deleted at the end.
 
 With a ``Budget`` (``--try-budget``), a process starts only where one like it, timed earlier in the same
-comparison, would end in time: configurations whose cold process would not fit are left out (``skipped``),
-and the rounds stop early (the comparison says how many were done).
+comparison, would end in time, and rounds come before more configurations: a configuration's cold process
+starts only where it and ``MIN_ROUNDS`` rounds of every configuration so far would still fit (a warm process
+estimated as the longest cold one less its compile, at least a quarter of it); the others are left out
+(``skipped``), and the rounds stop early (the comparison says how many were done).
 
 ``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's pages
 again. Both first bring each configuration's report up to date in place (``current_run``), so that the
@@ -112,6 +114,7 @@ def compare_models(
     first_error: LensError | None = None
     skipped: list[str] = []
     cold_s: list[float] = []
+    warm_s = 0.0  # the estimate of one warm process
     rounds_done = 0
     with ExitStack() as stack:
         caches: dict[str, Path] = {}
@@ -121,9 +124,10 @@ def compare_models(
             if cold_scope != "full":
                 spec = (replace(spec, bench_scope=cold_scope, handwritten=False) if isinstance(spec, CompileSpec)
                         else replace(spec, handwritten=False))  # fmt: skip
-            if budget is not None and cold_s and not budget.fits(max(cold_s)):
+            if budget is not None and cold_s and not budget.fits(max(cold_s) + MIN_ROUNDS * (len(caches) + 1) * warm_s):
                 announce(f"{request.name}: left out, the budget of {budget.seconds:.0f} s would not hold its cold "
-                         f"compile (the longest so far took {max(cold_s):.0f} s)")  # fmt: skip
+                         f"compile (the longest so far took {max(cold_s):.0f} s) and {MIN_ROUNDS} warm rounds "
+                         f"(about {warm_s:.0f} s a process)")  # fmt: skip
                 skipped.append(request.name)
                 continue
             cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inductor-lens-compare-")))
@@ -131,6 +135,8 @@ def compare_models(
             started = time.monotonic()
             entry, error = _cold(spec, request, out_dir, cache, strict=strict, draw=draw, progress=progress, echo=echo)
             cold_s.append(time.monotonic() - started)
+            compiling = entry.run.capture.cold_compile_s if entry.run is not None and entry.run.capture else None
+            warm_s = max(warm_s, cold_s[-1] - (compiling or 0.0), cold_s[-1] / 4)
             entries[request.name] = entry
             if error is not None:
                 if first_error is None:  # keeps its kind, so its exit code
@@ -138,8 +144,7 @@ def compare_models(
                 continue
             caches[request.name], specs[request.name] = cache, spec
         measured: dict[str, list[RoundMeasure]] = {name: [] for name in caches}
-        # the first round's estimate: the cold processes (a warm one compiles from its cache: less)
-        round_s = sum(cold_s)
+        round_s = warm_s * len(caches)
         for number in range(1, rounds + 1):
             if budget is not None and not budget.fits(round_s):
                 announce(f"rounds: stopped after {number - 1} of {rounds}, the budget of {budget.seconds:.0f} s would "

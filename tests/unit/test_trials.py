@@ -22,6 +22,7 @@ from inductor_lens.errors import ParseError
 from inductor_lens.options import CompileSpec
 from inductor_lens.records import (
     AgainstBaseline,
+    CaptureOutcome,
     CompileRun,
     ConfigResult,
     Finding,
@@ -138,3 +139,50 @@ def test_trials_file_kept_with_the_capture(tmp_path: Path) -> None:
     assert damaged.trials is None and "the suggestions tried are left out" in damaged.stats.diagnostics[-1].message
     with pytest.raises(ParseError):
         attach_trials(run, tmp_path, strict=True)
+
+
+class _Clock:
+    """A fake monotonic clock that the fake processes advance."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_budget_keeps_rounds_before_more_configurations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inductor_lens.compare import runner
+    from inductor_lens.compare.configs import ConfigRequest
+    from inductor_lens.compare.summary import ConfigRun
+    from inductor_lens.records import RoundMeasure, Timing
+
+    clock = _Clock()
+    monkeypatch.setattr(runner.time, "monotonic", clock)
+    started: list[str] = []
+
+    def cold(spec: object, request: ConfigRequest, *args: object, **kwargs: object) -> tuple[ConfigRun, None]:
+        started.append(f"cold {request.name}")
+        clock.now += 130.0  # a max-autotune compile: 105 s of it compiling
+        run = CompileRun(request.name, "", "", "", capture=CaptureOutcome("m.py", "m", "ok", "done", cold_compile_s=105.0))
+        return ConfigRun(request.name, request.mode, {}, run, f"configs/{request.name}"), None
+
+    def warm(spec: object, folder: Path, cache: Path, number: int, position: int, *args: object) -> RoundMeasure:
+        started.append(f"warm {folder.parent.parent.name} {number}")
+        clock.now += 25.0
+        return RoundMeasure(number, position, Timing(2.0, 1.9, 2.1, 20, ""))
+
+    monkeypatch.setattr(runner, "_cold", cold)
+    monkeypatch.setattr(runner, "_warm", warm)
+    monkeypatch.setattr(runner, "build_comparison", lambda entries, **kw: entries)
+    monkeypatch.setattr(runner, "write_report", lambda files, out: out / "index.html")
+    monkeypatch.setattr(runner, "render_comparison", lambda comparison: {})
+    requests = [ConfigRequest(name) for name in ("as-run", "a", "b", "c")]
+    result = runner.compare_models(_base(tmp_path), requests, tmp_path / "cmp", rounds=3,
+                                   budget=runner.Budget(420.0, clock.now))  # fmt: skip
+    # the warm estimate is the cold process less its compile (25 s), at least a quarter of it (32.5 s): "a" fits
+    # with two rounds of both; "b" would not leave time for two rounds of three configurations
+    assert started[:2] == ["cold as-run", "cold a"] and result.skipped == ("b", "c")
+    assert result.rounds_done == 3 and started[2:] == ["warm as-run 1", "warm a 1", "warm a 2", "warm as-run 2",
+                                                       "warm as-run 3", "warm a 3"]  # fmt: skip
+    assert clock.now - 1000.0 <= 420.0
