@@ -91,11 +91,13 @@ def build_run(
     on_stage: Callable[[str], None] | None = None,
     now: Callable[[], dt.datetime] | None = None,
     layout: DebugLayout | None = None,
+    kernel_stages: bool = True,
 ) -> CompileRun:
     """The CompileRun of the debug output under ``folder``, with the measurements and hand-written
     results found in ``capture_dir``; ``run_handwritten`` checks (and on a GPU times) the hand-written
     equivalents now, in a worker, instead of reading earlier results. ``layout``: one rank's files in a
-    folder several ranks share."""
+    folder several ranks share. ``kernel_stages=False`` leaves the Triton kernels' compiler stages out (a
+    configuration of ``--try``, whose report is read for its numbers: reading SASS is the slow part on a GPU box)."""
     run = parse_debug_folder(
         folder,
         strict=strict,
@@ -111,7 +113,8 @@ def build_run(
         run = attach_kernel_information(run, capture_dir, strict=strict)  # before the costs, which use it
         run = attach_module_stacks(run, capture_dir, strict=strict)
         run = attach_measurements(run, capture_dir, strict=strict)
-        run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
+        if kernel_stages:
+            run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
     if run_handwritten and on_stage is not None:
         on_stage("hand-written kernels")
     run = attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
@@ -128,18 +131,19 @@ def compile_model(
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
     cache_root: Path | None = None,
+    kernel_stages: bool = True,
 ) -> ReportResult:
     """Compile the model in the model process and write its report; a failed run still gets one.
 
     ``cache_root`` holds the model process's Inductor and Triton caches and is kept; by default it
-    gets fresh ones, deleted after it ends.
+    gets fresh ones, deleted after it ends. ``kernel_stages``: as ``build_run``'s.
     """
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: no such model file")
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress)  # fmt: skip
+                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages)  # fmt: skip
 
 
 def run_script(
@@ -151,13 +155,14 @@ def run_script(
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
     cache_root: Path | None = None,
+    kernel_stages: bool = True,
 ) -> ReportResult:
-    """Run an unchanged script in the script process and write the report of what it compiled (``cache_root``: as
-    ``compile_model``'s)."""
+    """Run an unchanged script in the script process and write the report of what it compiled (``cache_root``,
+    ``kernel_stages``: as ``compile_model``'s)."""
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress)  # fmt: skip
+                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages)  # fmt: skip
 
 
 def inspect_model(
@@ -201,6 +206,7 @@ def _report_capture(
     strict: bool,
     draw: bool,
     progress: PhaseCallback | None,
+    kernel_stages: bool = True,
 ) -> ReportResult:
     """The run of a capture just made, and its report; a failed capture still gets one."""
     started = time.perf_counter()
@@ -221,6 +227,7 @@ def _report_capture(
         run_handwritten=handwritten and captured.error() is None,
         timeout_s=timeout_s,
         on_stage=stage,
+        kernel_stages=kernel_stages,
     )
     index = render(run, out_dir, draw=draw)
     return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)

@@ -232,11 +232,16 @@ def _tuning_change(run: CompileRun) -> tuple[str, SettingChange] | None:
 
 
 def _host_bound(run: CompileRun, verdict: BoundVerdict | None) -> list[Finding]:
-    """GPU: the bound verdict's idle time, when host-bound or mixed (one rule, the same numbers)."""
-    if verdict is None or verdict.verdict not in ("host-bound", "mixed") or not verdict.idle_us:
+    """GPU: the bound verdict's idle time, when host-bound or mixed (one rule, the same numbers); GPU-bound with
+    more idle time than the step's noise and no CUDA graphs: that idle time, which CUDA graphs remove at most."""
+    if verdict is None or not verdict.idle_us:
         return []
     bench = run.bench
     assert bench is not None and bench.end_to_end is not None
+    if verdict.verdict == "GPU-bound":
+        return _gpu_bound_idle(run, verdict, bench.end_to_end)
+    if verdict.verdict not in ("host-bound", "mixed"):
+        return []
     idle, share = verdict.idle_us, verdict.idle_share or 0.0
     numbers = arithmetic(verdict.step_us or 0.0, verdict.busy_us or 0.0, True)
     evidence = f"{numbers}; {verdict.detail}" if verdict.detail else numbers
@@ -270,6 +275,19 @@ def _host_bound(run: CompileRun, verdict: BoundVerdict | None) -> list[Finding]:
                     "look for re-recording (TORCH_LOGS=cudagraphs) and mark changing sizes with "
                     "torch._dynamo.mark_dynamic, or move eager work between graphs into the compiled function",
                     "low")]  # fmt: skip
+
+
+def _gpu_bound_idle(run: CompileRun, verdict: BoundVerdict, e2e: EndToEnd) -> list[Finding]:
+    idle = verdict.idle_us or 0.0
+    if uses_cudagraphs(run) or idle < noise_us(e2e):
+        return []
+    mode = suggested_mode(run, cudagraphs=True)
+    return [Finding("idle time", f"GPU-bound, but the GPU idles {verdict.idle_share or 0.0:.0%} of the step between "
+                    "launches", idle, "the idle time per step (the benchmarked step minus the GPU's busy time): what "
+                    "CUDA graphs can remove at most", arithmetic(verdict.step_us or 0.0, verdict.busy_us or 0.0, True),
+                    "index.html#timing", f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
+                    "low", caveat=_CUDA_GRAPHS_CAVEAT,
+                    settings=(SettingChange(f"CUDA graphs (mode {mode})", mode=mode, predicted_us=idle),))]  # fmt: skip
 
 
 def _cudagraph_fix(reason: str) -> str:

@@ -11,7 +11,7 @@ warm processes write to ``configs/<name>/warm-rounds/<k>/``; the caches are dele
 With a ``Budget`` (``--try-budget``), a process starts only where one like it, timed earlier in the same
 comparison, would end in time, and rounds come before more configurations: a configuration's cold process
 starts only where it and ``MIN_ROUNDS`` rounds of every configuration so far would still fit (a warm process
-estimated as the longest cold one less its compile, at least a quarter of it); the others are left out
+estimated as the longest cold model process less its compile, at least a quarter of it); the others are left out
 (``skipped``), and the rounds stop early (the comparison says how many were done).
 
 ``diff_reports`` takes two existing reports; ``rerender_comparison`` writes a comparison's pages
@@ -133,10 +133,14 @@ def compare_models(
             cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="inductor-lens-compare-")))
             announce(f"{request.name}: cold compile on empty caches ({request.describe()})")
             started = time.monotonic()
-            entry, error = _cold(spec, request, out_dir, cache, strict=strict, draw=draw, progress=progress, echo=echo)
+            entry, error = _cold(spec, request, out_dir, cache, strict=strict, draw=draw, progress=progress, echo=echo,
+                                 kernel_stages=cold_scope == "full")  # fmt: skip
             cold_s.append(time.monotonic() - started)
-            compiling = entry.run.capture.cold_compile_s if entry.run is not None and entry.run.capture else None
-            warm_s = max(warm_s, cold_s[-1] - (compiling or 0.0), cold_s[-1] / 4)
+            # a warm process: the cold one's model process less its compile (no report is built for it)
+            capture = entry.run.capture if entry.run is not None else None
+            process_s = capture.wall_s if capture is not None and capture.wall_s else cold_s[-1]
+            compiling = capture.cold_compile_s if capture is not None and capture.cold_compile_s else 0.0
+            warm_s = max(warm_s, process_s - compiling, process_s / 4)
             entries[request.name] = entry
             if error is not None:
                 if first_error is None:  # keeps its kind, so its exit code
@@ -182,6 +186,7 @@ def _cold(
     draw: bool,
     progress: PhaseCallback | None,
     echo: TextIO | None,
+    kernel_stages: bool = True,
 ) -> tuple[ConfigRun, LensError | None]:
     """The configuration's cold process (its report), on the empty caches ``cache``, which it fills."""
     folder = out_dir / CONFIGS_DIR / request.name
@@ -189,9 +194,11 @@ def _cold(
     shutil.rmtree(folder / WARM_ROUNDS_DIR, ignore_errors=True)
     result: ReportResult
     if isinstance(spec, ScriptSpec):
-        result = run_script(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
+        result = run_script(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache,
+                            kernel_stages=kernel_stages)  # fmt: skip
     else:
-        result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache)
+        result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache,
+                               kernel_stages=kernel_stages)  # fmt: skip
     if result.error is not None:
         failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
                            status=result.run.capture.status if result.run.capture else "failed",

@@ -56,7 +56,7 @@ class TryResult:
     trials: Trials
     run: CompileRun
     index: Path  # the report's index.html, rendered again with the trials
-    comparison: Path  # tries/index.html
+    comparison: Path | None  # tries/index.html; None where nothing was run
     error: LensError | None = None  # the first suggestion that failed (the others are still measured)
 
 
@@ -156,7 +156,7 @@ def try_suggestions(
     """Run the report's top ``top`` suggestions (and the configurations ``asked``), measure each against the run's
     own settings, keep the Trials with the capture and render the report again."""
     from ..bench.answers import attach_answers
-    from ..pipeline import load_run, render
+    from ..pipeline import load_run
 
     started = time.monotonic()
     announce = say or (lambda _: None)
@@ -167,8 +167,11 @@ def try_suggestions(
     chosen, untried = suggestions(answers.findings, base, top)
     chosen += [Suggestion(r.name, _asked_setting(r, base), None) for r in asked]
     if not chosen:
-        raise UsageError(f"{report_dir}: no suggestion of this report applies as a setting (nothing to try)",
-                         hint="the report's suggestions that need a change of code are listed on its first page")  # fmt: skip
+        announce("nothing to try: no suggestion of this report applies as a setting"
+                 + (f" ({len(untried)} need a change of code: listed on the first page)" if untried else ""))  # fmt: skip
+        trials = Trials(TRIALS_VERSION, _now(), command, BASELINE, "", 0, rounds, _NOTHING_TRIED, time.monotonic() - started,
+                        budget_s, untried=tuple(untried), notes=(_NOTHING_TRIED,))  # fmt: skip
+        return _kept(report_dir, run, trials, None, None)
     for number, suggestion in enumerate(chosen, 1):
         announce(f"suggestion {number} of {len(chosen)}: {suggestion.setting.label} ({suggestion.setting.describe()})")
     requests = [ConfigRequest(BASELINE, base.mode, dict(base.options)),
@@ -180,10 +183,26 @@ def try_suggestions(
     trials = trials_of(result.comparison.configs, chosen, runs, result.skipped,
                        rounds_done=result.rounds_done, rounds=rounds, budget_s=budget_s,
                        wall_s=time.monotonic() - started, command=command, untried=untried)  # fmt: skip
+    return _kept(report_dir, run, trials, result.index, result.error)
+
+
+_NOTHING_TRIED = ("Nothing was run: no suggestion of this report changes a setting that can be run as it is (a mode, "
+                  "Inductor or Dynamo options, the matmul precision, autocast, dynamic); those that need a change of code "
+                  "are listed, with the line they concern.")  # fmt: skip
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _kept(report_dir: Path, run: CompileRun, trials: Trials, comparison: Path | None, error: LensError | None) -> TryResult:
+    """The trials written beside the capture, and the report rendered again with them."""
+    from ..bench.answers import attach_answers
+    from ..pipeline import render
+
     write_trials(report_dir / CAPTURE_DIR, trials)
     run = attach_answers(replace(run, trials=trials))
-    index = render(run, report_dir)
-    return TryResult(trials, run, index, result.index, result.error)
+    return TryResult(trials, run, render(run, report_dir), comparison, error)
 
 
 def _asked_setting(request: ConfigRequest, base: CompileSpec | ScriptSpec) -> SettingChange:
@@ -246,7 +265,7 @@ def trials_of(
                      "no suggestion could be judged against it.")  # fmt: skip
     return Trials(
         version=TRIALS_VERSION,
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created=_now(),
         command=command,
         base=BASELINE,
         comparison=f"{TRIES_DIR}/index.html",
