@@ -221,28 +221,29 @@ def _warm(
     warm: Capture
     if isinstance(spec, ScriptSpec):
         warm = capture_script(replace(spec, handwritten=False), folder, progress=progress, echo=echo, cache_root=cache)
-        latency, eager = _script_step(folder, warm), None
+        latency, eager, unmeasured = _script_step(folder, warm), None, None
     else:
         warm_spec = replace(spec, handwritten=False, bench_scope="end_to_end", accuracy="off")
         warm = capture(warm_spec, folder, progress=progress, echo=echo, cache_root=cache)
-        latency, eager = _latencies(folder)
+        latency, eager, unmeasured = _latencies(folder)
     error = warm.error()
     if latency is None:
-        why = error.one_line() if error else "the warm process measured no compiled step"
+        why = error.one_line() if error else "the warm process measured no compiled step" + (
+            f": {unmeasured}" if unmeasured else "")
         return RoundMeasure(number, position, Timing(0.0, 0.0, 0.0, 0, ""), None, warm.outcome.cold_compile_s, why)
     return RoundMeasure(number, position, latency, eager, warm.outcome.cold_compile_s,
                         error.one_line() if error else None)  # fmt: skip
 
 
-def _latencies(capture_dir: Path) -> tuple[Timing | None, Timing | None]:
-    """The compiled and the eager step's timings a warm process measured, if it did."""
+def _latencies(capture_dir: Path) -> tuple[Timing | None, Timing | None, str | None]:
+    """The compiled and the eager step's timings a warm process measured, if it did, else why not."""
     try:
         bench = read_bench_data(capture_dir / RESULT_FILE)
-    except FileShapeError:
-        return None, None
+    except FileShapeError as exc:
+        return None, None, f"its measurements cannot be read ({exc})"
     if bench is None or bench.end_to_end is None:
-        return None, None
-    return bench.end_to_end.compiled, bench.end_to_end.eager
+        return None, None, bench.error if bench is not None else None
+    return bench.end_to_end.compiled, bench.end_to_end.eager, None
 
 
 def _script_step(folder: Path, warm: Capture) -> Timing | None:

@@ -406,8 +406,18 @@ def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: b
     try:
         from .measure import measure
 
+        # CUDA-graph trees: each timed step is a new iteration
+        mark_step = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+        parameters = [p for p in getattr(model, "parameters", list)() if p.requires_grad] if train else []
+
         def one_step(fn: Any) -> None:
             for call in calls:
+                # a training loop's zero_grad(set_to_none=True): gradients accumulated over timed steps into .grad
+                # tensors a CUDA graph allocated are overwritten by its next replay (reduce-overhead fails so)
+                for parameter in parameters:
+                    parameter.grad = None
+                if mark_step is not None and fn is compiled:
+                    mark_step()
                 outputs = forward(torch, fn, call, train, device, autocast)
                 if train:
                     backward_step(torch, outputs)
