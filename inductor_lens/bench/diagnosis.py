@@ -69,6 +69,7 @@ CLOSE_CALL = 0.02  # autotune winner within 2% of the runner-up
 FREEZING_SHARE = 0.1  # CPU inference: library matmul time, share of the time in kernels, that earns freezing
 PRECISION_SHARE = 0.2  # float32 matmul time, share of the device time per step, that earns a precision finding
 AUTOTUNE_UNDER = 0.5  # library matmuls under half their roofline: measurably under the roof
+NOT_FOR_SPEED = "nothing to change for speed"  # how a finding's change starts where it is not about speed
 NOISE_SHARE = 0.02  # a time at stake under 2% of the step (or half its p10-p90 spread) is noise
 # Extern calls into libraries Inductor does not aim to generate: not fallbacks.
 _LIBRARY_OPS = re.compile(
@@ -848,7 +849,7 @@ def _autotune(run: CompileRun) -> list[Finding]:
                 "close calls: another run may pick the other choice, for about the same time",
                 "; ".join(close[:4]),
                 "compile.html#autotune",
-                "nothing to change for speed; to make runs repeatable, pin the choice "
+                f"{NOT_FOR_SPEED}; to make runs repeatable, pin the choice "
                 '(options={"max_autotune_gemm_backends": "ATEN"} keeps cuBLAS)',
                 "low",
             )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from ..bench.diagnosis import NOT_FOR_SPEED
 from ..bench.trials import write_trials
 from ..capture import PhaseCallback
 from ..errors import InputFolderError, LensError, UsageError
@@ -70,7 +71,7 @@ def suggestions(
     seen: set[str] = set()
     for finding in findings:
         if not finding.settings:
-            if finding.change:
+            if finding.change and not finding.change.startswith(NOT_FOR_SPEED):
                 untried.append(UntriedSuggestion(finding.kind, finding.title, finding.change,
                                                  "a change of code: not something a setting can try",
                                                  finding.where, finding.evidence_url))  # fmt: skip
