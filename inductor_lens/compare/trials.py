@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from ..bench.diagnosis import NOT_FOR_SPEED
+from ..bench.diagnosis import NOT_FOR_SPEED, diagnose
 from ..bench.trials import write_trials
 from ..capture import PhaseCallback
 from ..errors import InputFolderError, LensError, UsageError
@@ -156,16 +156,15 @@ def try_suggestions(
 ) -> TryResult:
     """Run the report's top ``top`` suggestions (and the configurations ``asked``), measure each against the run's
     own settings, keep the Trials with the capture and render the report again."""
-    from ..bench.answers import attach_answers
     from ..pipeline import load_run
 
     started = time.monotonic()
     announce = say or (lambda _: None)
     run = load_run(report_dir)
     base = base_spec(report_dir)
-    answers = (run.answers or attach_answers(run).answers)
-    assert answers is not None
-    chosen, untried = suggestions(answers.findings, base, top)
+    # the diagnosis's own order (by the time at stake), not the page's (measured winners first): what is tried
+    # does not depend on what an earlier --try measured
+    chosen, untried = suggestions(diagnose(run).findings, base, top)
     chosen += [Suggestion(r.name, _asked_setting(r, base), None) for r in asked]
     if not chosen:
         announce("nothing to try: no suggestion of this report applies as a setting"
