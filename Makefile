@@ -9,7 +9,7 @@
 # torch==2.13.0 from them, which on PyPI is the CUDA build.
 # `make test` also installs the real-model corpus's libraries (the `real` extra: transformers, pinned)
 # with every package already installed held at its version (a constraints file from `pip freeze`).
-# `make test` runs two jobs: the whole suite on the environment above, then the parsers, the golden pages
+# `make test` runs two jobs side by side: the whole suite on the environment above, and the parsers, the golden pages
 # and the CPU compiles of the samples and the real corpus on the newest torch, in an environment of its own
 # (./.venv-torch-newest: torch==$(TORCH_NEWEST)+cpu from PyTorch's CPU index, or the same release from pip's
 # configured sources where that index cannot be reached).
@@ -59,8 +59,16 @@ demo: install graphviz
 
 # The tiers are the folders of tests/ (unit, golden, e2e, browser, gpu). `make test` runs them all and
 # treats a missing Chromium or Graphviz as a failure; gpu tests skip themselves without CUDA.
-# Each job prints its wall time at the end.
-test: test-main test-newest
+# Each job prints its wall time at the end. `make test` installs both environments first, then runs the two jobs
+# side by side (most of their time is process start-up and compiles waiting on one core): the second job's output is
+# kept in $(STAMP)/test-newest.log and printed after the first's; it fails if either fails.
+test: install-test system-deps $(STAMP)/newest
+	@$(MAKE) --no-print-directory test-newest > $(STAMP)/test-newest.log 2>&1 & newest=$$!; \
+	$(MAKE) --no-print-directory test-main; main_rc=$$?; \
+	wait $$newest; newest_rc=$$?; \
+	echo "=== job 2 (newest torch), its output:"; cat $(STAMP)/test-newest.log; \
+	echo "make test: job 1 exit $$main_rc, job 2 exit $$newest_rc"; \
+	[ $$main_rc -eq 0 ] && [ $$newest_rc -eq 0 ]
 
 test-main: install-test system-deps
 	@start=$$(date +%s); \

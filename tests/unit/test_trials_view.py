@@ -11,7 +11,6 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from inductor_lens.records import CompileRun, Finding, SettingChange, Trial, Tri
 from inductor_lens.report import render_report
 
 from ..conftest import CPU_CASE, FIXED_TIME
+from .test_report import _Links
 
 TF32 = SettingChange("TF32 matmuls", matmul_precision="high", predicted_us=5000.0)
 REDUCE_OVERHEAD = SettingChange("mode reduce-overhead", mode="reduce-overhead", predicted_us=800.0)
@@ -87,20 +87,6 @@ FINDINGS = (
     _finding("Matmuls under their roofline", "Autotune the matmuls", (AUTOTUNE,)),
     _finding("Host overhead between launches", "Use the C++ wrapper", (CPP_WRAPPER,)),
 )
-
-
-class _Page(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if values.get("id"):
-            self.ids.add(values["id"] or "")
-        if tag == "a" and values.get("href"):
-            self.hrefs.append(values["href"] or "")
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +167,7 @@ def test_suggestions_tried_has_a_row_per_trial_with_its_numbers(tried_page: str)
 
 
 def test_links_go_to_the_trials_reports_and_their_rows(tried_page: str) -> None:
-    page = _Page()
+    page = _Links()
     page.feed(tried_page)
     for href in [h for h in page.hrefs if h.startswith("#tried")]:
         assert href[1:] in page.ids, href
