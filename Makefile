@@ -61,7 +61,8 @@ demo: install graphviz
 # treats a missing Chromium or Graphviz as a failure; gpu tests skip themselves without CUDA.
 # Each job prints its wall time at the end. `make test` installs both environments first, then runs the two jobs
 # side by side (most of their time is process start-up and compiles waiting on one core): the second job's output is
-# kept in $(STAMP)/test-newest.log and printed after the first's; it fails if either fails.
+# kept in $(STAMP)/test-newest.log and printed after the first's; it fails if either fails. PYTEST_ARGS go to both
+# jobs: never a shared --basetemp (each pytest clears its own at start).
 test: install-test system-deps $(STAMP)/newest
 	@$(MAKE) --no-print-directory test-newest > $(STAMP)/test-newest.log 2>&1 & newest=$$!; \
 	$(MAKE) --no-print-directory test-main; main_rc=$$?; \
