@@ -125,3 +125,40 @@ def test_try_report_again_with_a_failing_change(tried: tuple[Path, CliResult]) -
     again = run_cli_process("report", out)
     assert again.code == 0, again.stderr
     assert _run(out).trials == trials
+
+
+# A training loop whose input length changes once: Dynamo recompiles, and the diagnosis suggests dynamic shapes.
+TRAIN = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+compiled = torch.compile(model)
+for length in (16, 32):
+    for _ in range(4):
+        loss = compiled(torch.randn(length, 64)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_run_try_measures_a_scripts_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    out = tmp_path / "report"
+    result = run_cli_process("run", "--try", "1", "--out", out, "--warmup", "2", "--steps", "3", "--", "python",
+                             "train.py", cwd=tmp_path, timeout=900)  # fmt: skip
+    assert result.code == 0, result.stderr
+    trials = _run(out).trials
+    assert trials is not None and trials.command == "run --try 1"
+    (trial,) = trials.trials
+    assert trial.setting.dynamic is True and trial.kind == "recompile"
+    assert trial.verdict in ("faster", "no gain", "slower"), trial.reason
+    assert len(trial.ratios) == 3 and trial.step_ms and trial.base_step_ms
+    # a script's step: the median host wall time of its profiled steps, in each warm process
+    spec = json.loads((out / "tries" / "configs" / trial.name / "capture" / "spec.json").read_text())
+    assert spec["kind"] == "script" and spec["dynamic"] is True
+    assert "a script has no accuracy check" in trial.accuracy_note
+    assert f"tried dynamic shapes: {trial.verdict}" in result.stderr
