@@ -165,6 +165,11 @@ def try_suggestions(
     # the diagnosis's own order (by the time at stake), not the page's (measured winners first): what is tried
     # does not depend on what an earlier --try measured
     chosen, untried = suggestions(diagnose(run).findings, base, top)
+    taken = {BASELINE, *(s.name for s in chosen)}
+    for request in asked:
+        if request.name in taken:
+            raise UsageError(f"--config {request.name}: the name is taken ({', '.join(sorted(taken))}); choose another")
+        taken.add(request.name)
     chosen += [Suggestion(r.name, _asked_setting(r, base), None) for r in asked]
     if not chosen:
         announce("nothing to try: no suggestion of this report applies as a setting"

@@ -186,3 +186,16 @@ def test_budget_keeps_rounds_before_more_configurations(tmp_path: Path, monkeypa
     assert result.rounds_done == 3 and started[2:] == ["warm as-run 1", "warm a 1", "warm a 2", "warm as-run 2",
                                                        "warm as-run 3", "warm a 3"]  # fmt: skip
     assert clock.now - 1000.0 <= 420.0
+
+
+def test_a_change_of_ones_own_may_not_take_a_trials_name(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    from ..conftest import assert_one_line_error
+
+    report = tmp_path / "report"
+    (report / "capture").mkdir(parents=True)
+    model = tmp_path / "model.py"
+    model.write_text("")
+    (report / "capture" / "spec.json").write_text(CompileSpec(model).to_json())
+    (report / "lens.json").write_text(CompileRun("m", "2026-01-01", "0", str(tmp_path)).to_json())
+    result = run_cli("try", report, "--config", "as-run:matmul_precision=high")
+    assert_one_line_error(result, "--config as-run: the name is taken")
