@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from inductor_lens.records import (
     Trial,
     Trials,
 )
+
+from ..conftest import CliResult, assert_one_line_error
 
 TF32 = SettingChange("TF32 matmuls", matmul_precision="high", predicted_us=5000.0)
 BF16 = SettingChange("bfloat16 autocast", autocast="bfloat16", predicted_us=6000.0)
@@ -188,9 +191,7 @@ def test_budget_keeps_rounds_before_more_configurations(tmp_path: Path, monkeypa
     assert clock.now - 1000.0 <= 420.0
 
 
-def test_a_change_of_ones_own_may_not_take_a_trials_name(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
-    from ..conftest import assert_one_line_error
-
+def test_a_change_of_ones_own_may_not_take_a_trials_name(tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
     report = tmp_path / "report"
     (report / "capture").mkdir(parents=True)
     model = tmp_path / "model.py"
