@@ -113,8 +113,11 @@ def trial_lines(trials: Trials) -> list[str]:
         predicted = (f"; estimated {format_micros(trial.predicted_us)} saved, measured "
                      f"{format_micros(trial.measured_us)}" if trial.predicted_us and trial.measured_us is not None
                      else "")  # fmt: skip
+        accuracy = (f"; {trial.accuracy_tensor or 'output'} RMSE against float64 {trial.rmse:.2g}, "
+                    f"{trial.rmse / trial.base_rmse:,.3g}x the run's own" if trial.rmse is not None and trial.base_rmse
+                    else "")  # fmt: skip
         lines.append(f"tried {trial.setting.label}: {trial.verdict}{' ' + gain if gain and trial.verdict != 'failed' else ''} "
-                     f"({trial.reason}){predicted}")  # fmt: skip
+                     f"({trial.reason}){predicted}{accuracy}")  # fmt: skip
     if trials.untried:
         lines.append(f"not tried: {len(trials.untried)} suggestion(s) ({'; '.join(u.why for u in trials.untried[:2])})")
     return lines

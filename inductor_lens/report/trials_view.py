@@ -35,9 +35,9 @@ def trial_anchor(trial: Trial) -> str:
     return "tried-" + re.sub(r"[^A-Za-z0-9_-]", "-", trial.name)
 
 
-def _signed_micros(saved_us: float) -> str:
-    """Time saved per step as the change of the step: ``-5,250.0 µs`` (saved), ``+120.0 µs`` (lost)."""
-    return f"{'-' if saved_us >= 0 else '+'}{format_micros(abs(saved_us))}"
+def _saved(saved_us: float) -> str:
+    """Time saved per step: ``5.25 ms saved``, ``120.0 µs lost``."""
+    return f"{format_micros(abs(saved_us))} {'saved' if saved_us >= 0 else 'lost'}"
 
 
 def _times(ratio: float) -> str:
@@ -53,7 +53,7 @@ def _clip(text: str, limit: int) -> str:
 class TriedOutcome:
     """A finding's measured outcome in a few words, for the first screen's "What to try"."""
 
-    text: str  # "tried: 2.93× faster (-5,250.0 µs per step, noise ±1.8%)"
+    text: str  # "tried: 2.93× faster (5,250.0 µs saved per step, noise ±1.8%)"
     tone: str  # VERDICT_TONES
     anchor: str  # its trial's row below
     detail: str  # on hover: the verdict's reason (a failure's whole error)
@@ -61,13 +61,13 @@ class TriedOutcome:
 
 
 def outcome_words(trial: Trial) -> str:
-    """``2.93× faster (-5,250.0 µs per step, noise ±1.8%)``, ``no gain (-1.1%, within the noise of 3.0%)``."""
+    """``2.93× faster (5,250.0 µs saved per step, noise ±1.8%)``, ``no gain (-1.1%, within the noise of 3.0%)``."""
     noise = f"noise ±{format_percent(trial.noise)}" if trial.noise is not None else ""
     if trial.verdict == "failed":
         return f"failed ({_clip(trial.error or trial.reason, ERROR_CHARS)})"
     if trial.verdict == "faster":
         head = f"{trial.speedup:.2f}× faster" if trial.speedup else "faster"
-        numbers = [f"{_signed_micros(trial.measured_us)} per step" if trial.measured_us is not None else "", noise]
+        numbers = [f"{_saved(trial.measured_us)} per step" if trial.measured_us is not None else "", noise]
     elif trial.verdict == "no gain":
         within = f"within the noise of {format_percent(trial.noise)}" if trial.noise is not None else "within the noise"
         head, numbers = "no gain", [format_signed_percent(trial.change) if trial.change is not None else "", within]
@@ -102,8 +102,8 @@ class TrialRow:
     step: str  # "2.720 ms against 7.970 ms"
     change: str  # "-65.9%, noise 1.8%, every round on the same side"
     speedup: str  # "2.93×"
-    gain: str  # "measured -5,250.0 µs per step, estimated -5,000.0 µs"
-    estimate: str  # "the estimate was 0.95× the measured gain"
+    gain: str  # "5.25 ms saved per step, estimated 5.00 ms saved"
+    estimate: str  # "measured 1.05× the estimate"
     cold_compile: str  # "12.30 s against 10.10 s (+2.20 s)"
     memory: str  # "1.2 GB against 1.5 GB (-20.0%)"
     accuracy: str  # "within tolerance; worst output logits: RMSE 3.10e-04 against 1.20e-06 (258×) ..."
@@ -124,19 +124,19 @@ def _step(trial: Trial) -> tuple[str, str]:
 
 def _gain(trial: Trial) -> tuple[str, str]:
     """The measured saving beside the estimated one, and how far off the estimate was."""
-    estimated = f"estimated {_signed_micros(trial.predicted_us)} per step" if trial.predicted_us else ""
+    estimated = f"estimated {format_micros(trial.predicted_us)} saved" if trial.predicted_us else ""
     if trial.measured_us is None:
         return "not measured", estimated or "no estimate"
-    measured = f"measured {_signed_micros(trial.measured_us)}"
+    measured = f"{_saved(trial.measured_us)} per step"
     if not estimated:
-        return f"{measured} per step", "no estimate"
+        return measured, "no estimate"
     gain = f"{measured}, {estimated}"
     ratio = trial.estimate_ratio
     if ratio is None:
         return gain, ""
     if ratio > 0:
-        return gain, f"the estimate was {_times(1 / ratio)} the measured gain"
-    return gain, "a gain was estimated, none measured"
+        return gain, f"measured {ratio:.2f}× the estimate"
+    return gain, "a saving was estimated, none measured"
 
 
 def _cold_compile(trial: Trial) -> str:

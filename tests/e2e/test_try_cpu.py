@@ -83,7 +83,7 @@ def test_try_two_suggestions_measured(tried: tuple[Path, CliResult]) -> None:
         assert trial.cold_compile_s and trial.base_cold_compile_s
         # accuracy under the change, against the float64 run: the worst output's RMSE beside the run's own
         assert trial.rmse is not None and trial.base_rmse is not None and trial.accuracy_within is not None
-        assert "RMSE against float64" in trial.accuracy_note
+        assert "checked against float64" in trial.accuracy_note
     estimated = [t for t in trials.trials if t.predicted_us]  # the C++ wrapper's estimate: the Python measured
     assert all(t.measured_us is not None and t.setting.label in trials.estimates for t in estimated)
     # the first page: the section, each trial's verdict and step, linked to its report and to the comparison

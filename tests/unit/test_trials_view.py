@@ -119,7 +119,7 @@ def test_what_to_try_shows_each_tried_findings_outcome(tried_page: str) -> None:
     answers = _section(tried_page, 'id="answers"', "</section>")
     text = _text(answers)
     # the finding's best trial (TF32, faster) before its other one (reduce-overhead, slower), named as several were
-    assert "tried TF32 matmuls: 2.93× faster (-5,250.0 µs per step, noise ±1.8%)" in text
+    assert "tried TF32 matmuls: 2.93× faster (5,250.0 µs saved per step, noise ±1.8%)" in text
     assert '<a class="tried-outcome tried-faster" href="#tried-tf32"' in answers
     assert '+1 more tried' in text
     assert "tried: no gain (-1.1%, within the noise of 3.0%)" in text
@@ -148,9 +148,9 @@ def test_suggestions_tried_has_a_row_per_trial_with_its_numbers(tried_page: str)
     assert 'TF32 matmuls float32 matmul precision "high" for: Float32 matmuls with TF32 off' in text
     assert "2.720 ms against 7.970 ms -65.9%, noise 1.8%, every round on the same side" in text
     assert "2.93×" in text
-    assert "measured -5,250.0 µs, estimated -5,000.0 µs per step the estimate was 0.95× the measured gain" in text
-    assert "measured +320.0 µs, estimated -800.0 µs per step a gain was estimated, none measured" in text
-    assert "the estimate was 23× the measured gain" in text
+    assert "5,250.0 µs saved per step, estimated 5,000.0 µs saved measured 1.05× the estimate" in text
+    assert "320.0 µs lost per step, estimated 800.0 µs saved a saving was estimated, none measured" in text
+    assert "measured 0.04× the estimate" in text
     assert "— not measured no estimate" in text  # the failed one
     # cold compile, peak memory (decimal units), accuracy under the change
     assert "12.30 s against 10.10 s (+2.20 s)" in text
