@@ -254,11 +254,9 @@ def _host_bound(run: CompileRun, verdict: BoundVerdict | None) -> list[Finding]:
              else f"Partly host-bound: {waits} between launches")  # fmt: skip
     cudagraphs = bench.end_to_end.cudagraphs
     if cudagraphs is None and not uses_cudagraphs(run):
-        mode = suggested_mode(run, cudagraphs=True)
-        return [Finding("host-bound", title, idle, estimate, evidence, "index.html#timing",
-                        f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
-                        confidence, caveat=_CUDA_GRAPHS_CAVEAT,
-                        settings=(SettingChange(f"CUDA graphs (mode {mode})", mode=mode, predicted_us=idle),))]  # fmt: skip
+        change, settings = _cuda_graphs_change(run, idle)
+        return [Finding("host-bound", title, idle, estimate, evidence, "index.html#timing", change, confidence,
+                        caveat=_CUDA_GRAPHS_CAVEAT, settings=settings)]  # fmt: skip
     if cudagraphs is not None and cudagraphs.startswith("skipped"):
         reason = cudagraphs.partition(": ")[2] or "no reason recorded"
         return [Finding("cuda graphs", f"CUDA graphs were skipped ({reason}): {waits}", idle, estimate,
@@ -282,13 +280,18 @@ def _gpu_bound_idle(run: CompileRun, verdict: BoundVerdict, e2e: EndToEnd) -> li
     idle = verdict.idle_us or 0.0
     if uses_cudagraphs(run) or idle < noise_us(e2e):
         return []
-    mode = suggested_mode(run, cudagraphs=True)
+    change, settings = _cuda_graphs_change(run, idle)
     return [Finding("idle time", f"GPU-bound, but the GPU idles {verdict.idle_share or 0.0:.0%} of the step between "
                     "launches", idle, "the idle time per step (the benchmarked step minus the GPU's busy time): what "
                     "CUDA graphs can remove at most", arithmetic(verdict.step_us or 0.0, verdict.busy_us or 0.0, True),
-                    "index.html#timing", f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
-                    "low", caveat=_CUDA_GRAPHS_CAVEAT,
-                    settings=(SettingChange(f"CUDA graphs (mode {mode})", mode=mode, predicted_us=idle),))]  # fmt: skip
+                    "index.html#timing", change, "low", caveat=_CUDA_GRAPHS_CAVEAT, settings=settings)]  # fmt: skip
+
+
+def _cuda_graphs_change(run: CompileRun, idle_us: float) -> tuple[str, tuple[SettingChange, ...]]:
+    """CUDA graphs for a run without them, in words and as the setting --try runs: the run's mode with them on."""
+    mode = suggested_mode(run, cudagraphs=True)
+    return (f"CUDA graphs: {_mode_change(mode)}; the step's launches replay as one graph",
+            (SettingChange(f"CUDA graphs (mode {mode})", mode=mode, predicted_us=idle_us),))  # fmt: skip
 
 
 def _cudagraph_fix(reason: str) -> str:

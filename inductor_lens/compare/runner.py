@@ -76,9 +76,6 @@ class Budget:
     def fits(self, estimate_s: float) -> bool:
         return time.monotonic() + estimate_s <= self.started + self.seconds
 
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
 
 def compare_models(
     base: CompileSpec | ScriptSpec,
@@ -166,8 +163,8 @@ def compare_models(
         entries[name] = replace(entries[name], rounds=tuple(found), warm_error=errors[0] if errors else None)
     ordered = [entries[r.name] for r in requests if r.name in entries]
     notes = _notes(ordered)
-    if skipped:
-        notes.append(f"Left out for the budget of {budget.seconds:.0f} s: {', '.join(skipped)}." if budget else "")
+    if skipped and budget is not None:  # only the budget leaves a configuration out
+        notes.append(f"Left out for the budget of {budget.seconds:.0f} s: {', '.join(skipped)}.")
     if rounds_done < rounds:
         notes.append(f"{rounds_done} of the {rounds} warm rounds asked for were run, within the budget.")
     comparison = build_comparison(ordered, kind="compare", title=base.model_name, model_path=str(base.model_path),
@@ -253,7 +250,7 @@ def _script_step(folder: Path, warm: Capture) -> Timing | None:
         return None
     try:
         run = build_run(folder, folder, allow_empty=True, settings=warm.settings, environment=warm.environment,
-                        capture=warm.outcome)  # fmt: skip
+                        capture=warm.outcome, kernel_stages=False)  # fmt: skip
     except LensError:
         return None
     step = run.bench.step if run.bench is not None else None

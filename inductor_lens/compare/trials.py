@@ -25,11 +25,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from ..bench.answers import attach_answers
 from ..bench.diagnosis import NOT_FOR_SPEED, diagnose
 from ..bench.trials import write_trials
 from ..capture import PhaseCallback
 from ..errors import InputFolderError, LensError, UsageError
 from ..options import CompileSpec, ScriptSpec
+from ..pipeline import load_run, render
 from ..records import Accuracy, CompileRun, ConfigResult, Finding, SettingChange
 from ..records.trials import TRIALS_VERSION, Trial, Trials, TryVerdict, UntriedSuggestion
 from ..report.folders import CONFIGS_DIR, LENS_JSON
@@ -156,8 +158,6 @@ def try_suggestions(
 ) -> TryResult:
     """Run the report's top ``top`` suggestions (and the configurations ``asked``), measure each against the run's
     own settings, keep the Trials with the capture and render the report again."""
-    from ..pipeline import load_run
-
     started = time.monotonic()
     announce = say or (lambda _: None)
     run = load_run(report_dir)
@@ -202,9 +202,6 @@ def _now() -> str:
 
 def _kept(report_dir: Path, run: CompileRun, trials: Trials, comparison: Path | None, error: LensError | None) -> TryResult:
     """The trials written beside the capture, and the report rendered again with them."""
-    from ..bench.answers import attach_answers
-    from ..pipeline import render
-
     write_trials(report_dir / CAPTURE_DIR, trials)
     run = attach_answers(replace(run, trials=trials))
     return TryResult(trials, run, render(run, report_dir), comparison, error)
@@ -220,8 +217,6 @@ def _asked_setting(request: ConfigRequest, base: CompileSpec | ScriptSpec) -> Se
 
 
 def _config_run(folder: Path, config: ConfigResult) -> CompileRun | None:
-    from ..pipeline import load_run
-
     try:
         return load_run(folder / CONFIGS_DIR / config.name / LENS_JSON)
     except InputFolderError:
