@@ -105,6 +105,9 @@ class CompileSpec:
     cudnn_allow_tf32: bool | None = None
     autocast: str | None = None
     dynamo_options: Mapping[str, Any] = field(default_factory=dict)
+    # --handwritten-budget: seconds the hand-written stage may take in all (None: the device's default,
+    # handwritten/runner.py; 0 or less: no limit); checks not started by then are reported as skipped.
+    handwritten_budget_s: float | None = None
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -176,6 +179,7 @@ class ScriptSpec:
     cudnn_allow_tf32: bool | None = None
     autocast: str | None = None
     dynamo_options: Mapping[str, Any] = field(default_factory=dict)
+    handwritten_budget_s: float | None = None  # as CompileSpec's
 
     def __post_init__(self) -> None:
         check_mode(self.mode)

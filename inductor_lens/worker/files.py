@@ -318,6 +318,9 @@ class HandwrittenPlan:
     device: str  # "cuda", or "cpu" (Triton's interpreter, reduced shapes, no timing)
     tasks: list[HandwrittenTask] = field(default_factory=list)
     verify: list[VerifyTask] = field(default_factory=list)  # run first, on the CPU, in float64
+    # Seconds the verification and the tasks may take in all (None: the device's default; 0 or less: no
+    # limit); a task not started when they are spent is a result with ``skipped`` set.
+    budget_s: float | None = None
 
 
 @dataclass
@@ -334,6 +337,9 @@ class HandwrittenTaskResult:
     seconds: float | None = None
     # The configurations its autotuned kernels launched with, and where each came from (GPU only).
     configs: list[KernelConfig] = field(default_factory=list)
+    # Why it was not checked, or not to the end, though nothing failed: the stage's budget spent before it
+    # started, or the check cut short by its own time limit under the interpreter ("" when it ran).
+    skipped: str = ""
 
 
 @dataclass
