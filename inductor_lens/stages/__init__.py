@@ -7,7 +7,8 @@ registers, spills, shared memory and occupancy, and its Python lines tied to PTX
 1. from the capture's own Triton cache, kept by the capture in ``capture/triton_cache`` (``capture/
    triton_cache.py``): what the GPU really ran, compiled by the capture's Triton; the entry of the config
    the run chose, known from the trace, the timing, or the ``.best_config`` files of Inductor's autotune
-   cache kept beside it (``cache.chosen_config``, ``cache.autotune_choice``);
+   cache kept beside it (``cache.chosen_config``, ``cache.autotune_choice``); the entries are read side by side
+   in threads (each runs cuobjdump and nvdisasm), into the same run as one read in turn;
 2. with ``compile_missing``, for the kernels step 1 did not find (a debug folder or a bare trace from
    elsewhere): compiled here from the output code for the capture's GPU (``aot.py``), and said so, with both
    Triton versions where they differ. The Triton functions a kernel inlines (``triton_helpers``) are those
@@ -23,8 +24,10 @@ come from the cubin (``cuobjdump -res-usage``): what the driver reports as ``CU_
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,13 +49,26 @@ from .cache import (
 )
 from .occupancy import capability, occupancy
 
-__all__ = ["attach_stages", "stages_from_entry"]
+__all__ = ["attach_stages", "stages_from_entry", "stages_to_attach"]
+
+# Threads reading the capture cache's entries at once (each mostly waits on a subprocess).
+MAX_WORKERS = 32
+
+
+def stages_to_attach(run: CompileRun, capture_dir: Path) -> int:
+    """How many Triton kernels of ``run`` lack stages that the capture's Triton cache may hold (0 without one): what
+    ``attach_stages`` would read, counted without reading it."""
+    return len(_without_stages(run)) if (capture_dir / KEPT_CACHE_DIR).is_dir() else 0
+
+
+def _without_stages(run: CompileRun) -> list[tuple[GraphRecord, KernelRecord]]:
+    done = {(s.graph_id, s.kernel) for s in run.kernel_stages if not s.error}
+    return [(g, k) for g, k in run.all_kernels() if k.backend == "triton" and (g.id, k.name) not in done]
 
 
 def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing: bool = False) -> CompileRun:
     """``run`` with the compiler stages of its Triton kernels (see the module docstring)."""
-    done = {(s.graph_id, s.kernel): s for s in run.kernel_stages if not s.error}
-    wanted = [(g, k) for g, k in run.all_kernels() if k.backend == "triton" and (g.id, k.name) not in done]
+    wanted = _without_stages(run)
     if not wanted:
         return run
     found: dict[tuple[str, str], KernelStages] = {}
@@ -60,15 +76,21 @@ def attach_stages(run: CompileRun, capture_dir: Path | None, *, compile_missing:
     entries = read_cache(cache) if cache is not None and cache.is_dir() else []
     choices = read_autotune_choices(capture_dir) if capture_dir is not None else []
     autotuned = {(g.id, k.name): autotune_choice(k, choices, entries) for g, k in wanted}
+    jobs: list[tuple[CacheEntry, GraphRecord, KernelRecord, dict[str, JsonScalar], tuple[str, ...]]] = []
     for graph, kernel in wanted:
         choice = autotuned[graph.id, kernel.name]
         config, how = chosen_config(kernel, choice)
         entry, note = pick_entry(entries, kernel, config, choice.cache_hash if choice is not None else None)
         if entry is not None:
-            notes = (how,) + ((note,) if note else ())
-            found[graph.id, kernel.name] = stages_from_entry(
-                entry, graph.id, kernel, "capture cache", run, config, notes
-            )
+            jobs.append((entry, graph, kernel, config, (how,) + ((note,) if note else ())))
+    # each entry runs cuobjdump and nvdisasm (seconds on a large kernel): side by side, in threads, as the
+    # subprocesses release the GIL; map keeps the order, so the run is the same as one made in turn
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1, MAX_WORKERS) or 1) as pool:
+        done_jobs = pool.map(
+            lambda job: stages_from_entry(job[0], job[1].id, job[2], "capture cache", run, job[3], job[4]), jobs
+        )
+        for (_, graph, kernel, _, _), stages in zip(jobs, done_jobs, strict=True):
+            found[graph.id, kernel.name] = stages
     missing = [(g, k) for g, k in wanted if (g.id, k.name) not in found]
     if compile_missing and missing:
         helpers = kept_runtime_helpers(capture_dir) if capture_dir is not None else None
