@@ -5,7 +5,8 @@ shape, dtype) the matches need, and has the check process (``worker/handwritten.
 the supervisor. On a GPU it checks and times each against its torch reference; on a CPU it runs them
 under Triton's interpreter, on a reduced shape (``catalog.interpreter_shape``), and times nothing. The
 worker writes its results after every task, so a crash or a timeout keeps what was done, and a hung
-or crashed kernel cannot take the tool down.
+or crashed kernel cannot take the tool down. The stage has a budget; what it left unchecked is reported as
+skipped, and each check's line of progress reaches ``on_phase``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..worker.files import (
     load_json_file,
     write_json_file,
 )
-from ..worker.supervisor import run_worker
+from ..worker.supervisor import PhaseCallback, run_worker
 
 
 def run_tasks(
@@ -37,12 +38,17 @@ def run_tasks(
     capture_dir: Path,
     timeout_s: float,
     verify: list[VerifyTask] | None = None,
+    *,
+    budget_s: float | None = None,
+    on_phase: PhaseCallback | None = None,
 ) -> HandwrittenResults:
     """Run the plan in the check process (the matches' verification first, then the tasks); returns what it
-    wrote (possibly partial), with an error if it died."""
+    wrote (possibly partial), with an error if it died. ``budget_s``: the seconds the stage may take (None: the
+    device's default, ``worker/handwritten.DEFAULT_BUDGET_S``; 0 or less: no limit), the tasks not started by then
+    reported as skipped; ``on_phase`` is told of each verification and task as it ends (its progress line)."""
     capture_dir = capture_dir.resolve()  # the worker runs in it: relative paths would point elsewhere
     plan, results = capture_dir / HANDWRITTEN_PLAN_FILE, capture_dir / HANDWRITTEN_RESULTS_FILE
-    write_json_file(plan, HandwrittenPlan(device=device, tasks=tasks, verify=verify or []))
+    write_json_file(plan, HandwrittenPlan(device=device, tasks=tasks, verify=verify or [], budget_s=budget_s))
     results.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     if device == "cpu":
@@ -54,6 +60,7 @@ def run_tasks(
         env=env,
         log_path=capture_dir / HANDWRITTEN_LOG_FILE,
         timeout_s=timeout_s,
+        on_phase=on_phase,
     )
     data = read_results(results)
     if finished.timed_out:

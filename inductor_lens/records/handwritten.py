@@ -9,9 +9,10 @@ from typing import Literal
 from .timing import Roofline, Timing
 
 MatchKind = Literal["exact", "composed", "partial", "none"]
-# Where a launch configuration came from: autotuned for this shape in the run; autotuned earlier in the run
-# for a shape of the same class; read from the hand-written autotune cache (nothing benchmarked).
-ConfigOrigin = Literal["tuned", "reused", "cache"]
+# Where a launch configuration came from: searched for this shape in the run; searched earlier in the run
+# for a shape of the same class; read from the hand-written autotune cache, or from the table shipped for
+# the GPU's architecture (handwritten/tuned/sm_90.json): nothing benchmarked.
+ConfigOrigin = Literal["tuned", "reused", "cache", "table"]
 
 
 def shape_text(shape: Mapping[str, int], dims: Sequence[str]) -> str:
@@ -42,6 +43,7 @@ class KernelConfig:
     config: str  # "BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3"
     origin: ConfigOrigin
     tuned_ms: float | None = None  # the autotuner's median for it, when it was tuned (now or for the cache)
+    note: str = ""  # how its search went, where it was searched now: "cut short: 5 of 14 configurations timed ..."
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ class HandwrittenRun:
     error: str | None = None
     # The configurations its autotuned kernels launched with (GPU only: the interpreter's are fixed, not recorded).
     configs: tuple[KernelConfig, ...] = ()
+    # Why it was not checked, or not to the end, though nothing failed: the hand-written stage's budget spent
+    # before it started, or the check cut short by its time limit under the interpreter ("" when it ran).
+    skipped: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,24 @@ torch reference (under Triton's interpreter, on a reduced shape, when the device
 GPU, times it and torch's own op with ``do_bench``, noting the launch configurations its autotuned
 kernels ran with (``handwritten/tuning.py``: tuned, or read from the autotune cache). The results file
 (``files.HandwrittenResults``) is rewritten after every task, so a crash keeps what was done.
+
+The stage has a budget (``HandwrittenPlan.budget_s``, else ``DEFAULT_BUDGET_S`` of the device): a task not
+started when it is spent gets a result that says it was skipped, and under the interpreter each check has a
+time limit of its own. Each verification and task is announced on the output as a ``PHASE_MARKER`` line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from .files import (
+    PHASE_MARKER,
     HandwrittenPlan,
     HandwrittenResults,
     HandwrittenTask,
@@ -62,8 +72,81 @@ def run_task(task: HandwrittenTask, device: str, *, timed: bool = True) -> Handw
     return entry
 
 
-# Seconds the verification of the matches may take in all, before the checks and timings.
+# The hand-written stage's budget when the plan gives none (``HandwrittenPlan.budget_s``), by device: the
+# verification and the checks (and on a GPU the timings) share it; a task not started by then is skipped.
+DEFAULT_BUDGET_S = {"cpu": 30.0, "cuda": 75.0}
+# Seconds the verification may take at most, within the stage's budget (all of it when that is unlimited).
 VERIFY_BUDGET_S = 300.0
+# Under Triton's interpreter, a check running past this is cut short, so that one kernel cannot take the stage's
+# budget (the interpreter is Python: a signal stops it between two of its operations). Not with an unlimited budget.
+INTERPRETER_CHECK_LIMIT_S = 8.0
+# How to give the stage more time, said wherever something was skipped.
+MORE_TIME_HINT = "--handwritten-budget SECONDS gives the stage more time, 0 no limit"
+
+
+def stage_budget(device: str, budget_s: float | None) -> float | None:
+    """The stage's budget in seconds: the plan's, else the device's default; None: no limit."""
+    budget = DEFAULT_BUDGET_S.get(device, DEFAULT_BUDGET_S["cuda"]) if budget_s is None else budget_s
+    return budget if budget > 0 else None
+
+
+class StageClock:
+    """The stage's budget, counted from the moment the clock is made."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        self.budget_s = budget_s
+        self.started = time.perf_counter()
+
+    def left(self) -> float | None:
+        """Seconds left; None when the stage has no limit."""
+        return None if self.budget_s is None else self.budget_s - (time.perf_counter() - self.started)
+
+    def spent(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0
+
+    def skipped(self) -> str:
+        return f"not started: the hand-written stage's {self.budget_s:.0f} s budget was spent ({MORE_TIME_HINT})"
+
+
+class CheckTimeLimit(BaseException):
+    """A check ran past its time limit. A BaseException, so the ``except Exception`` of a kernel's or Triton's own
+    code cannot swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise ``CheckTimeLimit`` in this (the main) thread after ``seconds`` (SIGALRM); the handler and the timer as
+    they were afterwards. None, or no SIGALRM (Windows), or not the main thread: no limit."""
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise CheckTimeLimit(f"cut short after {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check_limit(clock: StageClock, interpreter: bool) -> tuple[float | None, str]:
+    """The time limit of the next check and the words a result cut short by it gets: under the interpreter, its
+    own limit or what is left of the budget, whichever is less; elsewhere (a GPU's autotuning, CUDA calls),
+    none. An unlimited stage sets none."""
+    left = clock.left()
+    if not interpreter or left is None:
+        return None, ""
+    if left < INTERPRETER_CHECK_LIMIT_S:
+        return left, f"cut short when the hand-written stage's {clock.budget_s:.0f} s budget was spent ({MORE_TIME_HINT})"
+    return INTERPRETER_CHECK_LIMIT_S, (
+        f"cut short after {INTERPRETER_CHECK_LIMIT_S:.0f} s under Triton's interpreter, a check's own limit "
+        f"(--handwritten-budget 0 runs every check to its end)"
+    )
 
 
 def run_verify(task: VerifyTask, device: str) -> VerifyResult:
@@ -76,6 +159,77 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
         return VerifyResult(note=f"not verified: {type(exc).__name__}: {exc}"[:400])
 
 
+def phase(line: str) -> None:
+    """One line of progress: the parent shows each ``PHASE_MARKER`` line as it comes (supervisor.run_worker)."""
+    print(f"{PHASE_MARKER}{line}", flush=True)
+
+
+def verify_line(index: int, count: int, match: str, result: VerifyResult, seconds: float) -> str:
+    # the key is "<graph>:<launch>:<target>:<equivalents>" (verify.verify_key)
+    _, target, equivalents = match.rsplit(":", 2) if match.count(":") >= 2 else ("", match, "")
+    verdict = "agrees" if result.agrees else "REJECTED" if result.agrees is False else result.note
+    return f"hand-written verify {index}/{count}: {target} as {equivalents}: {verdict} ({seconds:.1f} s)"
+
+
+def task_line(index: int, count: int, task: HandwrittenTask, entry: HandwrittenTaskResult) -> str:
+    if entry.skipped.startswith("not started"):
+        verdict = "skipped (budget spent)"
+    elif entry.skipped:
+        verdict = entry.skipped.split(" (")[0]
+    elif entry.error is not None:
+        verdict = entry.error.split("\n")[0][:160]
+    else:
+        verdict = "ok" if entry.ok else "MISMATCH" if entry.ok is False else "not checked"
+    checked = ""
+    if entry.checked_shape and entry.checked_shape != task.shape:
+        checked = f" (checked on {'x'.join(str(v) for v in entry.checked_shape.values())})"
+    took = f" ({entry.seconds:.1f} s)" if entry.seconds is not None and not entry.skipped.startswith("not started") else ""
+    size = "x".join(str(v) for v in task.shape.values())
+    return f"hand-written {index}/{count}: {task.name} {size} {task.dtype}{checked}: {verdict}{took}"
+
+
+def verify_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults, out: Path) -> None:
+    started = time.perf_counter()
+    for index, verify in enumerate(plan.verify, 1):
+        began = time.perf_counter()
+        if clock.spent():
+            result = VerifyResult(note=f"not verified: the hand-written stage's {clock.budget_s:.0f} s budget was "
+                                       f"spent ({MORE_TIME_HINT})")  # fmt: skip
+        elif began - started > VERIFY_BUDGET_S:
+            # the checks and timings still get the rest of the stage's time
+            result = VerifyResult(note=f"not verified: the verification's {VERIFY_BUDGET_S:.0f} s were spent on the "
+                                       "kernels before it")  # fmt: skip
+        else:
+            result = run_verify(verify, plan.device)
+        data.verified[verify.match] = result
+        write_json_file(out, data)
+        phase(verify_line(index, len(plan.verify), verify.match, result, time.perf_counter() - began))
+
+
+def check_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults, out: Path) -> None:
+    """Each task in the plan's order (the largest profiled time first) while the budget lasts; the rest skipped."""
+    rejected = {key for key, result in data.verified.items() if result.agrees is False}
+    interpreter = plan.device == "cpu"
+    for index, task in enumerate(plan.tasks, 1):
+        if clock.spent():
+            entry = HandwrittenTaskResult(interpreter=interpreter, skipped=clock.skipped())
+        else:
+            started = time.perf_counter()
+            limit, cut_short = check_limit(clock, interpreter)
+            try:
+                with time_limit(limit):
+                    # checked, but not timed where every match it stands in for computes something else
+                    entry = run_task(task, plan.device, timed=not (task.matches and set(task.matches) <= rejected))
+            except CheckTimeLimit:
+                entry = HandwrittenTaskResult(interpreter=interpreter, skipped=cut_short)
+            except Exception as exc:  # one kernel failing must not lose the others
+                entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
+            entry.seconds = time.perf_counter() - started
+        data.results[task.key] = entry
+        write_json_file(out, data)
+        phase(task_line(index, len(plan.tasks), task, entry))
+
+
 def main(argv: list[str]) -> int:
     """``argv``: the plan file and the results file."""
     plan = read_json_file(Path(argv[0]), HandwrittenPlan)
@@ -83,27 +237,8 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"no plan at {argv[0]}")
     out = Path(argv[1])
     data = HandwrittenResults(device=plan.device)
-    verify_started = time.perf_counter()
-    for verify in plan.verify:
-        if time.perf_counter() - verify_started > VERIFY_BUDGET_S:
-            # the checks and timings still get the rest of the process's time limit
-            data.verified[verify.match] = VerifyResult(
-                note=f"not verified: the verification's {VERIFY_BUDGET_S:.0f} s were spent on the kernels before it"
-            )
-        else:
-            data.verified[verify.match] = run_verify(verify, plan.device)
-        write_json_file(out, data)
-        print(f"verify {verify.match}: {data.verified[verify.match].note}", flush=True)
-    rejected = {key for key, result in data.verified.items() if result.agrees is False}
-    for task in plan.tasks:
-        started = time.perf_counter()
-        try:
-            # checked, but not timed where every match it stands in for computes something else
-            entry = run_task(task, plan.device, timed=not (task.matches and set(task.matches) <= rejected))
-        except Exception as exc:  # one kernel failing must not lose the others
-            entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
-        entry.seconds = time.perf_counter() - started
-        data.results[task.key] = entry
-        write_json_file(out, data)
-        print(f"{task.name} {task.shape} {task.dtype}: {entry.ok if entry.error is None else entry.error}", flush=True)
+    clock = StageClock(stage_budget(plan.device, plan.budget_s))
+    verify_all(plan, clock, data, out)
+    check_all(plan, clock, data, out)
+    write_json_file(out, data)
     return 0
