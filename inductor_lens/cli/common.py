@@ -99,7 +99,8 @@ def threads_option(function: F) -> F:
 
 def process_settings_options(applies: str, autocast_applies: str) -> Callable[[F], F]:
     """``--matmul-precision``, ``--cudnn-tf32``, ``--autocast``, ``--dynamo-option``: settings of the whole model
-    (or script) process; ``applies`` and ``autocast_applies`` say to what, in the help texts."""
+    (or script) process; ``applies`` and ``autocast_applies`` say to what, in the help texts. With them (compile,
+    compare and run take the same), ``--handwritten-budget``: the seconds of the hand-written stage after it."""
     autocast_names = sorted(name for name, dtype in DTYPES.items() if dtype in AUTOCAST_DTYPES)
     decorators = [
         click.option(
@@ -130,6 +131,16 @@ def process_settings_options(applies: str, autocast_applies: str) -> Callable[[F
             metavar="KEY=VALUE",
             help=f"A torch._dynamo.config setting, e.g. capture_scalar_outputs=true (repeatable). {applies}",
         ),
+        click.option(
+            "--handwritten-budget",
+            "handwritten_budget_s",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Seconds the hand-written kernels' checks (and on a GPU their timings) may take in all; those not "
+            "started by then are listed as skipped, and under the interpreter each check stops after 8 s "
+            "[default: 30 on a CPU, 75 on a GPU; 0: no limit, every check run to its end].",
+        ),
     ]
 
     def decorate(function: F) -> F:
@@ -147,6 +158,7 @@ def process_settings(options: dict[str, Any]) -> dict[str, Any]:
         "cudnn_allow_tf32": options["cudnn_allow_tf32"],
         "autocast": normalize_autocast(options["autocast"]),
         "dynamo_options": parse_dynamo_options(options["dynamo_options"]),
+        "handwritten_budget_s": options["handwritten_budget_s"],
     }
 
 
