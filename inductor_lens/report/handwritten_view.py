@@ -256,6 +256,19 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
                 "the rest autotuned in this run" if cached < len(configs) else "nothing was autotuned",
             )
         )
+    skipped = {(step.name, tuple(sorted(step.run.shape.items())), step.run.dtype): step.run.skipped
+               for r in rows for step in r.steps if step.run.skipped}  # fmt: skip
+    if skipped:
+        cut_short = sum(1 for reason in skipped.values() if reason.startswith("cut short"))
+        summary.append(
+            SummaryItem(
+                "Skipped by the budget",
+                f"{len(skipped)} check(s)",
+                f"{len(skipped) - cut_short} not started, {cut_short} cut short (each row says why); "
+                "--handwritten-budget SECONDS gives the stage more time, 0 runs every check to its end",
+                "warn",
+            )
+        )
     unrecorded = any(not s.source_anchor for r in rows for s in r.steps)
     return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded)
 
@@ -333,6 +346,8 @@ def _verdict(
         return "nothing hand-written does this job", "muted"
     if match.rejected:
         return "rejected: computes something else than Inductor's kernel, not timed", "bad"
+    if skipped := _skipped(match.runs):
+        return skipped, "warn"
     if inductor_us is None or handwritten_us is None:
         return "not timed (timing needs a GPU)", "muted"
     ratio = inductor_us / handwritten_us
@@ -345,6 +360,13 @@ def _verdict(
             "warn" if not launches else "",
         )
     return f"within 5% of Inductor{launches}", ""
+
+
+def _skipped(runs: Sequence[HandwrittenRun]) -> str:
+    """What of the match's hand-written runs was skipped or cut short by the stage's budget, and why, in words."""
+    reasons = dict.fromkeys(r.skipped for r in runs if r.skipped)
+    names = ", ".join(dict.fromkeys(r.name for r in runs if r.skipped))
+    return f"{names}: {'; '.join(reasons)}" if reasons else ""
 
 
 def _correctness(match: HandwrittenMatch) -> str:

@@ -106,7 +106,7 @@ class StageClock:
         return left is not None and left <= 0
 
     def skipped(self) -> str:
-        return f"not started: the hand-written stage's {self.budget_s:.0f} s budget was spent ({MORE_TIME_HINT})"
+        return f"not started: the hand-written stage's {self.budget_s:g} s budget was spent ({MORE_TIME_HINT})"
 
 
 class CheckTimeLimit(BaseException):
@@ -123,7 +123,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         return
 
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise CheckTimeLimit(f"cut short after {seconds:.0f} s")
+        raise CheckTimeLimit(f"cut short after {seconds:.3g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
@@ -142,9 +142,9 @@ def check_limit(clock: StageClock, interpreter: bool) -> tuple[float | None, str
     if not interpreter or left is None:
         return None, ""
     if left < INTERPRETER_CHECK_LIMIT_S:
-        return left, f"cut short when the hand-written stage's {clock.budget_s:.0f} s budget was spent ({MORE_TIME_HINT})"
+        return left, f"cut short when the hand-written stage's {clock.budget_s:g} s budget was spent ({MORE_TIME_HINT})"
     return INTERPRETER_CHECK_LIMIT_S, (
-        f"cut short after {INTERPRETER_CHECK_LIMIT_S:.0f} s under Triton's interpreter, a check's own limit "
+        f"cut short after {INTERPRETER_CHECK_LIMIT_S:g} s under Triton's interpreter, a check's own limit "
         f"(--handwritten-budget 0 runs every check to its end)"
     )
 
@@ -193,7 +193,7 @@ def verify_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResult
     for index, verify in enumerate(plan.verify, 1):
         began = time.perf_counter()
         if clock.spent():
-            result = VerifyResult(note=f"not verified: the hand-written stage's {clock.budget_s:.0f} s budget was "
+            result = VerifyResult(note=f"not verified: the hand-written stage's {clock.budget_s:g} s budget was "
                                        f"spent ({MORE_TIME_HINT})")  # fmt: skip
         elif began - started > VERIFY_BUDGET_S:
             # the checks and timings still get the rest of the stage's time
