@@ -12,6 +12,12 @@
 
 Every caller (the API, ``compare``, the tests) goes through ``build_run``, so a report built from a
 capture folder copied off a GPU box is the report its own machine would have written.
+
+A run is built in two phases, and ``build_run`` is both in turn: ``_first_phase`` parses the capture and attaches
+what it measured (seconds), ``_slow_phase`` the Triton kernels' compiler stages (cuobjdump and nvdisasm per
+kernel) and the hand-written checks (a worker process: minutes). A capture just made (``compile_model``,
+``run_script``, ``inspect_model``) gets its report after the first, saying the hand-written kernels are running,
+and again after the second.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from .capture import _outcome as capture_outcome
 from .capture import _settings as capture_settings
 from .capture.inprocess import in_process_capture
 from .errors import InputFolderError, LensError, UsageError
-from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten
+from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten, checks_to_run
 from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
 from .parse.kernel_information import attach_kernel_information
@@ -60,7 +66,7 @@ from .report.folders import (
     reusable_run_file,
     write_input_stamp,
 )
-from .stages import attach_stages
+from .stages import attach_stages, stages_to_attach
 from .worker.files import LOG_FILE, RESULT_FILE, SPEC_FILE, read_capture_result
 from .worker.supervisor import Finished
 
@@ -74,6 +80,8 @@ class ReportResult:
     report_s: float | None = None
     # The input was unchanged since the report in the output folder was built: its lens.json was read back.
     reused: bool = False
+    # Seconds to the first report, written before the slow stages (None: written once, when the run was whole).
+    first_report_s: float | None = None
 
 
 def build_run(
@@ -88,6 +96,7 @@ def build_run(
     capture: CaptureOutcome | None = None,
     run_handwritten: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    budget_s: float | None = None,
     on_stage: Callable[[str], None] | None = None,
     now: Callable[[], dt.datetime] | None = None,
     layout: DebugLayout | None = None,
@@ -95,9 +104,33 @@ def build_run(
 ) -> CompileRun:
     """The CompileRun of the debug output under ``folder``, with the measurements and hand-written
     results found in ``capture_dir``; ``run_handwritten`` checks (and on a GPU times) the hand-written
-    equivalents now, in a worker, instead of reading earlier results. ``layout``: one rank's files in a
+    equivalents now, in a worker, instead of reading earlier results (``budget_s``: that stage's budget in
+    seconds; ``on_stage`` is told of each slow stage and each check). ``layout``: one rank's files in a
     folder several ranks share. ``kernel_stages=False`` leaves the Triton kernels' compiler stages out (a
     configuration of ``--try``, whose report is read for its numbers: reading SASS is the slow part on a GPU box)."""
+    run = _first_phase(folder, capture_dir, strict=strict, allow_empty=allow_empty, title=title, settings=settings,
+                       environment=environment, capture=capture, run_handwritten=run_handwritten, now=now,
+                       layout=layout)  # fmt: skip
+    slow = _SlowStages(capture_dir, kernel_stages, timeout_s, budget_s, on_stage)
+    return slow.attach(run)
+
+
+def _first_phase(
+    folder: Path,
+    capture_dir: Path | None,
+    *,
+    strict: bool,
+    allow_empty: bool,
+    title: str | None,
+    settings: CompileSettings | None,
+    environment: Environment | None,
+    capture: CaptureOutcome | None,
+    run_handwritten: bool,
+    now: Callable[[], dt.datetime] | None = None,
+    layout: DebugLayout | None = None,
+) -> CompileRun:
+    """The run as parsed and measured, without compiler stages or answers; with ``run_handwritten``, its hand-written
+    matches unchecked and its status "running" where there are checks to run (``_SlowStages`` runs them)."""
     run = parse_debug_folder(
         folder,
         strict=strict,
@@ -113,13 +146,47 @@ def build_run(
         run = attach_kernel_information(run, capture_dir, strict=strict)  # before the costs, which use it
         run = attach_module_stacks(run, capture_dir, strict=strict)
         run = attach_measurements(run, capture_dir, strict=strict)
-        if kernel_stages:
-            run = attach_stages(run, capture_dir)  # from the Triton cache the capture kept, where it did
-    if run_handwritten and on_stage is not None:
-        on_stage("hand-written kernels")
-    run = attach_handwritten(run, capture_dir, execute=run_handwritten, timeout_s=timeout_s)
-    run = attach_trials(run, capture_dir, strict=strict)  # the suggestions tried (--try), kept with the capture
-    return attach_answers(run)  # analysis before rendering: the report and lens.json read the same answers
+    checking = run_handwritten and capture_dir is not None
+    # to be checked: matched only, none of the capture's results (a check process writes them afresh)
+    run = attach_handwritten(run, None if checking else capture_dir, execute=False)
+    if checking and checks_to_run(run):
+        run = replace(run, handwritten_status="running")
+    return attach_trials(run, capture_dir, strict=strict)  # the suggestions tried (--try), kept with the capture
+
+
+@dataclass(frozen=True)
+class _SlowStages:
+    """The second phase of a run: the Triton kernels' compiler stages (``kernel_stages``: from the capture's
+    Triton cache) and the hand-written checks of a run whose status is "running", then the answers."""
+
+    capture_dir: Path | None
+    kernel_stages: bool
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    budget_s: float | None = None
+    on_stage: Callable[[str], None] | None = None
+
+    def pending(self, run: CompileRun) -> str:
+        """What the second phase has to do for ``run``, in words ("" for nothing)."""
+        stages = stages_to_attach(run, self.capture_dir) if self.kernel_stages and self.capture_dir is not None else 0
+        parts = [f"the compiler stages of {stages} Triton kernel(s)"] if stages else []
+        if run.handwritten_status == "running":
+            parts.append(f"the hand-written kernels ({checks_to_run(run)} check(s))")
+        return ", then ".join(parts)
+
+    def attach(self, run: CompileRun) -> CompileRun:
+        if self.kernel_stages and self.capture_dir is not None:
+            if self.on_stage is not None and (count := stages_to_attach(run, self.capture_dir)):
+                self.on_stage(f"compiler stages of {count} Triton kernel(s)")
+            run = attach_stages(run, self.capture_dir)  # from the Triton cache the capture kept, where it did
+        if run.handwritten_status == "running":
+            on_stage = self.on_stage
+            if on_stage is not None:
+                on_stage("hand-written kernels")
+            run = attach_handwritten(run, self.capture_dir, execute=True, timeout_s=self.timeout_s,
+                                     budget_s=self.budget_s,
+                                     on_phase=(lambda name, _: on_stage(name)) if on_stage is not None else None)
+            run = replace(run, handwritten_status="done")
+        return attach_answers(run)  # analysis before rendering: the report and lens.json read the same answers
 
 
 def compile_model(
@@ -132,18 +199,21 @@ def compile_model(
     echo: TextIO | None = None,
     cache_root: Path | None = None,
     kernel_stages: bool = True,
+    first_report: bool = True,
 ) -> ReportResult:
     """Compile the model in the model process and write its report; a failed run still gets one.
 
     ``cache_root`` holds the model process's Inductor and Triton caches and is kept; by default it
-    gets fresh ones, deleted after it ends. ``kernel_stages``: as ``build_run``'s.
+    gets fresh ones, deleted after it ends. ``kernel_stages``: as ``build_run``'s. ``first_report``: a report
+    written before the slow stages too (compiler stages, hand-written checks), rewritten after them.
     """
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: no such model file")
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages)  # fmt: skip
+                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
+                           budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
 
 
 def run_script(
@@ -156,13 +226,15 @@ def run_script(
     echo: TextIO | None = None,
     cache_root: Path | None = None,
     kernel_stages: bool = True,
+    first_report: bool = True,
 ) -> ReportResult:
     """Run an unchanged script in the script process and write the report of what it compiled (``cache_root``,
-    ``kernel_stages``: as ``compile_model``'s)."""
+    ``kernel_stages``, ``first_report``: as ``compile_model``'s)."""
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages)  # fmt: skip
+                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
+                           budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
 
 
 def inspect_model(
@@ -173,7 +245,7 @@ def inspect_model(
     prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
     captured = capture_in_process(spec, out_dir / CAPTURE_DIR, model, inputs)
     return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=None)  # fmt: skip
+                           strict=strict, draw=draw, progress=None, budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 @dataclass
@@ -207,30 +279,32 @@ def _report_capture(
     draw: bool,
     progress: PhaseCallback | None,
     kernel_stages: bool = True,
+    budget_s: float | None = None,
+    first_report: bool = True,
 ) -> ReportResult:
-    """The run of a capture just made, and its report; a failed capture still gets one."""
+    """The run of a capture just made, and its report; a failed capture still gets one. With ``first_report``, a
+    report is written before the slow stages (compiler stages, hand-written checks), and rewritten after them."""
     started = time.perf_counter()
 
     def stage(name: str) -> None:
         if progress is not None:
             progress(name, time.perf_counter() - started)
 
-    run = build_run(
-        out_dir,
-        out_dir / CAPTURE_DIR,
-        strict=strict,
-        allow_empty=True,
-        title=title,
-        settings=captured.settings,
-        environment=captured.environment,
-        capture=captured.outcome,
-        run_handwritten=handwritten and captured.error() is None,
-        timeout_s=timeout_s,
-        on_stage=stage,
-        kernel_stages=kernel_stages,
-    )
+    ok = captured.error() is None
+    run = _first_phase(out_dir, out_dir / CAPTURE_DIR, strict=strict, allow_empty=True, title=title,
+                       settings=captured.settings, environment=captured.environment, capture=captured.outcome,
+                       run_handwritten=handwritten and ok)  # fmt: skip
+    slow = _SlowStages(out_dir / CAPTURE_DIR, kernel_stages, timeout_s, budget_s, stage)
+    first_s = None
+    pending = slow.pending(run) if first_report and ok else ""
+    if pending:
+        index = render(run, out_dir, draw=draw)
+        first_s = time.perf_counter() - started
+        stage(f"report written: {index} (next: {pending}; the page is rewritten when they are done)")
+    run = slow.attach(run)
     index = render(run, out_dir, draw=draw)
-    return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started)
+    return ReportResult(run=run, index=index, error=captured.error(), report_s=time.perf_counter() - started,
+                        first_report_s=first_s)  # fmt: skip
 
 
 def report_folder(
@@ -283,10 +357,11 @@ def _build_for_report(folder: Path, previous: CompileRun | None, strict: bool) -
                 environment=previous.environment,
                 capture=previous.capture,
             )
-            # stages compiled here earlier (report --compile-stages) are in lens.json only
+            # stages compiled here earlier (report --compile-stages) are in lens.json only; the hand-written stage
+            # ran (or was stopped) where the capture was made, not here
             found = {(s.graph_id, s.kernel) for s in run.kernel_stages}
             kept = tuple(s for s in previous.kernel_stages if (s.graph_id, s.kernel) not in found)
-            return replace(run, kernel_stages=run.kernel_stages + kept)
+            return replace(run, kernel_stages=run.kernel_stages + kept, handwritten_status=previous.handwritten_status)
         # a capture folder copied off a GPU box carries its measurements (capture.json, profile_trace.json),
         # the hand-written kernels' results (handwritten.json), and what its own report was built from: the
         # outcome, environment and settings of capture.json and spec.json

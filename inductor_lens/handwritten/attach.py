@@ -3,7 +3,8 @@
 ``attach_handwritten(run, capture_dir, execute=...)`` matches every kernel (``match.py``), and either
 runs in a child process (``runner.py``) the verification of each match against what Inductor's kernel
 computes (``verify.py``: a rejected match is not timed) and the checks and timings, or reads the results an earlier run
-left in ``capture/handwritten.json`` (a capture folder copied off a GPU box carries them).
+left in ``capture/handwritten.json`` (a capture folder copied off a GPU box carries them). With
+``capture_dir=None`` it matches only: the first report, written before the checks run, shows the matches.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..worker.files import (
     VerifyTask,
     task_key,
 )
+from ..worker.supervisor import PhaseCallback
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for, timed_launches
 from .runner import read_results, run_tasks
@@ -37,27 +39,26 @@ def run_device(run: CompileRun) -> str:
 
 
 def attach_handwritten(
-    run: CompileRun, capture_dir: Path | None, *, execute: bool, timeout_s: float = DEFAULT_TIMEOUT_S
+    run: CompileRun,
+    capture_dir: Path | None,
+    *,
+    execute: bool,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    budget_s: float | None = None,
+    on_phase: PhaseCallback | None = None,
 ) -> CompileRun:
+    """``run`` with its hand-written matches and their results: checked now with ``execute`` (``budget_s``: the
+    stage's budget, as ``run_tasks`` takes it; ``on_phase``: told of each check as it starts), else read from
+    ``capture_dir``."""
     matches = match_run(run)
-    tasks: dict[str, HandwrittenTask] = {}
-    weights: dict[str, tuple[float, float]] = {}
-    for match, time_us in _profiled_time(run, matches):
-        whole = match.kind in ("exact", "composed")
-        for name in match.equivalents:
-            shape = shape_for(get(name), dict(match.shape))
-            if shape is not None:
-                task = tasks.setdefault(task_key(name, shape, match.dtype), HandwrittenTask(name, shape, match.dtype))
-                task.matches.append(verify_key(match))
-                stood_for, partly = weights.get(task.key, (0.0, 0.0))
-                weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
+    tasks, weights = _tasks(run, matches)
     data = HandwrittenResults()
     unverified: dict[str, str] = {}
     if capture_dir is not None and execute and tasks:
         verify, unverified = _verify_tasks(run, matches)
         # the largest profiled time first, so a stage cut short by its time limit has checked the most of it
         ordered = sorted(tasks.values(), key=lambda t: weights[t.key], reverse=True)
-        data = run_tasks(ordered, run_device(run), capture_dir, timeout_s, verify)
+        data = run_tasks(ordered, run_device(run), capture_dir, timeout_s, verify, budget_s=budget_s, on_phase=on_phase)
     elif capture_dir is not None and (capture_dir / HANDWRITTEN_RESULTS_FILE).is_file():
         data = read_results(capture_dir / HANDWRITTEN_RESULTS_FILE)
     device = data.device or run_device(run)
@@ -69,6 +70,30 @@ def attach_handwritten(
         warning = Diagnostic("warning", "hand-written kernels", data.error)
         run = replace(run, stats=replace(run.stats, diagnostics=(*run.stats.diagnostics, warning)))
     return run
+
+
+def checks_to_run(run: CompileRun) -> int:
+    """How many checks the run's matches (attached already) need: none, and there is no stage to run."""
+    return len(_tasks(run, run.handwritten)[0])
+
+
+def _tasks(
+    run: CompileRun, matches: tuple[HandwrittenMatch, ...]
+) -> tuple[dict[str, HandwrittenTask], dict[str, tuple[float, float]]]:
+    """Each distinct (kernel, shape, dtype) check the matches need, and the profiled time (µs per step) of what
+    it stands for: (in whole, in part)."""
+    tasks: dict[str, HandwrittenTask] = {}
+    weights: dict[str, tuple[float, float]] = {}
+    for match, time_us in _profiled_time(run, matches):
+        whole = match.kind in ("exact", "composed")
+        for name in match.equivalents:
+            shape = shape_for(get(name), dict(match.shape))
+            if shape is not None:
+                task = tasks.setdefault(task_key(name, shape, match.dtype), HandwrittenTask(name, shape, match.dtype))
+                task.matches.append(verify_key(match))
+                stood_for, partly = weights.get(task.key, (0.0, 0.0))
+                weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
+    return tasks, weights
 
 
 def _verify_tasks(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> tuple[list[VerifyTask], dict[str, str]]:
@@ -138,5 +163,5 @@ def _run_record(
         checked_shape=entry.checked_shape, interpreter=entry.interpreter, ok=entry.ok,
         max_rel_error=entry.max_rel_error, tolerance=entry.tolerance,
         timing=entry.timing, eager=entry.eager, gpu_alone=entry.gpu_alone, roofline=roofline,
-        error=entry.error or None, configs=tuple(entry.configs),
+        error=entry.error or None, configs=tuple(entry.configs), skipped=entry.skipped,
     )  # fmt: skip

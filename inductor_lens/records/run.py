@@ -74,12 +74,15 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      the trials and their measurements (CompileRun.trials, records/trials.py); the float32 matmul precision,
      cuDNN's TF32, autocast and Dynamo config a run was made with (CompileSettings.matmul_precision,
      .cudnn_allow_tf32, .autocast, .dynamo_options). A version 14 run reads with none of them.
+  16: the report written before the slow stages and rewritten after them (issue 33): where the hand-written stage
+     stood when the run was written (CompileRun.handwritten_status: "running" in the first report, "done" in the
+     second; a run read back still "running" reads as "stopped"). A version 15 run reads as "" (not said).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .answers import Answers
@@ -92,11 +95,15 @@ from .timeline import CompileTimeline
 from .timing import BenchResult
 from .trials import Trials
 
-RUN_SCHEMA_VERSION = 15
+RUN_SCHEMA_VERSION = 16
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
 ChoiceKind = Literal["extern", "triton", "other"]
+# Where the hand-written stage stood when the run was written: "running" (the first report, written before it
+# ran; the second replaces it), "done" (it ran for this run), "stopped" (read back still "running": the process
+# that was to rewrite it ended first), "" (not run for this run: off, or its results read from the capture).
+HandwrittenStatus = Literal["", "running", "done", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -491,6 +498,7 @@ class CompileRun:
     answers: Answers | None = None
     # The suggestions tried (--try N, ``inductor-lens try``): records/trials.py, from capture/trials.json.
     trials: Trials | None = None
+    handwritten_status: HandwrittenStatus = ""
 
     @property
     def recompiles(self) -> tuple[DynamoFrame, ...]:
@@ -524,4 +532,7 @@ class CompileRun:
 
     @classmethod
     def from_json(cls, text: str) -> CompileRun:
-        return from_jsonable(cls, lens_document(text, "run", RUN_SCHEMA_VERSION))
+        """The run of a lens.json; one written while its hand-written stage was running reads as stopped: the
+        process that was to rewrite it is gone (or, read while it runs, has not rewritten it yet)."""
+        run: CompileRun = from_jsonable(cls, lens_document(text, "run", RUN_SCHEMA_VERSION))
+        return replace(run, handwritten_status="stopped") if run.handwritten_status == "running" else run

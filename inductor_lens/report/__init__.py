@@ -21,7 +21,7 @@ from .diagnosis_view import diagnosis_view
 from .env import environment
 from .folders import LENS_JSON
 from .graph_view import draw_graphs, drawing_part_pages, graph_page
-from .handwritten_view import handwritten_page
+from .handwritten_view import handwritten_page, handwritten_status
 from .highlight import forget_prepared, prepare, stylesheet
 from .kernel_view import kernel_pages, kernel_source_blocks
 from .numerics_view import divergence_view
@@ -57,6 +57,7 @@ def render_report(run: CompileRun, *, draw: bool = True) -> dict[str, str]:
             divergence=divergence_view(run, urls),
             answers=answers,
             trials=trials_view(run, answers.answers.findings),
+            handwritten=handwritten_status(run),
         )
     }
     for url, group_page in group_pages(run).items():

@@ -10,6 +10,10 @@ A deep model repeats itself: one extern matmul of one shape is launched once per
 catalog kernels launch the same Triton source. So the page has one row per distinct job (matches
 equal but for their launch position, with every launch they stand for) and shows each distinct
 source once, in a section of its own that the rows link to.
+
+The first report of a capture is written before the hand-written checks run (``pipeline``): its pages say
+"hand-written: running" where the results will be, and a report read back in that state says the checks did
+not finish (``handwritten_status``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
+from ..handwritten.attach import run_device
 from ..handwritten.match import coverage
 from ..records import (
     CompileRun,
@@ -47,6 +52,37 @@ MATCH_LABELS = {
 TIE = 0.05
 # A do_bench time this many times the CUDA-graph time is mostly launch overhead.
 LAUNCH_BOUND = 1.5
+
+
+@dataclass(frozen=True)
+class HandwrittenStatusNote:
+    """Where the run's hand-written stage stood when the report was written, where that is worth saying."""
+
+    headline: str  # "Hand-written: running"
+    text: str
+    tone: str  # the banner's: "info" or "warn"
+
+
+def handwritten_status(run: CompileRun) -> HandwrittenStatusNote | None:
+    """The note of a report written before its hand-written checks ended (None once they have, or where none ran)."""
+    if run.handwritten_status == "running":
+        on_gpu = run_device(run) == "cuda"
+        doing = "checked and timed on the GPU" if on_gpu else "checked under Triton's interpreter"
+        return HandwrittenStatusNote(
+            "Hand-written: running",
+            f"The hand-written kernels are being {doing}, in a process of their own, after the rest of this report "
+            "was written. The report is rewritten with their results when they finish: reload the page then.",
+            "info",
+        )
+    if run.handwritten_status == "stopped":
+        return HandwrittenStatusNote(
+            "Hand-written: did not finish",
+            "inductor-lens was stopped while the hand-written kernels were checked, so their results here are "
+            "missing or incomplete. To get them, compile (or run) the model again; inductor-lens report re-renders "
+            "a report from what its capture holds and does not run the checks.",
+            "warn",
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,7 +113,9 @@ class HandwrittenRow:
     eager_us: float | None
     verdict: str
     tone: str
-    correctness: str  # "ok", "mismatch", "error", "not run", "rejected" (computes something else than Inductor's)
+    # "ok", "mismatch", "error", "not run", "running" (the checks had not ended when the report was written),
+    # "skipped" (the stage's budget was spent before it), "rejected" (computes something else than Inductor's)
+    correctness: str
     gpu_alone_us: float | None  # all steps, replayed from a CUDA graph: no launch overhead
     launch_bound: str  # why the hand-written time is mostly host time, or ""
 
@@ -117,6 +155,7 @@ class HandwrittenPage:
     sources: tuple[HandwrittenSource, ...]
     # Some step's kernel has no recorded source (a report saved before they were recorded).
     unrecorded: bool
+    status: HandwrittenStatusNote | None = None
 
 
 def handwritten_rows(run: CompileRun) -> tuple[HandwrittenRow, ...]:
@@ -186,7 +225,8 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
     faster = sum(1 for inductor, handwritten in timed if handwritten < inductor * (1 - TIE))
     slower = sum(1 for inductor, handwritten in timed if handwritten > inductor * (1 + TIE))
     bad = sum(1 for r in matched if r.correctness in ("mismatch", "error", "rejected"))
-    checked = [r for r in matched if r.correctness != "not run"]
+    checked = [r for r in matched if r.correctness not in ("not run", "running", "skipped")]
+    running = run.handwritten_status == "running"
     launches = sum(r.count for r in rows)
     summary = [
         SummaryItem(
@@ -200,7 +240,9 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
                 str(sum(1 for r in rows if r.match.kind == k)) for k in ("exact", "composed", "partial")
             ),
         ),
-        SummaryItem(
+        SummaryItem("Agree with torch", "running", "the checks had not ended when this page was written")
+        if running
+        else SummaryItem(
             "Agree with torch",
             f"{sum(1 for r in checked if r.correctness == 'ok')} of {len(checked)} checked",
             f"{bad} disagree or failed"
@@ -270,7 +312,7 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
             )
         )
     unrecorded = any(not s.source_anchor for r in rows for s in r.steps)
-    return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded)
+    return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded, handwritten_status(run))
 
 
 def _row(
@@ -283,7 +325,10 @@ def _row(
     inductor_us, method = _inductor_time(graph, match, launches)
     handwritten_us = _total_us([r.timing for r in match.runs])
     eager_us = _total_us([r.eager for r in match.runs])
+    correctness = _correctness(match, run.handwritten_status == "running")
     verdict, tone = _verdict(match, inductor_us, handwritten_us)
+    if correctness == "running":
+        verdict, tone = "hand-written: running", "muted"
     alone_us = _total_us([r.gpu_alone for r in match.runs])
     launch_bound = ""
     if handwritten_us and alone_us and handwritten_us > LAUNCH_BOUND * alone_us:
@@ -294,7 +339,7 @@ def _row(
             launch_bound += f". GPU time against GPU time: {alone_us:,.1f} µs by hand, {in_context:,.1f} µs for Inductor's in the profiled step"
     url = launch_url(graph, launch) if launch else graph_url(graph)
     return HandwrittenRow(match, graph, launch, launches, url, steps, inductor_us, method, handwritten_us, eager_us,
-                          verdict, tone, _correctness(match), alone_us, launch_bound)  # fmt: skip
+                          verdict, tone, correctness, alone_us, launch_bound)  # fmt: skip
 
 
 def _total_us(timings: list[Timing | None]) -> float | None:
@@ -369,12 +414,14 @@ def _skipped(runs: Sequence[HandwrittenRun]) -> str:
     return f"{names}: {'; '.join(reasons)}" if reasons else ""
 
 
-def _correctness(match: HandwrittenMatch) -> str:
+def _correctness(match: HandwrittenMatch, running: bool) -> str:
     runs = match.runs
     if match.rejected:
         return "rejected"
     if not runs or all(r.ok is None and r.error is None for r in runs):
-        return "not run"
+        if running and runs:
+            return "running"
+        return "skipped" if any(r.skipped for r in runs) else "not run"
     if any(r.ok is False for r in runs):
         return "mismatch"
     if any(r.error for r in runs):
