@@ -172,9 +172,7 @@ def verify_line(index: int, count: int, match: str, result: VerifyResult, second
 
 
 def task_line(index: int, count: int, task: HandwrittenTask, entry: HandwrittenTaskResult) -> str:
-    if entry.skipped.startswith("not started"):
-        verdict = "skipped (budget spent)"
-    elif entry.skipped:
+    if entry.skipped:  # cut short
         verdict = entry.skipped.split(" (")[0]
     elif entry.error is not None:
         verdict = entry.error.split("\n")[0][:160]
@@ -183,9 +181,16 @@ def task_line(index: int, count: int, task: HandwrittenTask, entry: HandwrittenT
     checked = ""
     if entry.checked_shape and entry.checked_shape != task.shape:
         checked = f" (checked on {'x'.join(str(v) for v in entry.checked_shape.values())})"
-    took = f" ({entry.seconds:.1f} s)" if entry.seconds is not None and not entry.skipped.startswith("not started") else ""
+    took = f" ({entry.seconds:.1f} s)" if entry.seconds is not None else ""
     size = "x".join(str(v) for v in task.shape.values())
     return f"hand-written {index}/{count}: {task.name} {size} {task.dtype}{checked}: {verdict}{took}"
+
+
+def skipped_line(first: int, count: int, clock: StageClock) -> str:
+    """One line for the tasks from ``first`` on, none of them started: the budget was spent."""
+    which = f"{first}/{count}" if first == count else f"{first}-{count}/{count}"
+    return (f"hand-written {which}: skipped (budget spent): {count - first + 1} check(s) not started within the "
+            f"stage's {clock.budget_s:g} s ({MORE_TIME_HINT})")  # fmt: skip
 
 
 def verify_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults, out: Path) -> None:
@@ -212,19 +217,22 @@ def check_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults
     interpreter = plan.device == "cpu"
     for index, task in enumerate(plan.tasks, 1):
         if clock.spent():
-            entry = HandwrittenTaskResult(interpreter=interpreter, skipped=clock.skipped())
-        else:
-            started = time.perf_counter()
-            limit, cut_short = check_limit(clock, interpreter)
-            try:
-                with time_limit(limit):
-                    # checked, but not timed where every match it stands in for computes something else
-                    entry = run_task(task, plan.device, timed=not (task.matches and set(task.matches) <= rejected))
-            except CheckTimeLimit:
-                entry = HandwrittenTaskResult(interpreter=interpreter, skipped=cut_short)
-            except Exception as exc:  # one kernel failing must not lose the others
-                entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
-            entry.seconds = time.perf_counter() - started
+            for rest in plan.tasks[index - 1 :]:
+                data.results[rest.key] = HandwrittenTaskResult(interpreter=interpreter, skipped=clock.skipped())
+            write_json_file(out, data)
+            phase(skipped_line(index, len(plan.tasks), clock))
+            return
+        started = time.perf_counter()
+        limit, cut_short = check_limit(clock, interpreter)
+        try:
+            with time_limit(limit):
+                # checked, but not timed where every match it stands in for computes something else
+                entry = run_task(task, plan.device, timed=not (task.matches and set(task.matches) <= rejected))
+        except CheckTimeLimit:
+            entry = HandwrittenTaskResult(interpreter=interpreter, skipped=cut_short)
+        except Exception as exc:  # one kernel failing must not lose the others
+            entry = HandwrittenTaskResult(error=f"{type(exc).__name__}: {exc}"[:400])
+        entry.seconds = time.perf_counter() - started
         data.results[task.key] = entry
         write_json_file(out, data)
         phase(task_line(index, len(plan.tasks), task, entry))

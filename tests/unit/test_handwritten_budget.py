@@ -73,8 +73,8 @@ def test_tasks_not_started_within_the_budget_are_skipped_and_say_why(
     assert [re.sub(r"\(\d+\.\d s\)", "(T)", line) for line in _phases(capsys.readouterr().out)] == [
         "hand-written 1/4: relu 8x4 float32: ok (T)",
         "hand-written 2/4: relu 9x4 float32: ok (T)",
-        "hand-written 3/4: relu 10x4 float32: skipped (budget spent)",
-        "hand-written 4/4: relu 11x4 float32: skipped (budget spent)",
+        "hand-written 3-4/4: skipped (budget spent): 2 check(s) not started within the stage's 0.5 s "
+        "(--handwritten-budget SECONDS gives the stage more time, 0 no limit)",
     ]
 
 
