@@ -162,6 +162,8 @@ def main() -> None:
     parser.add_argument("--captures", nargs="*", type=Path, default=[],
                         help="capture folders (a fixture's) whose hand-written kernels to check and time here")  # fmt: skip
     parser.add_argument("--timeout", type=int, default=420)
+    parser.add_argument("--handwritten-budget", type=float, default=None,
+                        help="the hand-written stage's budget for --captures (0: none; default: the device's)")  # fmt: skip
     args = parser.parse_args()
     import torch
     import triton
@@ -175,7 +177,8 @@ def main() -> None:
                      "summary": summarise(run)})  # fmt: skip
     for folder in args.captures:
         started = time.perf_counter()
-        run = build_run(folder, find_capture_dir(folder), run_handwritten=True, timeout_s=args.timeout)
+        run = build_run(folder, find_capture_dir(folder), run_handwritten=True, timeout_s=args.timeout,
+                        budget_s=args.handwritten_budget)  # fmt: skip
         rows.append({"name": folder.name, "what": run.title, "command": f"(capture {folder}, hand-written stage run here)",
                      "exit": 0, "wall": time.perf_counter() - started, "summary": summarise(run)})  # fmt: skip
         write(args.results, rows, device, versions)

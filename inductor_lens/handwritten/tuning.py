@@ -8,9 +8,16 @@ configuration list apart, and picks the configuration of each launch itself:
 1. a key this process has seen: its winner (memoised);
 2. else the winner stored in the autotune cache on disk (``caches.handwritten_dir()``, one JSON file
    per key): the jit kernel is launched with it directly, nothing is benchmarked;
-3. else ``triton.autotune`` runs once, and its best configuration and measured time are stored. A kernel
-   may bring its own timer (``graph_benchmark``: the GPU's time alone, replayed from a CUDA graph) and a
-   post hook timed with each launch (the weight gradient's sum of its slices).
+3. else the winner of the *shipped table* for the GPU's architecture (``tuned/sm_90.json``: H100, H200),
+   written by ``benchmarks/tuning_table.py`` from full searches on that GPU over the shapes of common
+   models, so those need no search at all;
+4. else a search costing what it is worth: the kernel's configurations pruned by the shape (``prune``),
+   the nearest shape class of the table (or the cache) first, all of them compiled at once in a thread
+   pool (Triton's ``AsyncCompileMode``), then timed one after another until the kernel's budget
+   (``TUNE_BUDGET_S``) is spent; a search cut short says how many it timed. The winner and its time are
+   stored in the cache. A kernel may bring its own timer (``graph_benchmark``: the GPU's time alone,
+   replayed from a CUDA graph) and a post hook timed with each launch (the weight gradient's sum of its
+   slices).
 
 The key is the kernel, its version (a hash of its module's source and of its configuration list, so
 two lists for one kernel never share a winner), its *shape class*, the dtypes of
@@ -47,10 +54,13 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -66,8 +76,18 @@ FORMAT = 1
 BENCHMARK: Callable[..., Any] | None = None
 # graph_benchmark's CUDA graph holds about this many ms of launches; Triton's do_bench_cudagraph replays it ten times.
 GRAPH_REP_MS = 10
-# How this process served each key the first time: "tuned" (an autotuner run) or "cache".
+# How this process served each key the first time: "tuned" (a search), "cache" or "table".
 FIRST_USES: Counter[str] = Counter()
+# Seconds a search may spend on one key (compiling and timing its configurations; at least one is always
+# timed); 0: no limit, every configuration the prune keeps (how the shipped tables are made).
+TUNE_BUDGET_S = float(os.environ.get("INDUCTOR_LENS_TUNE_BUDGET", "8"))
+# Off (``INDUCTOR_LENS_TUNING_TABLE=0``): the shipped tables are not read (a full search, to make them).
+USE_TABLE = os.environ.get("INDUCTOR_LENS_TUNING_TABLE", "1") != "0"
+# The shipped tables, one file per GPU architecture: tuned/sm_90.json.
+TABLE_DIR = Path(__file__).with_name("tuned")
+# A search times each configuration with do_bench over this many ms (after a 5 ms warm-up): enough samples
+# to rank configurations of kernels of microseconds to a millisecond, a third of Triton's own default.
+SEARCH_REP_MS = 30
 # Off: every launch takes the full path (tuning key, memo, note, ``kernel[grid]``), for comparing the two.
 FAST_LAUNCH = os.environ.get("INDUCTOR_LENS_FAST_LAUNCH", "1") != "0"
 
@@ -167,6 +187,115 @@ def store(key: TuningKey, folder: Path, config: Any, time_ms: float | None, shap
         print(f"hand-written autotune cache: not written ({exc})", file=sys.stderr)
 
 
+@dataclass(frozen=True)
+class TableEntry:
+    """One winner of a shipped table: found by a full search on a GPU of the table's architecture."""
+
+    kernel: str
+    shape_class: dict[str, JsonScalar]
+    dtypes: str
+    config: dict[str, Any]  # config_fields() of the winner
+    time_ms: float | None
+    device: str  # the GPU it was tuned on
+
+
+def architecture(device_name: str) -> str | None:
+    """``sm_90`` for the CUDA device of that name in this process; None without one."""
+    return _architectures().get(device_name)
+
+
+@functools.cache
+def _architectures() -> dict[str, str]:
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return {}
+        names = {}
+        for index in range(torch.cuda.device_count()):
+            major, minor = torch.cuda.get_device_capability(index)
+            names[str(torch.cuda.get_device_name(index))] = f"sm_{major}{minor}"
+        return names
+    except Exception:
+        return {}
+
+
+@functools.cache
+def shipped_table(arch: str) -> dict[tuple[str, str, str], TableEntry]:
+    """The shipped table of an architecture, by (kernel, shape class, dtypes); empty where there is none or it
+    is unreadable (a damaged table costs searches, never an error)."""
+    try:
+        data = json.loads((TABLE_DIR / f"{arch}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), list):
+        return {}
+    table = {}
+    for item in data["entries"]:
+        try:
+            entry = TableEntry(
+                kernel=str(item["kernel"]), shape_class=dict(item["shape_class"]), dtypes=str(item["dtypes"]),
+                config=dict(item["config"]), time_ms=_time_or_none(item.get("time_ms")), device=str(item["device"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            continue
+        table[entry.kernel, _class_text(entry.shape_class), entry.dtypes] = entry
+    return table
+
+
+def _class_text(shape_class: Mapping[str, Any]) -> str:
+    return json.dumps(shape_class, sort_keys=True)
+
+
+def _time_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def table_entry(key: TuningKey) -> TableEntry | None:
+    """The shipped winner for the key on its GPU's architecture (any Triton version, any edit of the kernel
+    that keeps the configuration in its list: the caller checks that)."""
+    arch = architecture(key.device)
+    if arch is None:
+        return None
+    return shipped_table(arch).get((key.kernel, _class_text(key.shape_class), key.dtypes))
+
+
+def nearest_config(key: TuningKey, folder: Path) -> dict[str, Any] | None:
+    """Where a search starts: the winner of the nearest shape class with the same switches and dtypes, from
+    the shipped table of the GPU's architecture and the cache (sizes compared in powers of two)."""
+    candidates: list[tuple[Mapping[str, Any], dict[str, Any]]] = []
+    arch = architecture(key.device)
+    if arch is not None:
+        candidates += [(e.shape_class, e.config) for e in shipped_table(arch).values()
+                       if e.kernel == key.kernel and e.dtypes == key.dtypes]  # fmt: skip
+    with contextlib.suppress(OSError):
+        for path in folder.glob(f"{key.kernel}-*.json"):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("version") == key.version and data.get("dtypes") == key.dtypes:
+                    candidates.append((data["shape_class"], data["config"]))
+    best: tuple[float, dict[str, Any]] | None = None
+    for shape_class, config in candidates:
+        distance = _distance(key.shape_class, shape_class)
+        if distance is not None and (best is None or distance < best[0]):
+            best = (distance, config)
+    return best[1] if best is not None else None
+
+
+def _distance(wanted: Mapping[str, Any], other: Mapping[str, Any]) -> float | None:
+    """Sum of |log2| differences of the sizes; None where a switch (a non-size value) or a name differs."""
+    if set(wanted) != set(other):
+        return None
+    total = 0.0
+    for name, value in wanted.items():
+        found = other[name]
+        if isinstance(value, int) and not isinstance(value, bool) and isinstance(found, int) and value > 0 and found > 0:
+            total += abs(math.log2(value) - math.log2(found))
+        elif value != found:
+            return None
+    return total
+
+
 @contextlib.contextmanager
 def recording() -> Iterator[list[KernelConfig]]:
     """The configurations launched inside the block: each (kernel, configuration) once, as first used."""
@@ -181,14 +310,16 @@ def recording() -> Iterator[list[KernelConfig]]:
 @dataclass(frozen=True)
 class _Choice:
     config: Any  # a triton.Config of the kernel's list
-    origin: ConfigOrigin  # "tuned" or "cache": how this process first got it
+    origin: ConfigOrigin  # "tuned", "cache" or "table": how this process first got it
     time_ms: float | None
     text: str  # config_text(config)
+    note: str = ""  # how the search went: "12 of 16 configurations timed (8 s budget); 1.9 s"
 
 
 def _note(kernel: str, choice: _Choice, origin: ConfigOrigin) -> None:
     if _recorded is not None and not any(r.kernel == kernel and r.config == choice.text for r in _recorded):
-        _recorded.append(KernelConfig(kernel, choice.text, origin, choice.time_ms))
+        note = choice.note if origin == choice.origin else ""
+        _recorded.append(KernelConfig(kernel, choice.text, origin, choice.time_ms, note))
 
 
 def _later(choice: _Choice) -> ConfigOrigin:
@@ -305,7 +436,6 @@ class TunedKernel:
         self._heuristics = dict(heuristics or {})
         fields = {name for config in self.configs for name in config.kwargs} - set(kernel.arg_names)
         self._launcher = _Launcher(kernel, self._heuristics, fields) if heuristics or fields else kernel
-        self._autotuner: Any = None
         # Winners by Triton's exact key (the full path), and by tuning key.
         self._by_exact_key: dict[tuple[Any, ...], _Choice] = {}
         self._by_tuning_key: dict[str, _Choice] = {}
@@ -467,11 +597,17 @@ class TunedKernel:
         folder = handwritten_dir()[0]
         cached = load(key, folder)
         config = self._known(cached.config) if cached is not None else None
+        shipped = table_entry(key) if config is None and USE_TABLE else None
+        listed = self._known(shipped.config) if shipped is not None else None
         if cached is not None and config is not None:
             choice = _Choice(config, "cache", cached.time_ms, config_text(config))
             launched = self._launch(config, grid, args, switches)
+        elif shipped is not None and listed is not None:
+            choice = _Choice(listed, "table", shipped.time_ms, config_text(listed))
+            launched = self._launch(listed, grid, args, switches)
         else:
-            choice, launched = self._tune(grid, args, switches)
+            first = nearest_config(key, folder) if USE_TABLE else None
+            choice, launched = self._tune(grid, args, switches, first=self._known(first) if first else None)
             tuned_on = {k: arguments[k] for k in self.key if k in arguments}
             store(key, folder, choice.config, choice.time_ms, tuned_on)
         self._by_tuning_key[key.file_name] = choice
@@ -486,26 +622,89 @@ class TunedKernel:
     def _launch(self, config: Any, grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> Any:
         return self._launcher[grid](*args, **switches, **config.all_kwargs())
 
-    def _tune(self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> tuple[_Choice, Any]:
-        """Run Triton's autotuner: it benchmarks the pruned configurations, then launches the best."""
-        tuner = self._tuner()
-        launched = tuner[grid](*args, **switches)
-        best = tuner.best_config
-        timing = getattr(tuner, "configs_timings", {}).get(best)
-        median = timing[0] if isinstance(timing, (list, tuple)) else timing
-        time_ms = float(median) if isinstance(median, (int, float)) else None
-        return _Choice(best, "tuned", time_ms, config_text(best)), launched
+    def _tune(
+        self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], *, first: Any = None
+    ) -> tuple[_Choice, Any]:
+        """Search the pruned configurations (``first`` first), compiled at once, timed until the budget is
+        spent; launch the best. A configuration that does not compile or fit counts as infinitely slow."""
+        started = time.perf_counter()
+        named = dict(zip(self._arg_names, args, strict=False))
+        candidates = self.prune(list(self.configs), named, **switches) if self.prune else list(self.configs)
+        if not candidates:
+            raise RuntimeError(f"{self.name}: no configuration of its list fits these arguments")
+        if first is not None and first in candidates:
+            candidates.remove(first)
+            candidates.insert(0, first)
+        self._precompile(candidates, grid, args, switches)
+        timings: dict[int, float] = {}
+        failure: BaseException | None = None
+        for index, config in enumerate(candidates):
+            if timings and TUNE_BUDGET_S > 0 and time.perf_counter() - started > TUNE_BUDGET_S:
+                break
+            try:
+                timings[index] = self._time(config, grid, args, switches, named)
+            except Exception as exc:
+                if not _unfit(exc):
+                    raise
+                failure, timings[index] = exc, math.inf
+        best_index = min(timings, key=lambda i: timings[i])
+        if math.isinf(timings[best_index]):
+            assert failure is not None
+            raise failure
+        best = candidates[best_index]
+        launched = self._launch(best, grid, args, switches)
+        seconds = time.perf_counter() - started
+        timed = f"{len(timings)} of {len(candidates)} configuration{'s' if len(candidates) != 1 else ''}"
+        if len(timings) < len(candidates):
+            note = f"cut short: {timed} timed within the {TUNE_BUDGET_S:g} s budget; searched {seconds:.1f} s"
+        else:
+            note = f"{timed} timed; searched {seconds:.1f} s"
+        if len(self.configs) > len(candidates):
+            note += f" ({len(self.configs) - len(candidates)} pruned for this shape)"
+        return _Choice(best, "tuned", timings[best_index], config_text(best), note), launched
 
-    def _tuner(self) -> Any:
-        if self._autotuner is None:
-            import triton
+    def _time(
+        self, config: Any, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], named: dict[str, Any]
+    ) -> float:
+        """One configuration's median (ms), timed as Triton's autotuner times it: the launch and the post hook."""
+        full = {**named, **switches, **config.all_kwargs()}
 
-            prune = {"early_config_prune": self.prune} if self.prune else None
-            self._autotuner = triton.autotune(
-                configs=self.configs, key=list(self.key), prune_configs_by=prune, post_hook=self.post_hook,
-                do_bench=BENCHMARK or self.benchmark,
-            )(self._launcher)
-        return self._autotuner
+        def call() -> None:
+            self._launch(config, grid, args, switches)
+            if self.post_hook is not None:
+                self.post_hook(full, exception=None)
+
+        timer = BENCHMARK or self.benchmark or _search_timer
+        result = timer(call, quantiles=(0.5, 0.2, 0.8))
+        return float(result[0] if isinstance(result, (list, tuple)) else result)
+
+    def _precompile(self, configs: list[Any], grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> None:
+        """Compile every candidate at once in a thread pool (Triton's ``AsyncCompileMode``; the compiler's
+        passes and ptxas run outside the GIL), so the timing loop finds them compiled. Best effort: without a
+        GPU driver (the interpreter) or that API, each compiles when first timed; errors surface there."""
+        if len(configs) < 2 or _runtime() is None:
+            return
+        try:
+            from triton.runtime._async_compile import AsyncCompileMode
+        except ImportError:
+            return
+        workers = max(1, min(len(configs), os.cpu_count() or 1, 16))
+        with contextlib.suppress(Exception), ThreadPoolExecutor(workers) as pool, AsyncCompileMode(pool, ignore_errors=True):
+            for config in configs:
+                with contextlib.suppress(Exception):
+                    self._launcher.run(*args, grid=grid, warmup=True, **switches, **config.all_kwargs())
+
+
+def _search_timer(kernel_call: Callable[[], Any], quantiles: Sequence[float]) -> Any:
+    import triton.testing
+
+    return triton.testing.do_bench(kernel_call, warmup=5, rep=SEARCH_REP_MS, quantiles=list(quantiles))
+
+
+def _unfit(exc: BaseException) -> bool:
+    """A configuration this GPU cannot run (shared memory, registers, a compile-time assertion): skipped, as
+    Triton's autotuner skips it."""
+    return type(exc).__name__ in ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
 
 
 class _Launcher:

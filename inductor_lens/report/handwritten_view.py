@@ -290,10 +290,10 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
         for c in step.run.configs
     }
     if configs:
-        cached = sum(1 for *_, origin in configs if origin == "cache")
+        cached = sum(1 for *_, origin in configs if origin in ("cache", "table"))
         summary.append(
             SummaryItem(
-                "Launch configs from the autotune cache",
+                "Launch configs from the autotune cache or the shipped table",
                 f"{cached} of {len(configs)}",
                 "the rest autotuned in this run" if cached < len(configs) else "nothing was autotuned",
             )

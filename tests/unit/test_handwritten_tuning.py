@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -276,7 +276,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> SimpleNamespace:
 
         return call
 
-    def tune(grid: Any, args: Any, switches: Any) -> Any:
+    def tune(grid: Any, args: Any, switches: Any, **_: Any) -> Any:
         best = configs[0]
         return tuning._Choice(best, "tuned", 1.0, tuning.config_text(best)), kernel._launch(best, grid, args, switches)
 
@@ -427,3 +427,138 @@ def test_the_full_launch_is_taken_where_the_direct_one_is_unavailable(
         _scale(fake.kernel, x)
     assert fake.jit.runs == 4 and fake.calls["tune"] == 1
     assert all(stream == "jit's stream" for _, (_, stream, _) in _launches(fake.jit))
+
+
+@pytest.fixture
+def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+    """A shipped table for "sm_90" (the CPU device stands for an H100 here), written from its entries."""
+    monkeypatch.setattr(tuning, "TABLE_DIR", tmp_path / "tuned")
+    monkeypatch.setattr(tuning, "architecture", lambda device: "sm_90")
+    tuning.shipped_table.cache_clear()
+
+    def write(entries: list[dict[str, Any]]) -> None:
+        (tmp_path / "tuned").mkdir(exist_ok=True)
+        (tmp_path / "tuned" / "sm_90.json").write_text(json.dumps({"format": tuning.FORMAT, "entries": entries}))
+        tuning.shipped_table.cache_clear()
+
+    yield write
+    tuning.shipped_table.cache_clear()
+
+
+def _entry(n_class: int, block: int, warps: int) -> dict[str, Any]:
+    config = {"kwargs": {"BLOCK": block}, "num_warps": warps, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+    return {"kernel": "double_kernel", "shape_class": {"n": n_class}, "dtypes": "float32,float32", "config": config,
+            "time_ms": 0.5, "device": "NVIDIA H100 80GB HBM3"}  # fmt: skip
+
+
+def test_a_shape_in_the_shipped_table_is_never_searched(
+    cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
+) -> None:
+    table([_entry(128, 32, 2)])
+    with tuning.recording() as used:
+        _double(_doubling_kernel(), 100)
+    assert benchmarked == []
+    assert [(c.config, c.origin, c.tuned_ms) for c in used] == [("BLOCK=32, num_warps=2, num_stages=3", "table", 0.5)]
+    assert not cache_dir.exists() or not list(cache_dir.iterdir())  # the table is read each time, not copied
+
+
+def test_a_table_entry_the_kernel_no_longer_lists_is_searched_and_a_damaged_table_ignored(
+    cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
+) -> None:
+    table([_entry(128, 64, 8)])  # BLOCK=64 is not in the kernel's list
+    with tuning.recording() as used:
+        _double(_doubling_kernel(), 100)
+    assert len(benchmarked) == 2 and [c.origin for c in used] == ["tuned"]
+    (tuning.TABLE_DIR / "sm_90.json").write_text("{not json")
+    tuning.shipped_table.cache_clear()
+    assert tuning.shipped_table("sm_90") == {}
+
+
+def test_a_search_starts_from_the_nearest_shape_class_of_the_table(
+    cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
+) -> None:
+    table([_entry(4096, 32, 2), _entry(128, 16, 4)])  # 1024 is two powers of two from 4096, three from 128
+    with tuning.recording() as used:
+        _double(_doubling_kernel(), 1000)  # class 1024: not in the table
+    # the fake benchmark makes the first configuration timed the fastest: the table's neighbour went first
+    assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"] and len(benchmarked) == 2
+    assert used[0].note.startswith("2 of 2 configurations timed; searched ")
+
+
+def test_a_search_past_its_budget_says_it_was_cut_short(
+    cache_dir: Path, benchmarked: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tuning, "TUNE_BUDGET_S", 1e-9)
+    with tuning.recording() as used:
+        _double(_doubling_kernel(), 100)
+    assert len(benchmarked) == 1  # at least one configuration is always timed
+    assert used[0].origin == "tuned"
+    assert used[0].note.startswith("cut short: 1 of 2 configurations timed within the 1e-09 s budget; searched ")
+
+
+def test_a_configuration_that_does_not_fit_is_skipped_and_one_that_fails_otherwise_is_raised(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class OutOfResources(Exception):
+        pass
+
+    calls: list[int] = []
+
+    def fussy(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OutOfResources("shared memory")
+        return [3.0, 3.0, 3.0]
+
+    monkeypatch.setattr(tuning, "BENCHMARK", fussy)
+    with tuning.recording() as used:
+        _double(_doubling_kernel(), 100)
+    assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"]
+
+    def broken(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(tuning, "BENCHMARK", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        _double(_doubling_kernel(), 5000)
+
+
+def test_every_entry_of_the_shipped_tables_names_a_configuration_its_kernel_still_lists() -> None:
+    """A table written before a kernel's list changed would be ignored entry by entry (searched instead):
+    this says so when it happens, so the table is made again (benchmarks/tuning_table.py)."""
+    from inductor_lens.handwritten.catalog import EQUIVALENTS
+    from inductor_lens.handwritten.kernels import load
+
+    tuned: dict[str, tuning.TunedKernel] = {}
+    for module in {e.module for e in EQUIVALENTS}:
+        load(module, interpret=True)
+        found = vars(__import__(f"inductor_lens.handwritten.kernels.{module}", fromlist=["_"]))
+        tuned.update({k.name: k for k in found.values() if isinstance(k, tuning.TunedKernel)})
+    tables = sorted(tuning.TABLE_DIR.glob("sm_*.json"))
+    assert tables, "no shipped table"
+    for path in tables:
+        tuning.shipped_table.cache_clear()
+        entries = tuning.shipped_table(path.stem)
+        assert entries, f"{path.name}: no readable entry"
+        stale = [(e.kernel, e.shape_class) for e in entries.values()
+                 if e.kernel not in tuned or tuned[e.kernel]._known(e.config) is None]  # fmt: skip
+        assert not stale, f"{path.name}: {len(stale)} of {len(entries)} entries name no listed configuration: {stale[:3]}"
+    tuning.shipped_table.cache_clear()
+
+
+def test_the_matmul_search_keeps_tiles_that_fit_and_pay_off() -> None:
+    from inductor_lens.handwritten.kernels import load
+
+    load("matmul", interpret=True)
+    from inductor_lens.handwritten.kernels import matmul
+
+    def kept(m: int, n: int, k: int, dtype: Any) -> set[tuple[int, int, int, int]]:
+        a = torch.empty(1, 1, dtype=dtype)
+        configs = matmul._prune(matmul.AUTOTUNE_CONFIGS, {"a_ptr": a, "M": m, "N": n, "K": k})
+        return {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages) for c in configs}
+
+    head = kept(64, 1000, 384, torch.float32)
+    assert max(m for m, *_ in head) == 64 and (16, 32, 64, 3) in head and len(head) < len(matmul.AUTOTUNE_CONFIGS)
+    # 128x256x64 in three stages needs 288 KiB in float32 (not on any GPU), 144 KiB in bfloat16
+    assert (128, 256, 64, 3) not in kept(4096, 2304, 768, torch.float32)
+    assert (128, 256, 64, 3) in kept(4096, 2304, 768, torch.bfloat16)

@@ -19,6 +19,7 @@ tiles for skinny products. float32 follows torch: TF32 only when
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -100,8 +101,10 @@ def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -
     )
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): the tutorial's CUDA list, then Hopper-sized and skinny tiles.
-# Configs whose shared memory does not fit (large tiles in float32) are skipped by the autotuner.
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): the tutorial's CUDA list, then Hopper-sized and skinny tiles,
+# then the winners of benchmarks/matmul_sweep_gpu.py on an H100 that the others missed: small-M tiles for
+# classifier heads (a 64x1000x384 product ran 2.5x slower than cuBLAS on the list without them), three-stage
+# 128x128 and 64x128 tiles. ``_prune`` drops, per shape, those that cannot fit or pay off.
 AUTOTUNE_CONFIGS = [
     _config(*c)
     for c in (
@@ -121,8 +124,46 @@ AUTOTUNE_CONFIGS = [
         (64, 128, 64, 4, 4),
         (32, 64, 64, 4, 4),
         (64, 32, 64, 4, 4),
+        (128, 128, 64, 3, 8),
+        (64, 128, 64, 3, 4),
+        (64, 128, 32, 3, 4),
+        (16, 32, 64, 3, 4),
+        (16, 32, 128, 4, 4),
+        (32, 32, 128, 5, 4),
+        (32, 32, 64, 4, 4),
     )
 ]
+# What a Hopper block may use (227 KiB); the device's own figure where Triton's driver gives it.
+DEFAULT_SHARED_BYTES = 232448
+
+
+@functools.cache
+def _shared_bytes(device_index: int) -> int:
+    try:
+        properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
+        return int(properties["max_shared_mem"])
+    except Exception:
+        return DEFAULT_SHARED_BYTES
+
+
+def _prune(configs: list[triton.Config], named_args: dict[str, Any], **switches: Any) -> list[triton.Config]:
+    """The configurations worth timing for this shape: their pipelined tiles fit in shared memory, and no tile
+    is larger than the product it covers (a 64-row product gains nothing from 256-row tiles, only waste)."""
+    a = named_args["a_ptr"]
+    M, N, K = named_args["M"], named_args["N"], named_args["K"]
+    itemsize = a.element_size()
+    limit = _shared_bytes(a.device.index or 0) if a.device.type == "cuda" else DEFAULT_SHARED_BYTES
+    kept = []
+    for config in configs:
+        block_m, block_n, block_k = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+        if config.num_stages * (block_m + block_n) * block_k * itemsize > limit:
+            continue
+        if block_m > max(16, triton.next_power_of_2(M)) or block_n > max(32, triton.next_power_of_2(N)):
+            continue
+        if block_k > max(32, triton.next_power_of_2(K)):
+            continue
+        kept.append(config)
+    return kept or configs[-1:]
 
 # Layout and epilogue are in the key: a transposed weight and a row-major b favour different tiles, and
 # the GELU epilogue (exposed after each tile's K loop) shifts the best tile shape. EVEN_K depends on the
@@ -131,8 +172,14 @@ matmul_tuned = TunedKernel(
     matmul_kernel,
     AUTOTUNE_CONFIGS,
     key=["M", "N", "K", "stride_ak", "stride_bk", "HAS_BIAS", "ACTIVATION"],
+    prune=_prune,
     heuristics={"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0},
 )
+# float32 products in IEEE precision (no TF32) run on the FMA units, which read b a row of N at a time: from a
+# transposed weight (K contiguous) an H100 ran GPT-2's 4096x2304x768 1.7x slower than from a copy of it with N
+# contiguous, the copy included (benchmarks/results/2026-11-27-h100-matmul.md). Below this many rows of a
+# the copy costs more than it saves (a 64-row classifier head ran 1.4x slower with it).
+PRETRANSPOSE_MIN_ROWS = 256
 
 # Under the interpreter: one small config, so checks stay fast.
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
@@ -159,6 +206,9 @@ def matmul(
     if input_precision is None:
         tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
         input_precision = "tf32" if tf32 else "ieee"
+    ieee_float32 = a.dtype == torch.float32 and input_precision == "ieee"
+    if ieee_float32 and b.stride(0) == 1 and b.stride(1) != 1 and M >= PRETRANSPOSE_MIN_ROWS and not interpreting():
+        b = b.contiguous()
     args = (
         a, b, c, bias if bias is not None else c,
         M, N, K,
