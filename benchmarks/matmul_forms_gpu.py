@@ -10,6 +10,8 @@ tile loop and the split epilogue). ``torch.addmm`` is timed beside each; times a
 Usage: python benchmarks/matmul_forms_gpu.py --out forms.json
 """
 
+# ruff: noqa: B023  (each timed closure is called inside the loop iteration that made it)
+
 from __future__ import annotations
 
 import argparse

@@ -17,6 +17,8 @@ thread pool under Triton's ``AsyncCompileMode``, and in a process pool.
 Usage: python benchmarks/matmul_sweep_gpu.py --out results.json [--quick]
 """
 
+# ruff: noqa: B023  (each timed closure is called inside the loop iteration that made it)
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +36,7 @@ import triton.language as tl
 from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from inductor_lens.handwritten.kernels.matmul import matmul_kernel  # noqa: E402
+from inductor_lens.handwritten.kernels.matmul import matmul_kernel
 
 SHAPES = {
     "gpt2 c_attn": (4096, 2304, 768),
@@ -59,9 +61,9 @@ def candidates(M: int, N: int, K: int, itemsize: int) -> list[tuple[int, int, in
         if stages * (bm * bk + bk * bn) * itemsize > SMEM:
             continue
         tile = bm * bn
-        if warps == 8 and tile < 128 * 128 or warps == 4 and tile >= 128 * 128 and M > 64:
+        if (warps == 8 and tile < 128 * 128) or (warps == 4 and tile >= 128 * 128 and M > 64):
             continue
-        if tile > 128 * 256 or (itemsize == 4 and tile > 128 * 128) or tile < 64 * 64 and M > 64:
+        if tile > 128 * 256 or (itemsize == 4 and tile > 128 * 128) or (tile < 64 * 64 and M > 64):
             continue
         out.append((bm, bn, bk, stages, warps))
     return out
