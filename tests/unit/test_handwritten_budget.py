@@ -38,6 +38,12 @@ def _tasks(count: int) -> list[HandwrittenTask]:
     return [HandwrittenTask("relu", {"rows": 8 + i, "cols": 4}, "float32") for i in range(count)]
 
 
+@pytest.fixture(autouse=True)
+def _no_compile_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget loop alone: compiling ahead in helper processes has its own tests (test_compile_ahead.py)."""
+    monkeypatch.setattr(worker, "COMPILE_AHEAD_MIN_TASKS", 10**6)
+
+
 def _run_plan(tmp_path: Path, plan: HandwrittenPlan) -> dict[str, HandwrittenTaskResult]:
     write_json_file(tmp_path / "plan.json", plan)
     assert worker.main([str(tmp_path / "plan.json"), str(tmp_path / "results.json")]) == 0
@@ -59,6 +65,7 @@ def test_tasks_not_started_within_the_budget_are_skipped_and_say_why(
         return HandwrittenTaskResult(checked_shape=dict(task.shape), ok=True)
 
     monkeypatch.setattr(worker, "run_task", slow_task)
+    monkeypatch.setattr(worker, "compile_ahead", lambda plan, clock: {}, raising=False)  # a GPU's: not here
     tasks = _tasks(4)
     results = _run_plan(tmp_path, HandwrittenPlan(device="cuda", tasks=tasks, budget_s=0.5))
     assert ran == [tasks[0].key, tasks[1].key]  # the second started within the budget, the third did not
