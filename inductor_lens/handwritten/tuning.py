@@ -83,6 +83,10 @@ FIRST_USES: Counter[str] = Counter()
 TUNE_BUDGET_S = float(os.environ.get("INDUCTOR_LENS_TUNE_BUDGET", "8"))
 # Off (``INDUCTOR_LENS_TUNING_TABLE=0``): the shipped tables are not read (a full search, to make them).
 USE_TABLE = os.environ.get("INDUCTOR_LENS_TUNING_TABLE", "1") != "0"
+# On (``INDUCTOR_LENS_TUNING_COMPILE_ONLY=1``, the check process's helpers that compile ahead of it): a key with
+# no winner has its pruned configurations compiled, none timed or stored (timings taken beside other processes
+# sharing the GPU would pick noisy winners); the first is launched.
+COMPILE_ONLY = os.environ.get("INDUCTOR_LENS_TUNING_COMPILE_ONLY") == "1"
 # The shipped tables, one file per GPU architecture: tuned/sm_90.json.
 TABLE_DIR = Path(__file__).with_name("tuned")
 # A search times each configuration with do_bench over this many ms (after a 5 ms warm-up): enough samples
@@ -605,6 +609,11 @@ class TunedKernel:
         elif shipped is not None and listed is not None:
             choice = _Choice(listed, "table", shipped.time_ms, config_text(listed))
             launched = self._launch(listed, grid, args, switches)
+        elif COMPILE_ONLY:
+            candidates = self._candidates(args, switches)
+            self._precompile(candidates, grid, args, switches)
+            choice = _Choice(candidates[0], "tuned", None, config_text(candidates[0]), "compiled only")
+            return choice, self._launch(candidates[0], grid, args, switches)
         else:
             first = nearest_config(key, folder) if USE_TABLE else None
             choice, launched = self._tune(grid, args, switches, first=self._known(first) if first else None)
@@ -629,9 +638,7 @@ class TunedKernel:
         spent; launch the best. A configuration that does not compile or fit counts as infinitely slow."""
         started = time.perf_counter()
         named = dict(zip(self._arg_names, args, strict=False))
-        candidates = self.prune(list(self.configs), named, **switches) if self.prune else list(self.configs)
-        if not candidates:
-            raise RuntimeError(f"{self.name}: no configuration of its list fits these arguments")
+        candidates = self._candidates(args, switches)
         if first is not None and first in candidates:
             candidates.remove(first)
             candidates.insert(0, first)
@@ -662,6 +669,14 @@ class TunedKernel:
         if len(self.configs) > len(candidates):
             note += f" ({len(self.configs) - len(candidates)} pruned for this shape)"
         return _Choice(best, "tuned", timings[best_index], config_text(best), note), launched
+
+    def _candidates(self, args: tuple[Any, ...], switches: dict[str, Any]) -> list[Any]:
+        """The configurations the kernel's prune keeps for these arguments, in the list's order."""
+        named = dict(zip(self._arg_names, args, strict=False))
+        candidates = self.prune(list(self.configs), named, **switches) if self.prune else list(self.configs)
+        if not candidates:
+            raise RuntimeError(f"{self.name}: no configuration of its list fits these arguments")
+        return list(candidates)
 
     def _time(
         self, config: Any, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], named: dict[str, Any]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,7 +37,11 @@ from .files import (
 )
 
 
-def run_task(task: HandwrittenTask, device: str, *, timed: bool = True) -> HandwrittenTaskResult:
+def run_task(
+    task: HandwrittenTask, device: str, *, timed: bool = True, checked: HandwrittenTaskResult | None = None
+) -> HandwrittenTaskResult:
+    """Check the task's kernel against its torch reference and, on a GPU, time both; ``checked``: the check a
+    helper already made of the same configurations (``compile_ahead``), then only the timings run here."""
     from ..handwritten import check as checks
     from ..handwritten import tuning
     from ..handwritten.catalog import get, interpreter_shape
@@ -48,14 +53,20 @@ def run_task(task: HandwrittenTask, device: str, *, timed: bool = True) -> Handw
         return HandwrittenTaskResult(interpreter=True, error=f"not checked here: {equivalent.interpreter_note}")
     checked_shape = interpreter_shape(equivalent, shape) if interpreter else shape
     with tuning.recording() as configs:
-        result = checks.check(equivalent.name, checked_shape, task.dtype, device)
-        entry = HandwrittenTaskResult(
-            checked_shape=checked_shape,
-            interpreter=result.interpreter,
-            ok=result.ok,
-            max_rel_error=max((e.max_rel for e in result.errors), default=0.0),
-            tolerance=result.tolerance,
-        )
+        if checked is not None:
+            entry = HandwrittenTaskResult(
+                checked_shape=checked.checked_shape, interpreter=checked.interpreter, ok=checked.ok,
+                max_rel_error=checked.max_rel_error, tolerance=checked.tolerance,
+            )  # fmt: skip
+        else:
+            result = checks.check(equivalent.name, checked_shape, task.dtype, device)
+            entry = HandwrittenTaskResult(
+                checked_shape=checked_shape,
+                interpreter=result.interpreter,
+                ok=result.ok,
+                max_rel_error=max((e.max_rel for e in result.errors), default=0.0),
+                tolerance=result.tolerance,
+            )
         if device == "cuda" and timed:
             import torch
 
@@ -211,8 +222,12 @@ def verify_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResult
         phase(verify_line(index, len(plan.verify), verify.match, result, time.perf_counter() - began))
 
 
-def check_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults, out: Path) -> None:
-    """Each task in the plan's order (the largest profiled time first) while the budget lasts; the rest skipped."""
+def check_all(
+    plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults, out: Path,
+    checked: dict[str, HandwrittenTaskResult] | None = None,
+) -> None:  # fmt: skip
+    """Each task in the plan's order (the largest profiled time first) while the budget lasts; the rest skipped.
+    ``checked``: the checks made ahead (``compile_ahead``), by task key: those tasks are only timed here."""
     rejected = {key for key, result in data.verified.items() if result.agrees is False}
     interpreter = plan.device == "cpu"
     for index, task in enumerate(plan.tasks, 1):
@@ -227,7 +242,10 @@ def check_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults
         try:
             with time_limit(limit):
                 # checked, but not timed where every match it stands in for computes something else
-                entry = run_task(task, plan.device, timed=not (task.matches and set(task.matches) <= rejected))
+                timed = not (task.matches and set(task.matches) <= rejected)
+                made = (checked or {}).get(task.key)
+                entry = run_task(task, plan.device, timed=timed, checked=made) if made else run_task(
+                    task, plan.device, timed=timed)
         except CheckTimeLimit:
             entry = HandwrittenTaskResult(interpreter=interpreter, skipped=cut_short)
         except Exception as exc:  # one kernel failing must not lose the others
@@ -236,6 +254,67 @@ def check_all(plan: HandwrittenPlan, clock: StageClock, data: HandwrittenResults
         data.results[task.key] = entry
         write_json_file(out, data)
         phase(task_line(index, len(plan.tasks), task, entry))
+
+
+# On a GPU, the kernels of at least this many checks are compiled ahead, in this many processes at most.
+COMPILE_AHEAD_MIN_TASKS = 4
+COMPILE_AHEAD_PROCESSES = 8
+# The share of the stage's budget left when compiling ahead begins that it may take; the checks then compile
+# what it did not reach themselves.
+COMPILE_AHEAD_SHARE = 0.5
+
+
+def _compile_one(task: HandwrittenTask, device: str) -> tuple[str, HandwrittenTaskResult | None]:
+    """In a helper process: run the check, which compiles the kernels it launches into Triton's cache on disk
+    (shared with the check process), searches none (``tuning.COMPILE_ONLY``) and times nothing. Its result
+    where the check process will launch the same configurations (none was left to a search)."""
+    from ..handwritten import tuning
+
+    tuning.COMPILE_ONLY = True
+    try:
+        entry = run_task(task, device, timed=False)
+    except Exception:  # the check process meets the same failure and says it
+        return task.key, None
+    reusable = entry.error is None and entry.ok is not None and all(c.origin in ("table", "cache") for c in entry.configs)
+    return task.key, entry if reusable else None
+
+
+def compile_ahead(plan: HandwrittenPlan, clock: StageClock) -> dict[str, HandwrittenTaskResult]:
+    """Compile the kernels of every check, and check them, at once in helper processes before the timings run
+    one by one: on a fresh machine compiling is most of a check's time (one to three seconds of Triton and
+    ptxas per kernel), and the timings must not share the GPU with anything. Bounded by a share of the budget;
+    helpers still working then are stopped. Returns the checks the helpers made that the timings can use."""
+    import multiprocessing
+    import os
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    tasks = plan.tasks
+    if plan.device != "cuda" or len(tasks) < COMPILE_AHEAD_MIN_TASKS:
+        return {}
+    left = clock.left()
+    limit = None if left is None else max(0.0, left * COMPILE_AHEAD_SHARE)
+    processes = max(1, min(len(tasks), COMPILE_AHEAD_PROCESSES, (os.cpu_count() or 2) // 2))
+    phase(f"hand-written: compiling the kernels of {len(tasks)} checks ahead in {processes} processes")
+    started = time.perf_counter()
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+    # a spawned helper takes this process's sys.path, from which restore_path took the package's root: put last
+    # (the user's modules still come first), it lets the helpers import this package wherever it lives
+    root = str(Path(__file__).resolve().parents[2])
+    sys.path.append(root)
+    try:
+        futures = [pool.submit(_compile_one, task, plan.device) for task in tasks]
+        done, pending = wait(futures, timeout=limit, return_when=FIRST_EXCEPTION)
+    finally:
+        sys.path.remove(root)
+        helpers = list(getattr(pool, "_processes", {}).values())  # to stop those still compiling
+        pool.shutdown(wait=False, cancel_futures=True)
+        for helper in helpers:
+            helper.terminate()
+    cut = f"; stopped at the {limit:.0f} s it may take, the checks compile the rest" if pending else ""
+    phase(f"hand-written: compiled ahead for {len(done)} of {len(tasks)} checks in "
+          f"{time.perf_counter() - started:.1f} s{cut}")  # fmt: skip
+    results = [future.result() for future in done if future.exception() is None]
+    return {key: entry for key, entry in results if entry is not None}
 
 
 def main(argv: list[str]) -> int:
@@ -247,6 +326,7 @@ def main(argv: list[str]) -> int:
     data = HandwrittenResults(device=plan.device)
     clock = StageClock(stage_budget(plan.device, plan.budget_s))
     verify_all(plan, clock, data, out)
-    check_all(plan, clock, data, out)
+    checked = compile_ahead(plan, clock)
+    check_all(plan, clock, data, out, checked)
     write_json_file(out, data)
     return 0
