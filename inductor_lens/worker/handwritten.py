@@ -160,6 +160,16 @@ def check_limit(clock: StageClock, interpreter: bool) -> tuple[float | None, str
     )
 
 
+def load_outside_the_limit(task: HandwrittenTask, device: str) -> None:
+    """Import what a check imports (torch, Triton, the kernel's module) before its time limit is armed: an import
+    cut short leaves a half-initialised module behind, and every later check would fail on it."""
+    from ..handwritten import check as checks
+    from ..handwritten import tuning  # noqa: F401  (run_task's)
+    from ..handwritten.catalog import get
+
+    checks.implementation(get(task.name), device)
+
+
 def run_verify(task: VerifyTask, device: str) -> VerifyResult:
     """Whether a match computes what Inductor's kernel computes; a failure is the match's note, not the end."""
     from ..handwritten import verify
@@ -240,6 +250,8 @@ def check_all(
         started = time.perf_counter()
         limit, cut_short = check_limit(clock, interpreter)
         try:
+            if limit is not None:
+                load_outside_the_limit(task, plan.device)
             with time_limit(limit):
                 # checked, but not timed where every match it stands in for computes something else
                 timed = not (task.matches and set(task.matches) <= rejected)

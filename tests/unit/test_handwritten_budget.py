@@ -146,6 +146,21 @@ def test_a_check_past_its_limit_under_the_interpreter_is_cut_short(
     )
 
 
+def test_what_a_check_imports_is_loaded_before_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import cut short would break every later check: the kernel's module is loaded before the alarm."""
+    loaded: list[tuple[str, bool]] = []
+    monkeypatch.setattr(worker, "load_outside_the_limit",
+                        lambda task, device: loaded.append((task.key, signal.getitimer(signal.ITIMER_REAL)[0] == 0)))  # fmt: skip
+    monkeypatch.setattr(worker, "run_task", lambda task, device, timed=True: HandwrittenTaskResult(ok=True))
+    _run_plan(tmp_path, HandwrittenPlan(device="cpu", tasks=_tasks(2), budget_s=60))
+    assert loaded == [(t.key, True) for t in _tasks(2)]
+    loaded.clear()
+    _run_plan(tmp_path, HandwrittenPlan(device="cpu", tasks=_tasks(1), budget_s=0))  # no limit: loaded by the check
+    assert loaded == []
+
+
 def test_a_check_is_cut_short_at_the_end_of_the_budget() -> None:
     clock = worker.StageClock(3.0)
     limit, words = worker.check_limit(clock, interpreter=True)
