@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -291,18 +291,24 @@ def _compile_one(task: HandwrittenTask, device: str) -> tuple[str, HandwrittenTa
     return task.key, entry if reusable else None
 
 
-def compile_ahead(plan: HandwrittenPlan, clock: StageClock) -> dict[str, HandwrittenTaskResult]:
-    """Compile the kernels of every check, and check them, at once in helper processes before the timings run
-    one by one: on a fresh machine compiling is most of a check's time (one to three seconds of Triton and
-    ptxas per kernel), and the timings must not share the GPU with anything. Bounded by a share of the budget;
-    helpers still working then are stopped. Returns the checks the helpers made that the timings can use."""
+@contextlib.contextmanager
+def compile_ahead(
+    plan: HandwrittenPlan, clock: StageClock
+) -> Iterator[Callable[[], dict[str, HandwrittenTaskResult]]]:
+    """Compile the kernels of every check, and check them, at once in helper processes, while the block runs (the
+    verification: nothing in it is timed), before the timings run one by one: on a fresh machine compiling is
+    most of a check's time (one to three seconds of Triton and ptxas per kernel), and the timings must not share
+    the GPU with anything. Yields the function that waits for the helpers, within a share of the budget left
+    when they started, and returns the checks they made that the timings can use; helpers still working after
+    it (or after the block) are stopped."""
     import multiprocessing
     import os
     from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
     tasks = plan.tasks
     if plan.device != "cuda" or len(tasks) < COMPILE_AHEAD_MIN_TASKS:
-        return {}
+        yield dict
+        return
     left = clock.left()
     limit = None if left is None else max(0.0, left * COMPILE_AHEAD_SHARE)
     processes = max(1, min(len(tasks), COMPILE_AHEAD_PROCESSES, (os.cpu_count() or 2) // 2))
@@ -314,19 +320,26 @@ def compile_ahead(plan: HandwrittenPlan, clock: StageClock) -> dict[str, Handwri
     root = str(Path(__file__).resolve().parents[2])
     sys.path.append(root)
     try:
-        futures = [pool.submit(_compile_one, task, plan.device) for task in tasks]
-        done, pending = wait(futures, timeout=limit, return_when=FIRST_EXCEPTION)
+        futures = [pool.submit(_compile_one, task, plan.device) for task in tasks]  # every helper starts here
     finally:
         sys.path.remove(root)
-        helpers = list(getattr(pool, "_processes", {}).values())  # to stop those still compiling
+
+    def collect() -> dict[str, HandwrittenTaskResult]:
+        remaining = None if limit is None else max(0.0, started + limit - time.perf_counter())
+        done, pending = wait(futures, timeout=remaining, return_when=FIRST_EXCEPTION)
+        cut = f"; stopped at the {limit:.0f} s it may take, the checks compile the rest" if pending else ""
+        phase(f"hand-written: compiled ahead for {len(done)} of {len(tasks)} checks in "
+              f"{time.perf_counter() - started:.1f} s{cut}")  # fmt: skip
+        results = [future.result() for future in done if future.exception() is None]
+        return {key: entry for key, entry in results if entry is not None}
+
+    try:
+        yield collect
+    finally:
+        helpers = list(getattr(pool, "_processes", {}).values())  # to stop those still working
         pool.shutdown(wait=False, cancel_futures=True)
         for helper in helpers:
             helper.terminate()
-    cut = f"; stopped at the {limit:.0f} s it may take, the checks compile the rest" if pending else ""
-    phase(f"hand-written: compiled ahead for {len(done)} of {len(tasks)} checks in "
-          f"{time.perf_counter() - started:.1f} s{cut}")  # fmt: skip
-    results = [future.result() for future in done if future.exception() is None]
-    return {key: entry for key, entry in results if entry is not None}
 
 
 def main(argv: list[str]) -> int:
@@ -337,8 +350,9 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1])
     data = HandwrittenResults(device=plan.device)
     clock = StageClock(stage_budget(plan.device, plan.budget_s))
-    verify_all(plan, clock, data, out)
-    checked = compile_ahead(plan, clock)
+    with compile_ahead(plan, clock) as checked_ahead:
+        verify_all(plan, clock, data, out)  # meanwhile the helpers compile and check
+        checked = checked_ahead()
     check_all(plan, clock, data, out, checked)
     write_json_file(out, data)
     return 0

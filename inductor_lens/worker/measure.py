@@ -54,6 +54,10 @@ REP_MS = 100
 # the budget is cut to the wall time of about this many calls (host overhead included, so the GPU-timed
 # samples come to 130-310); kernels longer than about REP_MS / MAX_SAMPLES keep the full 100 ms.
 MAX_SAMPLES = 100
+# do_bench_cudagraph replays a graph of this many ms of calls ten times: each replay is one sample, a mean over
+# hundreds of calls of a short kernel, so 20 ms settles it; at 100 ms, a second of replays per kernel was most of
+# the hand-written stage's time on an H100 (benchmarks/results/2026-11-27-h100-first-report.md).
+GRAPH_REP_MS = 20
 # A do_bench with a budget of 1 ms runs the call about this many times (1 first call, 5 to estimate, 1 warm-up, 1 timed).
 _PROBE_CALLS = 8
 # One rank of several times a fixed count of calls (gpu_step_time), after this many.
@@ -153,7 +157,7 @@ def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
 
     try:
         fn()  # autotuning and compilation happen outside the capture
-        median, p10, p90 = do_bench_cudagraph(fn, rep=REP_MS, quantiles=[0.5, 0.1, 0.9])
+        median, p10, p90 = do_bench_cudagraph(fn, rep=GRAPH_REP_MS, quantiles=[0.5, 0.1, 0.9])
     except Exception:  # a launcher that cannot be captured: no graph timing, not an error
         return None
     return Timing(
@@ -161,7 +165,8 @@ def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
         p10_ms=float(p10),
         p90_ms=float(p90),
         samples=0,
-        method=f"triton.testing.do_bench_cudagraph: the call replayed from a CUDA graph, {REP_MS} ms of repetitions",
+        method=f"triton.testing.do_bench_cudagraph: the call replayed from a CUDA graph, {GRAPH_REP_MS} ms of "
+        "repetitions in each of its 10 replays",
     )
 
 
