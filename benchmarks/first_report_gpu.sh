@@ -4,7 +4,8 @@
 # it has), one model per GPU, in parallel; every terminal line stamped with the seconds since the command
 # started, so the model process's end, the first report and the hand-written side's end can be read off; then
 # the hand-written kernels against Inductor's (benchmarks/handwritten_coverage.py --reports) and, on GPU 0,
-# matmul_bias against cuBLAS with the table. Everything comes back as $OUT/first-report.tgz.
+# matmul_bias against cuBLAS with the table, and on GPU 2 tests/gpu/test_tuning_gpu.py. What comes back is
+# $OUT/first-report.tgz.
 # Usage: benchmarks/first_report_gpu.sh
 export PYTHONPATH=$PWD:$PWD/benchmarks/models
 W=/tmp/fr
@@ -25,12 +26,16 @@ run_case() {
   if [ $i = 0 ]; then
     timeout 120 python3 benchmarks/matmul_bias_vs_cublas.py --rounds 5 --results $W/matmul-bias-table.md > $W/matmul-bias-table.log 2>&1
   fi
+  if [ $i = 2 ]; then
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_tuning_gpu.py > $W/gpu-tests.log 2>&1
+  fi
 }
 run_case 0 gpt2 benchmarks/models/h100_gpt2.py &
 run_case 1 vit samples/real/timm_vit.py --mode reduce-overhead &
 run_case 2 llama benchmarks/models/h100_llama.py --dtype bf16 --mode max-autotune-no-cudagraphs &
 run_case 3 resnet50 samples/real/torchvision_resnet50.py --train &
 wait
-cd $W && tar czf $OUT/first-report.tgz --exclude='*/capture/triton_cache' --exclude='*/lens' --exclude='*/triton' \
-  --exclude='*/inductor' --exclude=cov versions.txt *.log *.md */report 2>/dev/null
+# the logs, the tables, and of each report its first page, its hand-written page and the stage's own files
+cd $W && tar czf $OUT/first-report.tgz versions.txt *.log *.md */report/index.html */report/handwritten.html \
+  */report/capture/handwritten.json */report/capture/handwritten.log 2>/dev/null
 ls -la $OUT
