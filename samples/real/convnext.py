@@ -32,5 +32,5 @@ def get_model() -> torch.nn.Module:
     return ConvNextForImageClassification(config).eval()
 
 
-def get_inputs() -> tuple[torch.Tensor, ...]:
-    return (torch.randn(2, 3, IMAGE, IMAGE),)
+def get_inputs() -> dict[str, torch.Tensor]:
+    return {"pixel_values": torch.randn(2, 3, IMAGE, IMAGE)}

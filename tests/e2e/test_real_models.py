@@ -33,7 +33,7 @@ transformers = pytest.importorskip(
 import torch  # noqa: E402  (after the skip: a machine without transformers skips the module)
 
 REAL = SAMPLES / "real"
-CPU_MODELS = ("gpt2", "llama", "bert", "vit")
+CPU_MODELS = ("gpt2", "llama", "bert", "vit", "convnext")
 DYNAMIC_MODEL = "llama_dynamic"
 GPU_ONLY = {"torchvision_resnet50": "torchvision", "timm_vit": "timm"}  # file -> the library it needs
 SCRIPTS = ("train_gpt2",)
@@ -62,6 +62,8 @@ EXPECTED = {
     ("bert", "--train"): Counts(graphs=2, kernels=15, frames=1),
     ("vit",): Counts(graphs=1, kernels=8, frames=1),
     ("vit", "--train"): Counts(graphs=2, kernels=16, frames=1),
+    ("convnext",): Counts(graphs=1, kernels=13, frames=1),
+    ("convnext", "--train"): Counts(graphs=2, kernels=34, frames=1),
     (DYNAMIC_MODEL,): Counts(graphs=2, kernels=20, frames=2, recompiles=1),
 }
 FAST = ("--no-bench", "--no-handwritten")  # the counts do not need timing or the hand-written kernels...
@@ -178,7 +180,7 @@ def test_model_compiles_strict(compiled: Callable[..., tuple[CliResult, Path]], 
     assert all("=" in line for line in run["capture"]["inputs"]), run["capture"]["inputs"]
 
 
-@pytest.mark.parametrize("model", ["gpt2", "bert", "vit"])
+@pytest.mark.parametrize("model", ["gpt2", "bert", "vit", "convnext"])
 def test_model_compiles_with_train(compiled: Callable[..., tuple[CliResult, Path]], model: str) -> None:
     result, report = compiled(model, "--train")
     assert result.code == 0, result.stderr
