@@ -29,24 +29,10 @@ import triton.language as tl
 from triton.testing import do_bench
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-SHAPES = {
-    "gpt2 c_attn": (4096, 2304, 768),
-    "vit qkv": (12608, 1152, 384),
-    "vit fc1": (12608, 1536, 384),
-    "vit fc2": (12608, 384, 1536),
-    "head": (64, 1000, 384),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matmul_sweep_gpu import SHAPES, _tile, _tma_product
+
 NUM_SMS = 132
-
-
-@triton.jit
-def _tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
-    group_id = tile_id // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile_id % group_size_m)
-    pid_n = (tile_id % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
 
 
 @triton.jit
@@ -73,11 +59,7 @@ def tma_store_kernel(a_desc, w_desc, c_desc, bias_ptr, M, N, K,
     pid_m, pid_n = _tile(tl.program_id(0), GROUP_M * num_pid_n, num_pid_m, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = a_desc.load([off_m, k * BLOCK_K])
-        w = w_desc.load([off_n, k * BLOCK_K])
-        acc = tl.dot(a, w.T, acc)
+    acc = _tma_product(a_desc, w_desc, off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K, "tf32")
     _epilogue(acc, c_desc, bias_ptr, off_m, off_n, N, BLOCK_N, SUBTILE)
 
 

@@ -89,27 +89,39 @@ except ImportError:  # an older Triton
 
 
 @triton.jit
-def matmul_tma_kernel(
-    a_desc, w_desc, c_ptr, bias_ptr, M, N, K, stride_cm,
-    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
+def _tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    """Grouped program order, as the hand-written kernel's: GROUP_M tile-rows swept column by column."""
+    group_id = tile_id // num_pid_in_group
     first_pid_m = group_id * GROUP_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _tma_product(a_desc, w_desc, off_m, off_n, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """One tile of a @ w.T, both read through TMA descriptors (w is the weight, K contiguous)."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = a_desc.load([off_m, k * BLOCK_K])
         w = w_desc.load([off_n, k * BLOCK_K])
         acc = tl.dot(a, w.T, acc, input_precision=INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
+def matmul_tma_kernel(
+    a_desc, w_desc, c_ptr, bias_ptr, M, N, K, stride_cm,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    pid_m, pid_n = _tile(tl.program_id(axis=0), GROUP_M * tl.cdiv(N, BLOCK_N), num_pid_m, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = _tma_product(a_desc, w_desc, off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
     offs_m = off_m + tl.arange(0, BLOCK_M)
     offs_n = off_n + tl.arange(0, BLOCK_N)
     bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)

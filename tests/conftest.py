@@ -150,6 +150,24 @@ class CliResult:
 
 
 @pytest.fixture
+def stubbed_specs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The specs ``compile`` and ``run`` would capture, the capture itself stubbed (no model process): each call
+    ends in a UsageError, exit 2."""
+    from inductor_lens import api
+    from inductor_lens.errors import UsageError
+
+    seen: list[object] = []
+
+    def stop(spec: object, *args: object, **kwargs: object) -> None:
+        seen.append(spec)
+        raise UsageError("stubbed")
+
+    monkeypatch.setattr(api, "compile_model", stop)
+    monkeypatch.setattr(api, "run_script", stop)
+    return seen
+
+
+@pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     """Run ``inductor-lens ARGS`` in-process through the real entry point."""
 

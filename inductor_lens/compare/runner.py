@@ -192,10 +192,11 @@ def _cold(
     result: ReportResult
     if isinstance(spec, ScriptSpec):
         result = run_script(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache,
-                            kernel_stages=kernel_stages)  # fmt: skip
+                            kernel_stages=kernel_stages, first_report=False)  # fmt: skip
     else:
+        # a configuration's report is read when the comparison is done: written once, whole
         result = compile_model(spec, folder, strict=strict, draw=draw, progress=progress, echo=echo, cache_root=cache,
-                               kernel_stages=kernel_stages)  # fmt: skip
+                               kernel_stages=kernel_stages, first_report=False)  # fmt: skip
     if result.error is not None:
         failed = ConfigRun(request.name, request.mode, dict(request.options), result.run, report,
                            status=result.run.capture.status if result.run.capture else "failed",

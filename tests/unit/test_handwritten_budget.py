@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.errors import UsageError
 from inductor_lens.handwritten import catalog
 from inductor_lens.handwritten.runner import read_results
 from inductor_lens.options import CompileSpec, ScriptSpec
@@ -276,18 +275,9 @@ def test_skipped_runs_are_said_on_the_pages() -> None:
 
 
 def test_the_budget_flag_reaches_the_spec(
-    run_cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: Callable[..., CliResult], tmp_path: Path, stubbed_specs: list[CompileSpec | ScriptSpec]
 ) -> None:
-    from inductor_lens import api
-
-    seen: list[CompileSpec | ScriptSpec] = []
-
-    def stop(spec: CompileSpec | ScriptSpec, *args: object, **kwargs: object) -> None:
-        seen.append(spec)
-        raise UsageError("stubbed")
-
-    monkeypatch.setattr(api, "compile_model", stop)
-    monkeypatch.setattr(api, "run_script", stop)
+    seen = stubbed_specs
     model = tmp_path / "m.py"
     model.write_text("")
     assert run_cli("compile", model, "--handwritten-budget", "12.5").code == 2

@@ -87,18 +87,9 @@ def test_dynamo_options_are_checked_like_inductor_options() -> None:
         normalize_autocast("fp64")
 
 
-def test_the_command_line_takes_the_settings(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_line_takes_the_settings(run_cli, tmp_path: Path, stubbed_specs: list[object]) -> None:
     """compile and run turn the flags into the spec (the capture itself is stubbed: no model process)."""
-    from inductor_lens import api
-
-    seen: list[object] = []
-
-    def stop(spec: object, *args: object, **kwargs: object) -> None:
-        seen.append(spec)
-        raise UsageError("stubbed")
-
-    monkeypatch.setattr(api, "compile_model", stop)
-    monkeypatch.setattr(api, "run_script", stop)
+    seen = stubbed_specs
     model = tmp_path / "m.py"
     model.write_text("")
     flags = ("--matmul-precision", "high", "--no-cudnn-tf32", "--autocast", "BF16",
