@@ -56,9 +56,11 @@ def test_helpers_past_their_share_of_the_budget_are_stopped(
 def test_a_helpers_check_is_reused_only_where_the_timings_launch_the_same_configurations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from inductor_lens.handwritten import tuning
     from inductor_lens.records import KernelConfig
     from inductor_lens.worker.files import HandwrittenTaskResult
 
+    monkeypatch.setattr(tuning, "COMPILE_ONLY", False)  # _compile_one switches it on: put back after the test
     task = _plan(1).tasks[0]
     for origins, reused in ((("table", "cache"), True), (("table", "tuned"), False)):
         made = HandwrittenTaskResult(ok=True, configs=[KernelConfig("k", "BLOCK=16", o) for o in origins])
