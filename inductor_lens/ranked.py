@@ -121,7 +121,8 @@ def compile_ranks(
     prepare_ranked_out(out_dir, rerun=True)
     captured = capture_ranks(spec, out_dir, nproc, progress=progress, echo=echo)
     return _report_ranked_capture(captured, out_dir, spec.model_name, str(spec.model_path), spec.handwritten,
-                                  spec.timeout_s, strict=strict, draw=draw, progress=progress)  # fmt: skip
+                                  spec.timeout_s, strict=strict, draw=draw, progress=progress,
+                                  budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 def run_script_ranks(
@@ -140,7 +141,8 @@ def run_script_ranks(
     prepare_ranked_out(out_dir, rerun=True)
     captured = capture_script_ranks(spec, out_dir, launcher_options, progress=progress, echo=echo)
     return _report_ranked_capture(captured, out_dir, spec.model_name, spec.command, spec.handwritten,
-                                  spec.timeout_s, strict=strict, draw=draw, progress=progress)  # fmt: skip
+                                  spec.timeout_s, strict=strict, draw=draw, progress=progress,
+                                  budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 def _report_ranked_capture(
@@ -154,15 +156,18 @@ def _report_ranked_capture(
     strict: bool,
     draw: bool,
     progress: PhaseCallback | None,
+    budget_s: float | None = None,
 ) -> RankedResult:
-    """Each rank's report from its capture (as ``compile`` writes one), then the landing page."""
+    """Each rank's report from its capture (as ``compile`` writes one), then the landing page; ``budget_s``: each
+    rank's hand-written stage's (``--handwritten-budget``)."""
     started = time.perf_counter()
     entries, runs = [], []
     for capture in captured.captures:
         number = int(capture.capture_dir.parent.name.removeprefix("rank"))
         folder = rank_folder_name(number)
         result = _report_capture(capture, out_dir / folder, f"{title} · rank {number}", handwritten, timeout_s,
-                                 strict=strict, draw=draw, progress=progress if number == 0 else None)  # fmt: skip
+                                 strict=strict, draw=draw, progress=progress if number == 0 else None,
+                                 budget_s=budget_s)  # fmt: skip
         outcome = capture.outcome
         entries.append(RankEntry(number, folder, outcome.status, outcome.error, f"{folder}/{CAPTURE_DIR}"))
         runs.append(result.run)
