@@ -610,7 +610,7 @@ class TunedKernel:
             choice = _Choice(listed, "table", shipped.time_ms, config_text(listed))
             launched = self._launch(listed, grid, args, switches)
         elif COMPILE_ONLY:
-            candidates = self._candidates(args, switches)
+            candidates = self._candidates(dict(zip(self._arg_names, args, strict=False)), switches)
             self._precompile(candidates, grid, args, switches)
             choice = _Choice(candidates[0], "tuned", None, config_text(candidates[0]), "compiled only")
             return choice, self._launch(candidates[0], grid, args, switches)
@@ -638,7 +638,7 @@ class TunedKernel:
         spent; launch the best. A configuration that does not compile or fit counts as infinitely slow."""
         started = time.perf_counter()
         named = dict(zip(self._arg_names, args, strict=False))
-        candidates = self._candidates(args, switches)
+        candidates = self._candidates(named, switches)
         if first is not None and first in candidates:
             candidates.remove(first)
             candidates.insert(0, first)
@@ -670,9 +670,8 @@ class TunedKernel:
             note += f" ({len(self.configs) - len(candidates)} pruned for this shape)"
         return _Choice(best, "tuned", timings[best_index], config_text(best), note), launched
 
-    def _candidates(self, args: tuple[Any, ...], switches: dict[str, Any]) -> list[Any]:
-        """The configurations the kernel's prune keeps for these arguments, in the list's order."""
-        named = dict(zip(self._arg_names, args, strict=False))
+    def _candidates(self, named: dict[str, Any], switches: dict[str, Any]) -> list[Any]:
+        """The configurations the kernel's prune keeps for these arguments (by name), in the list's order."""
         candidates = self.prune(list(self.configs), named, **switches) if self.prune else list(self.configs)
         if not candidates:
             raise RuntimeError(f"{self.name}: no configuration of its list fits these arguments")

@@ -255,9 +255,7 @@ def check_all(
             with time_limit(limit):
                 # checked, but not timed where every match it stands in for computes something else
                 timed = not (task.matches and set(task.matches) <= rejected)
-                made = (checked or {}).get(task.key)
-                entry = run_task(task, plan.device, timed=timed, checked=made) if made else run_task(
-                    task, plan.device, timed=timed)
+                entry = run_task(task, plan.device, timed=timed, checked=(checked or {}).get(task.key))
         except CheckTimeLimit:
             entry = HandwrittenTaskResult(interpreter=interpreter, skipped=cut_short)
         except Exception as exc:  # one kernel failing must not lose the others

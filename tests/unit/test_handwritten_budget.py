@@ -58,7 +58,7 @@ def test_tasks_not_started_within_the_budget_are_skipped_and_say_why(
 ) -> None:
     ran: list[str] = []
 
-    def slow_task(task: HandwrittenTask, device: str, *, timed: bool = True) -> HandwrittenTaskResult:
+    def slow_task(task: HandwrittenTask, device: str, *, timed: bool = True, checked: object = None) -> HandwrittenTaskResult:
         ran.append(task.key)
         time.sleep(0.3)
         return HandwrittenTaskResult(checked_shape=dict(task.shape), ok=True)
@@ -100,7 +100,7 @@ def test_the_verification_shares_the_budget(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_no_budget_runs_every_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker, "run_task", lambda task, device, timed=True: HandwrittenTaskResult(ok=True))
+    monkeypatch.setattr(worker, "run_task", lambda task, device, timed=True, checked=None: HandwrittenTaskResult(ok=True))
     results = _run_plan(tmp_path, HandwrittenPlan(device="cpu", tasks=_tasks(3), budget_s=0))
     assert all(r.ok and not r.skipped for r in results.values())
     assert worker.stage_budget("cpu", None) == 30.0 and worker.stage_budget("cuda", None) == 75.0
@@ -122,7 +122,7 @@ def test_the_time_limit_interrupts_a_check_and_restores_the_handler() -> None:
 def test_a_check_past_its_limit_under_the_interpreter_is_cut_short(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def task(task: HandwrittenTask, device: str, *, timed: bool = True) -> HandwrittenTaskResult:
+    def task(task: HandwrittenTask, device: str, *, timed: bool = True, checked: object = None) -> HandwrittenTaskResult:
         try:
             time.sleep(5 if task.shape["rows"] == 8 else 0)
         except Exception:  # a kernel's own broad handler does not swallow the limit
@@ -151,7 +151,7 @@ def test_what_a_check_imports_is_loaded_before_its_limit(
     loaded: list[tuple[str, bool]] = []
     monkeypatch.setattr(worker, "load_outside_the_limit",
                         lambda task, device: loaded.append((task.key, signal.getitimer(signal.ITIMER_REAL)[0] == 0)))  # fmt: skip
-    monkeypatch.setattr(worker, "run_task", lambda task, device, timed=True: HandwrittenTaskResult(ok=True))
+    monkeypatch.setattr(worker, "run_task", lambda task, device, timed=True, checked=None: HandwrittenTaskResult(ok=True))
     _run_plan(tmp_path, HandwrittenPlan(device="cpu", tasks=_tasks(2), budget_s=60))
     assert loaded == [(t.key, True) for t in _tasks(2)]
     loaded.clear()

@@ -177,7 +177,7 @@ matmul_tuned = TunedKernel(
 )
 # float32 products in IEEE precision (no TF32) run on the FMA units, which read b a row of N at a time: from a
 # transposed weight (K contiguous) an H100 ran GPT-2's 4096x2304x768 1.7x slower than from a copy of it with N
-# contiguous, the copy included (benchmarks/results/2026-11-27-h100-matmul.md). Below this many rows of a
+# contiguous, the copy included (benchmarks/results/2026-11-27-h100-first-report.md). Below this many rows of a
 # the copy costs more than it saves (a 64-row classifier head ran 1.4x slower with it).
 PRETRANSPOSE_MIN_ROWS = 256
 
