@@ -27,6 +27,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -174,18 +175,25 @@ class _SlowStages:
         return ", then ".join(parts)
 
     def attach(self, run: CompileRun) -> CompileRun:
-        if self.kernel_stages and self.capture_dir is not None:
-            if self.on_stage is not None and (count := stages_to_attach(run, self.capture_dir)):
-                self.on_stage(f"compiler stages of {count} Triton kernel(s)")
-            run = attach_stages(run, self.capture_dir)  # from the Triton cache the capture kept, where it did
-        if run.handwritten_status == "running":
-            on_stage = self.on_stage
-            if on_stage is not None:
-                on_stage("hand-written kernels")
-            run = attach_handwritten(run, self.capture_dir, execute=True, timeout_s=self.timeout_s,
-                                     budget_s=self.budget_s,
-                                     on_phase=(lambda name, _: on_stage(name)) if on_stage is not None else None)
-            run = replace(run, handwritten_status="done")
+        """The compiler stages (threads running cuobjdump) beside the hand-written checks (a process): each fills
+        fields of its own (``kernel_stages``; ``handwritten``...), so the two run at once, not one after the other,
+        and the stages are read before the check process has started timing."""
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            staged = None
+            if self.kernel_stages and self.capture_dir is not None:
+                if self.on_stage is not None and (count := stages_to_attach(run, self.capture_dir)):
+                    self.on_stage(f"compiler stages of {count} Triton kernel(s)")
+                staged = pool.submit(attach_stages, run, self.capture_dir)  # from the Triton cache the capture kept
+            if run.handwritten_status == "running":
+                on_stage = self.on_stage
+                if on_stage is not None:
+                    on_stage("hand-written kernels")
+                run = attach_handwritten(run, self.capture_dir, execute=True, timeout_s=self.timeout_s,
+                                         budget_s=self.budget_s,
+                                         on_phase=(lambda name, _: on_stage(name)) if on_stage is not None else None)
+                run = replace(run, handwritten_status="done")
+            if staged is not None:
+                run = replace(run, kernel_stages=staged.result().kernel_stages)
         return attach_answers(run)  # analysis before rendering: the report and lens.json read the same answers
 
 

@@ -15,6 +15,7 @@ read types through ``tensor_dims`` and ``annotate``, so every one evaluates a si
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 
@@ -81,17 +82,29 @@ def tensor_dims(text: str | None, hints: Hints | None = None) -> tuple[str, list
 
 def evaluate(expression: str, hints: Hints) -> int | float | None:
     """The value of a size expression with each symbol at its hint; None where it cannot be worked out."""
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
+    text = expression.strip()
+    if text.isascii() and text.isdigit():  # most sizes and strides of a call() are plain numbers
+        number = int(text)
+        return number if number <= _LIMIT else None
+    tree = _parsed(text)
+    if tree is None:
         return None
     try:
-        value = _value(tree.body, hints)
+        value = _value(tree, hints)
     except (ArithmeticError, RecursionError, ValueError):
         return None
     if value is None or isinstance(value, bool) or abs(value) > _LIMIT:
         return None
     return value
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _parsed(expression: str) -> ast.expr | None:
+    """The expression's tree, parsed once (a graph's sizes repeat the same few expressions thousands of times)."""
+    try:
+        return ast.parse(expression, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
 
 
 def _value(node: ast.expr, hints: Hints) -> int | float | None:

@@ -20,6 +20,7 @@ From a graph's records only (its output code, FX graph, launches, provenance), `
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -161,29 +162,49 @@ def plan_repro(graph: GraphRecord, kernel: KernelRecord) -> ReproPlan:
 def kernel_definition(output_code: str, name: str) -> tuple[str, str, tuple[str, ...]]:
     """(source, device, C++ argument types) of ``name = async_compile.triton(name, source, device_str=...)``
     or ``name = async_compile.cpp_pybinding(types, source)`` in the output code."""
+    definitions = _definitions(output_code)
+    if isinstance(definitions, str):
+        raise ReproError(definitions)
+    if name not in definitions:
+        raise ReproError(f"{name}: no async_compile definition of it in the graph's output code")
+    method, call = definitions[name]
+    try:
+        values = [ast.literal_eval(a) for a in call.args]
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except ValueError:
+        raise ReproError(f"{name}: its definition in the output code is not made of literals") from None
+    if method == "triton" and len(values) >= 2 and isinstance(values[1], str):
+        return values[1], str(keywords.get("device_str", "cuda")), ()
+    if method == "cpp_pybinding" and len(values) >= 2 and isinstance(values[1], str):
+        return values[1], "cpu", tuple(str(t) for t in values[0])
+    raise ReproError(f"{name}: async_compile.{method}(...) of a shape this version does not know")
+
+
+# A graph's output code is parsed once for all its kernels (the hand-written stage plans a verification of each
+# matched kernel: ResNet-50's backward graph has 160, and parsing it each time took most of 20 s).
+_PARSED_GRAPHS = 8
+
+
+@functools.lru_cache(maxsize=_PARSED_GRAPHS)
+def _definitions(output_code: str) -> dict[str, tuple[str, ast.Call]] | str:
+    """Kernel name -> (async_compile method, its call) of the output code's top-level definitions; a string: why
+    the code does not parse."""
     try:
         tree = ast.parse(output_code)
     except SyntaxError as exc:
-        raise ReproError(f"the graph's output code does not parse ({exc.msg}, line {exc.lineno})") from None
+        return f"the graph's output code does not parse ({exc.msg}, line {exc.lineno})"
+    found: dict[str, tuple[str, ast.Call]] = {}
     for statement in tree.body:
         if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)):
             continue
-        targets = [t.id for t in statement.targets if isinstance(t, ast.Name)]
         call = statement.value
         method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-        if name not in targets or method not in ("triton", "cpp_pybinding", "cpp"):
+        if method not in ("triton", "cpp_pybinding", "cpp"):
             continue
-        try:
-            values = [ast.literal_eval(a) for a in call.args]
-            keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-        except ValueError:
-            raise ReproError(f"{name}: its definition in the output code is not made of literals") from None
-        if method == "triton" and len(values) >= 2 and isinstance(values[1], str):
-            return values[1], str(keywords.get("device_str", "cuda")), ()
-        if method == "cpp_pybinding" and len(values) >= 2 and isinstance(values[1], str):
-            return values[1], "cpu", tuple(str(t) for t in values[0])
-        raise ReproError(f"{name}: async_compile.{method}(...) of a shape this version does not know")
-    raise ReproError(f"{name}: no async_compile definition of it in the graph's output code")
+        for target in statement.targets:
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, (method, call))
+    return found
 
 
 def kernel_params(backend: str, source: str) -> tuple[str, ...]:
@@ -241,9 +262,15 @@ class Layout:
 
 def call_layouts(output_code: str, hints: Hints) -> dict[str, Layout]:
     """Buffer and input name -> its layout, from call()'s allocations, input checks and views, at the hints."""
+    return dict(_call_layouts(output_code, tuple(sorted(hints.items()))))
+
+
+@functools.lru_cache(maxsize=_PARSED_GRAPHS)
+def _call_layouts(output_code: str, hints: tuple[tuple[str, int | float], ...]) -> dict[str, Layout]:
     found: dict[str, Layout] = {}
+    values = dict(hints)
     for name, written in written_layouts(output_code).items():
-        layout = _layout(written, hints)
+        layout = _layout(written, values)
         if layout is not None:
             found[name] = layout
     return found
@@ -466,13 +493,13 @@ def _closure(fx: FxGraph, members: set[str]) -> set[str]:
     changed = True
     while changed:
         changed = False
+        read = {i for n in fx.nodes if n.name in inside for i in n.inputs}  # a node added now counts next pass
         for node in fx.nodes:
             if node.name in inside or node.op != "call_function":
                 continue
             getitem = "getitem" in node.target and node.inputs and node.inputs[0] in inside
             constant = not any(i for i in node.inputs) and not _is_size(node)
-            used = any(node.name in n.inputs for n in fx.nodes if n.name in inside)
-            if getitem or (constant and used):
+            if getitem or (constant and node.name in read):
                 inside.add(node.name)
                 changed = True
     return inside
