@@ -1,10 +1,13 @@
 """Errors of every pipeline stage, each with the exit code the CLI returns for it.
 
-A LensError carries a one-line message that names the cause; the CLI prints it as
+Exit codes: each class below; 130, 143 and 129 for Ctrl-C, SIGTERM and SIGHUP (``Terminated``); 70 for a bug
+(an internal error). A LensError carries a one-line message that names the cause; the CLI prints it as
 ``error: <message>`` and exits with ``exit_code``, without a traceback unless ``--verbose``.
 """
 
 from __future__ import annotations
+
+import shutil
 
 
 def printable(text: str) -> str:
@@ -91,3 +94,30 @@ class DeviceError(LensError):
     """The command needs a device this machine does not have (e.g. `handwritten bench` without CUDA)."""
 
     exit_code = 11
+
+
+class NoSpaceError(LensError):
+    """A disk the run writes to is full (ENOSPC): the report folder, TMPDIR, the caches. The message names the
+    path and the space left on it."""
+
+    exit_code = 13
+
+
+def no_space_message(path: object, what: str) -> str:
+    """``<what>: no space left on the disk of <path> (N MB free of M GB)``: one line, for every full disk."""
+    try:
+        usage = shutil.disk_usage(str(path))
+        space = f"{usage.free / 1e6:.1f} MB free of {usage.total / 1e9:.1f} GB"
+    except OSError:
+        space = "its free space unreadable"
+    return f"{what}: no space left on the disk of {path} ({space}); free some space or point it elsewhere"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP to the tool (a batch scheduler, a closed terminal): handled as Ctrl-C is (the model
+    process and what it started are killed, the private caches removed, what was captured kept), then the
+    exit code is 128 + the signal's number, as a shell reports it (143, 129; Ctrl-C: 130)."""
+
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(signal_number)
+        self.signal_number = signal_number
