@@ -121,3 +121,10 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signal_number: int) -> None:
         super().__init__(signal_number)
         self.signal_number = signal_number
+
+
+class InUseError(LensError):
+    """A folder another inductor-lens run is using: a second run into the same ``--out``, or ``cache clear`` while
+    a compile uses the caches. The message names the running one (pid, command, start time)."""
+
+    exit_code = 14
