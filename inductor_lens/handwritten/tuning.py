@@ -160,7 +160,7 @@ def load(key: TuningKey, folder: Path) -> CachedConfig | None:
     """The winner stored for the key; None when there is none, or the file is unreadable or another key's."""
     try:
         data = json.loads((folder / key.file_name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep, a damaged entry
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
@@ -274,7 +274,7 @@ def nearest_config(key: TuningKey, folder: Path) -> dict[str, Any] | None:
                        if e.kernel == key.kernel and e.dtypes == key.dtypes]  # fmt: skip
     with contextlib.suppress(OSError):
         for path in folder.glob(f"{key.kernel}-*.json"):
-            with contextlib.suppress(OSError, ValueError, AttributeError):
+            with contextlib.suppress(OSError, ValueError, AttributeError, RecursionError):
                 data = json.loads(path.read_text(encoding="utf-8"))
                 if data.get("version") == key.version and data.get("dtypes") == key.dtypes:
                     candidates.append((data["shape_class"], data["config"]))
