@@ -1,13 +1,16 @@
 """A two-layer MLP wrapped in DistributedDataParallel, for ``compile --nproc 2 --train`` (gloo on a CPU).
 
 Run it with ``inductor-lens compile samples/ddp_mlp.py --nproc 2 --train``: each rank joins the process
-group before this file is loaded, so ``get_model()`` can wrap the model in DDP. Each rank feeds its own
+group before this file is loaded, so ``get_model()`` can wrap the model in DDP, after moving it to the rank's
+device (``INDUCTOR_LENS_RANK_DEVICE``: ``cpu``, or ``cuda:<local rank>`` on GPUs). Each rank feeds its own
 batch (seeded by its rank), as a data-parallel job does.
 
 What to look for: the landing page says that both ranks compiled the same (same compile ids, graphs,
 guards and kernels); DDP's gradient all-reduce runs in its reducer hooks outside the compiled graphs,
 so the graphs hold no collective. Each rank's report is the ordinary report of one process.
 """
+
+import os
 
 import torch
 import torch.distributed as dist
@@ -29,7 +32,11 @@ class MLP(nn.Module):
 
 
 def get_model() -> nn.Module:
-    return DistributedDataParallel(MLP())
+    # as torch's DDP tutorial does: the module on the rank's device first, then wrapped (DDP never moves later);
+    # the tool names the rank's device, cuda:<local rank> on GPUs
+    device = torch.device(os.environ.get("INDUCTOR_LENS_RANK_DEVICE", "cpu"))
+    model = MLP().to(device)
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def get_inputs() -> tuple[torch.Tensor, ...]:

@@ -9,7 +9,9 @@ eager's own (2x, 3x for 16-bit dtypes and small tensors) plus ``tol / 10``. Outp
 (tuples, dicts, HuggingFace ``ModelOutput``, pytree nodes, and objects holding tensors such as HF's
 ``DynamicCache`` in ``past_key_values``) are compared leaf by leaf and gradients parameter by parameter; a
 leaf of another shape, or outputs of another structure, are findings, never a crash; an object with no
-tensor inductor-lens can reach is named as not judged, with the reason.
+tensor inductor-lens can reach is named as not judged, with the reason. Sharded models (FSDP2, tensor
+parallel): a DTensor is judged shard by shard, each rank its own part, the name saying so (``kept_leaf``);
+a DDP model's float64 copy is wrapped in DDP again, and an FSDP2 model has none (torch cannot copy one).
 Without a float64 run (it failed, or ``--accuracy eager``) the check falls back to per-dtype tolerances.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
@@ -110,15 +113,80 @@ def _object_leaves(torch: Any, value: Any, name: str, depth: int) -> Iterator[tu
 
 
 def keep(torch: Any, value: Any) -> Any:
-    """A leaf as it is now, safe from later in-place changes (tensors detached and cloned)."""
+    """A leaf as it is now, safe from later in-place changes (tensors detached and cloned); a DTensor's part on
+    this rank (see ``kept_leaf``)."""
+    if _is_dtensor(torch, value):
+        value = value.to_local()
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
+# In a leaf's name: the leaf was a DTensor (FSDP2's parameters and gradients, tensor-parallel outputs) and only
+# this rank's shard of it is judged.
+SHARD_NOTE = "this rank's shard"
+SHARD_METHOD = (
+    "DTensors (FSDP2, tensor-parallel) judged shard by shard: each rank compares its own shard (to_local()), "
+    "with no collective, so a rank's verdict never waits on another rank"
+)
+
+
+def kept_leaf(torch: Any, name: str, value: Any) -> tuple[str, Any]:
+    """``(name, keep(value))``; a DTensor's name says which part is kept: ``grad of w (this rank's shard:
+    Shard(dim=0) of [344, 128])``. Shard by shard, not ``full_tensor()``: gathering is a collective that every
+    rank would have to issue in the same order, and one rank's finding (a leaf of another shape) would then
+    hang the others."""
+    if not _is_dtensor(torch, value):
+        return name, keep(torch, value)
+    placements = ", ".join(repr(p) for p in value.placements)
+    shape = ", ".join(str(s) for s in value.shape)
+    return f"{name} ({SHARD_NOTE}: {placements} of [{shape}])", keep(torch, value)
+
+
+def _is_dtensor(torch: Any, value: Any) -> bool:
+    if "torch.distributed.tensor" not in sys.modules or not isinstance(value, torch.Tensor):
+        return False  # no DTensor exists before torch.distributed.tensor is imported
+    return isinstance(value, sys.modules["torch.distributed.tensor"].DTensor)
+
+
 def float64_copy(torch: Any, model: Any) -> Any:
-    """The same model with every floating parameter and buffer in float64 (a deep copy; ``model`` untouched)."""
+    """The same model with every floating parameter and buffer in float64 (a deep copy; ``model`` untouched).
+    A DDP model is copied unwrapped and wrapped again as it was, so the copy's gradients are all-reduced as
+    eager's are (a copied DDP converted to float64 keeps no working reducer: each rank's own gradients)."""
     if not isinstance(model, torch.nn.Module):
         return model  # a plain function: only its inputs are upcast
+    ddp = _ddp_class(torch)
+    if ddp is not None and isinstance(model, ddp):
+        # broadcast_buffers only where not the default: torch 2.13 deprecates the argument
+        buffers = {} if model.broadcast_buffers else {"broadcast_buffers": False}
+        return ddp(
+            copy.deepcopy(model.module).to(torch.float64),
+            device_ids=model.device_ids,
+            output_device=model.output_device,
+            process_group=model.process_group,
+            find_unused_parameters=model.find_unused_parameters,
+            gradient_as_bucket_view=model.gradient_as_bucket_view,
+            **buffers,
+        )
     return copy.deepcopy(model).to(torch.float64)
+
+
+def why_no_float64_copy(torch: Any, model: Any) -> str:
+    """Why ``model`` cannot have a float64 copy, or "": FSDP2 refuses a deep copy, and converting it in place
+    to float64 breaks its all-gathers (measured, torch 2.13)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    module_class = getattr(fsdp, "FSDPModule", None)
+    if (
+        module_class is not None
+        and isinstance(model, torch.nn.Module)
+        and any(isinstance(m, module_class) for m in model.modules())
+    ):
+        return "an FSDP2 (fully_shard) model cannot be copied to float64: torch does not support copying one"
+    return ""
+
+
+def _ddp_class(torch: Any) -> Any:
+    if "torch.nn.parallel" not in sys.modules:
+        return None
+    return getattr(torch.nn.parallel, "DistributedDataParallel", None)
 
 
 def judge(
@@ -167,6 +235,8 @@ def judge(
                 elif check is not None:
                     checks.append(check)
     accuracy = _accuracy(checks, findings, reference is not None, train, len(eager.outputs), why_no_reference)
+    if any(SHARD_NOTE in c.name for c in checks) or any(SHARD_NOTE in f for f in findings):
+        accuracy = replace(accuracy, method=f"{accuracy.method}; {SHARD_METHOD}")
     relative = accuracy.max_abs_error / largest if largest > 0 else accuracy.max_abs_error
     return replace(accuracy, max_rel_error=relative, skipped=tuple(skipped[:CHECKS_KEPT]))
 

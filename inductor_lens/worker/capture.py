@@ -327,6 +327,9 @@ def float64_run(
     torch: Any, model: Any, calls: list[Call], train: bool, device: Any
 ) -> tuple[accuracy.Results | None, str]:
     """The same model and calls in float64 (the accuracy verdict's reference), or why there is none."""
+    why_not = accuracy.why_no_float64_copy(torch, model)
+    if why_not:
+        return None, why_not
     try:
         model64 = accuracy.float64_copy(torch, model)
         calls64 = [Call(move(torch, c.args, device, torch.float64), move(torch, c.kwargs, device, torch.float64))
@@ -367,8 +370,8 @@ def step(
         where = {"eager": "eager forward", "float64": "the float64 run"}.get(phase, "torch.compile")
         raise Failure(kind, f"{where} raised {type(exc).__name__}: {first_line(exc)}") from exc
     seconds = time.perf_counter() - start
-    leaves = [(name, accuracy.keep(torch, value)) for name, value in accuracy.named_leaves(torch, outputs)]
-    gradients = [(name, accuracy.keep(torch, p.grad) if p.grad is not None else None) for name, p in params]
+    leaves = [accuracy.kept_leaf(torch, name, value) for name, value in accuracy.named_leaves(torch, outputs)]
+    gradients = [accuracy.kept_leaf(torch, name, p.grad) for name, p in params]
     return leaves, gradients, seconds, backward
 
 

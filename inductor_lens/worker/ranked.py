@@ -7,7 +7,9 @@ folder, TORCH_TRACE log and private Inductor and Triton caches), sends everythin
 that folder's log (rank 0 also passes its phase lines on, the parent's progress), and watches the
 launcher: a rank whose launcher died kills itself and its compile workers, never lingering in a collective.
 For a model file, ``init_process_group`` joins the job's process group before the model is loaded (gloo
-on a CPU, nccl with ``cuda:<local rank>`` on a GPU), so the model file can use torch.distributed.
+on a CPU; on GPUs ``cpu:gloo,cuda:nccl`` with ``cuda:<local rank>`` the rank's device), so the model file can
+use torch.distributed, and names the rank's device in ``INDUCTOR_LENS_RANK_DEVICE`` for the model file to
+place its model there before wrapping it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ REPORT_VARIABLE = "INDUCTOR_LENS_RANKED_REPORT"
 CACHES_VARIABLE = "INDUCTOR_LENS_RANKED_CACHES"
 # Set by the parent for a model file: the worker joins the process group itself (a script does its own).
 PROCESS_GROUP_VARIABLE = "INDUCTOR_LENS_PROCESS_GROUP"
+# Set by the worker for the model file: the device of this rank's model ("cpu", "cuda:<local rank>"), where a
+# model is placed before DDP or fully_shard wraps it.
+RANK_DEVICE_VARIABLE = "INDUCTOR_LENS_RANK_DEVICE"
 _WATCH_S = 0.5
 
 
@@ -84,8 +89,12 @@ def init_process_group(torch: Any, requested_device: str) -> None:
                 f"{torch.cuda.device_count()}",
             )
         torch.cuda.set_device(local_rank)
+    # a model built on the CPU and wrapped (DDP, fully_shard) before it moves needs gloo beside NCCL: one
+    # backend per device type, as torch.distributed.init_process_group documents ("cpu:gloo,cuda:nccl")
+    backend = "cpu:gloo,cuda:nccl" if cuda else "gloo"
+    os.environ[RANK_DEVICE_VARIABLE] = f"cuda:{local_rank}" if cuda else "cpu"
     try:
-        dist.init_process_group(backend="nccl" if cuda else "gloo")
+        dist.init_process_group(backend=backend)
     except Exception as exc:
         raise Failure("ModelRunError", f"init_process_group failed: {type(exc).__name__}: {exc}") from exc
 
