@@ -1,15 +1,22 @@
 """The command line, shared pieces: error handling, the options several commands take, the last lines they print.
 
 Every failure ends as one line ``error: <cause>`` on stderr and a non-zero exit code (see errors.py
-for the codes); ``--verbose`` adds the traceback and streams the model process's output.
+for the codes); ``--verbose`` adds the traceback and streams the model process's output. SIGTERM and SIGHUP
+are handled as Ctrl-C is (the model process and what it started killed, the private caches removed, what was
+captured kept), each with its own exit code: 128 + the signal's number, as a shell reports it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +25,7 @@ import click
 
 from .. import api
 from ..bench.answers import summary_lines, trial_lines
-from ..errors import LensError
+from ..errors import LensError, NoSpaceError, RenderError, Terminated, no_space_message
 from ..options import (
     ACCURACY_CHECKS,
     AUTOCAST_DTYPES,
@@ -33,7 +40,9 @@ from ..options import (
 from ..records.numerics import divergence_headline
 
 F = TypeVar("F", bound=Callable[..., Any])
-INTERNAL_ERROR_EXIT = 70
+INTERNAL_ERROR_EXIT = 70  # a bug: every fault of the machine has its own code
+INTERRUPTED_EXIT = 128 + signal.SIGINT  # 130, Ctrl-C; SIGTERM 143, SIGHUP 129
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def lens_command(function: F) -> F:
@@ -43,18 +52,27 @@ def lens_command(function: F) -> F:
     @functools.wraps(function)
     def wrapper(*args: Any, verbose: bool, **kwargs: Any) -> Any:
         try:
-            return function(*args, verbose=verbose, **kwargs)
+            if isinstance(kwargs.get("out_dir"), Path):
+                check_out_dir(kwargs["out_dir"])
+            with signals_as_interrupts():
+                return function(*args, verbose=verbose, **kwargs)
         except LensError as exc:
             if verbose:
                 traceback.print_exc()
             fail(exc.one_line(), exc.exit_code)
-        except KeyboardInterrupt:
-            fail("interrupted; whatever was captured so far is kept", 130)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Terminated):
+                name = signal.Signals(exc.signal_number).name
+                fail(f"stopped by {name}; whatever was captured so far is kept", 128 + exc.signal_number)
+            fail("interrupted; whatever was captured so far is kept", INTERRUPTED_EXIT)
         except click.exceptions.Exit:
             raise
         except Exception as exc:
             if verbose:
                 traceback.print_exc()
+            known = os_fault(exc)
+            if known is not None:
+                fail(known.one_line(), known.exit_code)
             fail(
                 f"internal error: {type(exc).__name__}: {exc} (run with --verbose for the traceback)",
                 INTERNAL_ERROR_EXIT,
@@ -63,8 +81,70 @@ def lens_command(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def signals_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``Terminated`` (a KeyboardInterrupt) in the main thread, so every cleanup that
+    Ctrl-C runs runs for them too; a second one while that cleanup runs is ignored, so it completes."""
+    if threading.current_thread() is threading.main_thread():  # only there can handlers be set
+        previous = {number: signal.getsignal(number) for number in STOPPING_SIGNALS}
+
+        def stop(number: int, frame: Any) -> None:
+            for other in STOPPING_SIGNALS:
+                signal.signal(other, signal.SIG_IGN)
+            raise Terminated(number)
+
+        for number in STOPPING_SIGNALS:
+            signal.signal(number, stop)
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+    else:
+        yield
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """``--out`` names a folder that exists or can be made: checked (the missing folders made, then removed)
+    before any work, so a bad --out costs nothing and says so in one line."""
+    missing: list[Path] = []
+    existing = out_dir.absolute()
+    while not existing.exists() and existing != existing.parent:
+        missing.append(existing)
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RenderError(f"--out {out_dir}: {existing} is a file, not a folder; pass another --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RenderError(f"--out {out_dir}: {existing} is not writable; pass another --out")
+    made: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except OSError as exc:
+        raise RenderError(f"--out {out_dir}: cannot create {exc.filename}: {exc.strerror}; pass another --out") from exc
+    finally:
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def os_fault(exc: Exception) -> LensError | None:
+    """The error (with its own exit code) of an OS fault no stage turned into one: a full disk, a folder that
+    cannot be written; None for anything else (a bug)."""
+    if not isinstance(exc, OSError):
+        return None
+    path = exc.filename if exc.filename is not None else "?"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return NoSpaceError(no_space_message(path if path != "?" else os.getcwd(), "writing"))
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG):
+        return RenderError(f"{path}: {exc.strerror}; fix its permissions or pass another --out")
+    return None
+
+
 def fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) still gets the exit code
+        click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 

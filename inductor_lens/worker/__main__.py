@@ -14,11 +14,12 @@ import os
 import sys
 
 from .ranked import rank_setup
-from .supervisor import restore_path
+from .supervisor import restore_path, watch_supervisor
 
 
 def main(argv: list[str]) -> int:
     restore_path()
+    watch_supervisor()  # this process and what it starts end with the tool, whatever ends it
     job, args = (argv[0], argv[1:]) if argv else ("", [])
     args = rank_setup(args)  # one rank of several (compile --nproc, run -- torchrun): its own folder and log
     if job == "capture" and len(args) == 2:

@@ -3,12 +3,18 @@
 ``run_worker(job, ...)`` runs ``python -m inductor_lens.worker JOB ARGS`` in a process group of its
 own, so a crash, a hang or a CUDA error cannot take the tool down: past its timeout (or on Ctrl-C) the
 whole group is killed, Inductor's compile workers included. Everything the worker prints is pumped
-line by line into its log file (and, on request, echoed and shown as progress) while it runs.
+line by line into its log file (and, on request, echoed and shown as progress) while it runs; a log write that
+fails (a full disk) stops the writing, never the draining, and is reported in ``Finished.log_error``.
+
+Child side (``watch_supervisor``): the worker ends with the tool whatever ends the tool, SIGKILL included: a
+parent-death signal and a thread watching the tool's pid each kill the worker's whole process group.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import signal
 import subprocess
@@ -18,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .files import PHASE_MARKER
 
@@ -27,6 +33,10 @@ from .files import PHASE_MARKER
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 ROOT_VARIABLE = "INDUCTOR_LENS_WORKER_ROOT"
 PYTHONPATH_VARIABLE = "INDUCTOR_LENS_WORKER_PYTHONPATH"
+# "<pid of the tool>:<main|thread>": whom the worker watches, and whether the tool started it from its main thread
+SUPERVISOR_VARIABLE = "INDUCTOR_LENS_SUPERVISOR"
+WATCH_S = 0.25  # how often the worker looks whether the tool is still there
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 PhaseCallback = Callable[[str, float], None]  # (phase, seconds since the worker started)
 
@@ -38,6 +48,7 @@ class Finished:
     exit_code: int | None  # negative: killed by that signal
     timed_out: bool
     wall_s: float
+    log_error: OSError | None = None  # the first failed write of the log (its later lines were drained, not kept)
 
 
 def run_worker(
@@ -70,7 +81,8 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        reader = threading.Thread(target=_pump, args=(process, log, started, on_phase, echo), daemon=True)
+        pump = Pump(log, started, on_phase, echo)
+        reader = threading.Thread(target=pump.drain, args=(process,), daemon=True)
         reader.start()
         try:
             process.wait(timeout=timeout_s)
@@ -82,7 +94,8 @@ def run_worker(
             raise
         _kill_stragglers(process)
         reader.join(timeout=10)
-    return Finished(exit_code=process.returncode, timed_out=timed_out, wall_s=time.perf_counter() - started)
+    return Finished(exit_code=process.returncode, timed_out=timed_out, wall_s=time.perf_counter() - started,
+                    log_error=pump.log_error)  # fmt: skip
 
 
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -93,6 +106,8 @@ def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     result[ROOT_VARIABLE] = PACKAGE_ROOT
     result["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, original) if p)
     result["PYTHONUNBUFFERED"] = "1"
+    spawner = "main" if threading.current_thread() is threading.main_thread() else "thread"
+    result[SUPERVISOR_VARIABLE] = f"{os.getpid()}:{spawner}"
     return result
 
 
@@ -113,23 +128,42 @@ def restore_path() -> None:
             os.environ.pop("PYTHONPATH", None)
 
 
-def _pump(
-    process: subprocess.Popen[bytes],
-    log: TextIO,
-    started: float,
-    on_phase: PhaseCallback | None,
-    echo: TextIO | None,
-) -> None:
-    assert process.stdout is not None
-    for raw in iter(process.stdout.readline, b""):
-        line = raw.decode("utf-8", errors="replace")
-        log.write(line)
-        log.flush()
-        if echo is not None:
-            echo.write(line)
-            echo.flush()
-        if on_phase is not None and line.startswith(PHASE_MARKER):
-            on_phase(line[len(PHASE_MARKER) :].strip(), time.perf_counter() - started)
+class Pump:
+    """Copies the worker's output into its log line by line, echoes it, and shows its phases. The pipe is drained
+    to its end whatever fails: a worker whose output nobody reads blocks on its next print until its timeout. A
+    failed log write (a full disk) stops the writing and is kept in ``log_error``; a failed echo or progress
+    line (a closed terminal) stops those."""
+
+    def __init__(self, log: TextIO, started: float, on_phase: PhaseCallback | None, echo: TextIO | None) -> None:
+        self.log: TextIO | None = log
+        self.started = started
+        self.on_phase = on_phase
+        self.echo = echo
+        self.log_error: OSError | None = None
+
+    def drain(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        for raw in iter(process.stdout.readline, b""):
+            self.line(raw.decode("utf-8", errors="replace"))
+
+    def line(self, line: str) -> None:
+        if self.log is not None:
+            try:
+                self.log.write(line)
+                self.log.flush()
+            except OSError as exc:
+                self.log_error, self.log = exc, None
+        if self.echo is not None:
+            try:
+                self.echo.write(line)
+                self.echo.flush()
+            except (OSError, ValueError):
+                self.echo = None
+        if self.on_phase is not None and line.startswith(PHASE_MARKER):
+            try:
+                self.on_phase(line[len(PHASE_MARKER) :].strip(), time.perf_counter() - self.started)
+            except (OSError, ValueError):
+                self.on_phase = None
 
 
 def _kill_stragglers(process: subprocess.Popen[bytes]) -> None:
@@ -150,3 +184,86 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def watch_supervisor() -> None:
+    """In the worker, first thing: end with the tool. Where the tool started this process itself (from its main
+    thread: Linux sends the parent-death signal when the thread that forked dies), the kernel sends SIGTERM when
+    it dies, SIGKILL included; the handler kills this process group at once, so the compile workers and their
+    compilers go too (a SIGKILL as the signal would end this process alone). A thread also looks every
+    ``WATCH_S`` whether the tool is still there (a worker under a launcher has the launcher as its parent; a
+    busy main thread runs no handler) and kills the group when it is not."""
+    value = os.environ.pop(SUPERVISOR_VARIABLE, None)
+    if not value:
+        return
+    pid_text, _, spawner = value.partition(":")
+    try:
+        supervisor = int(pid_text)
+    except ValueError:
+        return
+    if spawner == "main" and os.getppid() == supervisor and set_parent_death_signal(signal.SIGTERM):
+        signal.signal(signal.SIGTERM, _group_ender(os.getpid()))
+    if not alive(supervisor):  # gone before the signal was set
+        kill_own_group()
+
+    def watch() -> None:
+        while alive(supervisor):
+            time.sleep(WATCH_S)
+        kill_own_group()
+
+    threading.Thread(target=watch, name="inductor-lens-supervisor-watch", daemon=True).start()
+
+
+def _group_ender(worker: int) -> Callable[[int, Any], None]:
+    """The worker's SIGTERM handler; a process forked from it (a DataLoader worker) inherits it, and there a
+    SIGTERM (its parent stopping it) ends that process alone, as it would without the handler."""
+
+    def on_signal(number: int, frame: Any) -> None:
+        if os.getpid() != worker:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            return
+        kill_own_group()
+
+    return on_signal
+
+
+def set_parent_death_signal(number: int) -> bool:
+    """prctl(PR_SET_PDEATHSIG, number) on Linux; False elsewhere or where it fails."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, number, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (killed, not yet reaped by its own parent) does not."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass  # no /proc (macOS): ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_own_group() -> None:
+    """Kill this process's group: itself, the compile workers and the compilers they run."""
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    os._exit(128 + signal.SIGKILL)
+
+
+def is_no_space(exc: BaseException | None) -> bool:
+    """An OSError of a full disk (or of a full quota)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
