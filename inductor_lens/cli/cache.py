@@ -9,6 +9,7 @@ import sys
 import click
 
 from .. import api
+from ..caches import CacheError, check_no_runs
 from ..errors import UsageError
 from .common import lens_command
 
@@ -73,12 +74,15 @@ def cache_clear_command(
         raise UsageError("choose what to clear: --inductor, --triton, --handwritten, --render or --all")
     for name in names:
         api.check_cache(name)
+    if not dry_run:
+        check_no_runs()
     if not dry_run and not yes:
         if not sys.stdin.isatty():
             raise UsageError(
                 "not clearing without confirmation: add --yes (or --dry-run to see what would go)"
             )
         click.confirm(f"Delete the content of the {' and '.join(names)} cache(s)?", abort=True, err=True)
+    failed = []
     for name in names:
         result = api.clear_cache(name, dry_run=dry_run)
         if dry_run:
@@ -89,6 +93,13 @@ def cache_clear_command(
             for entry in result.would_remove[:20]:
                 click.echo(f"  {entry}")
             continue
-        click.echo(f"{name}: freed {api.format_bytes(result.freed)} ({result.removed:,} files) in {result.path}")
-        for failure in result.failed[:5]:
-            click.echo(f"  not removed: {failure}", err=True)
+        if result.removed:
+            click.echo(f"{name}: freed {api.format_bytes(result.freed)} ({result.removed:,} files) in {result.path}")
+        elif not result.failed:
+            click.echo(f"{name}: nothing to remove in {result.path}{'' if result.path.is_dir() else ' (not there)'}")
+        if result.failed:
+            failed.append(result)
+    if failed:
+        first = failed[0]
+        raise CacheError(f"{first.name}: {len(first.failed)} entries not removed from {first.path} "
+                         f"({first.failed[0]}); check who owns the folder and its permissions")  # fmt: skip
