@@ -10,12 +10,18 @@ The model process gets TORCH_COMPILE_DEBUG with its debug folder inside ``captur
 TORCH_TRACE, TORCHINDUCTOR_BENCHMARK_KERNEL, and fresh private Inductor and Triton cache folders
 (a warm cache leaves the debug folder empty). What the Triton cache holds is kept in
 ``capture_dir/triton_cache`` (``triton_cache.py``) before it is deleted: the kernels' compiler stages, with
-the configs Inductor's autotuner kept (its ``.best_config`` files).
+the configs Inductor's autotuner kept (its ``.best_config`` files). A private cache folder holds its owner's pid
+(``OWNER_FILE``): one whose owner was killed before deleting it is deleted by the next run.
+
+A full disk is one line naming it and its free space (NoSpaceError): the report folder's (the model process's
+log could not be written) or TMPDIR's and the caches' (the model process failed on "No space left on device").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -24,7 +30,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import CaptureTimeout, CompileError, LensError, ModelFileError, ModelRunError, UsageError
+from ..errors import (
+    CaptureTimeout,
+    CompileError,
+    LensError,
+    ModelFileError,
+    ModelRunError,
+    NoSpaceError,
+    RenderError,
+    UsageError,
+    no_space_message,
+)
 from ..options import CompileSpec, ScriptSpec
 from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
 from ..worker.files import (
@@ -36,7 +52,7 @@ from ..worker.files import (
     FileShapeError,
     read_capture_result,
 )
-from ..worker.supervisor import Finished, PhaseCallback, run_worker
+from ..worker.supervisor import Finished, PhaseCallback, alive, is_no_space, run_worker
 from .triton_cache import keep_compiled
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
@@ -46,7 +62,15 @@ _ERROR_KINDS: dict[str, type[LensError]] = {
     "ModelRunError": ModelRunError,
     "CompileError": CompileError,
     "UsageError": UsageError,
+    "NoSpaceError": NoSpaceError,
 }
+PRIVATE_CACHE_PREFIX = "inductor-lens-cache-"
+OWNER_FILE = "owner.pid"  # "<pid> <start time>" of the process that made a private cache folder
+# what a compiler, Python or torch says when a write meets a full disk; the path before it where one is named
+NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|\[Errno (?:28|122)\]|ENOSPC")
+NO_SPACE_PATH = re.compile(r"(/[^\s:'\"]+)['\"]?:? *(?:No space left on device|Disk quota exceeded)|"
+                           r"(?:No space left on device|Disk quota exceeded)['\"]?: *'(/[^']+)'")
+LOG_TAIL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -181,7 +205,9 @@ def _run_worker(
     spec_path.write_text(spec_json, encoding="utf-8")
     result_path.unlink(missing_ok=True)
     own_cache = cache_root is None
-    caches = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-")) if cache_root is None else cache_root.resolve()
+    if own_cache:
+        remove_stale_caches()
+    caches = private_cache_folder() if cache_root is None else cache_root.resolve()
     phases = ["start"]
 
     def on_phase(phase: str, elapsed: float) -> None:
@@ -200,20 +226,113 @@ def _run_worker(
             on_phase=on_phase,
             echo=echo,
         )
+        try:
+            result = read_capture_result(result_path)
+        except FileShapeError as exc:
+            result = CaptureResult(phase=phases[-1], error=f"the worker left an unreadable result: {exc}")
+        if result is None:  # it died before writing anything
+            result = CaptureResult()
+        # The last phase it announced: its result file may not have caught up when it died.
+        result = replace(result, phase=phases[-1]) if len(phases) > 1 else result
+        full = full_disk(result, finished, capture_dir, caches)  # measured before the caches free their space
     finally:
         # the kernels' compiler stages (TTIR ... cubin) and the configs autotuning kept, for the stages pages
         keep_compiled(caches, capture_dir)
         if own_cache:
             shutil.rmtree(caches, ignore_errors=True)
-    try:
-        result = read_capture_result(result_path)
-    except FileShapeError as exc:
-        result = CaptureResult(phase=phases[-1], error=f"the worker left an unreadable result: {exc}")
-    if result is None:  # it died before writing anything
-        result = CaptureResult()
-    # The last phase it announced: its result file may not have caught up when it died.
-    result = replace(result, phase=phases[-1]) if len(phases) > 1 else result
+    if finished.log_error is not None:  # the report folder's disk: no report can be written there either
+        log = capture_dir / LOG_FILE
+        if is_no_space(finished.log_error):
+            raise NoSpaceError(no_space_message(log, "the model process's log could not be written"))
+        raise RenderError(f"cannot write {log}: {finished.log_error.strerror or finished.log_error}; pass another --out")
+    if full is not None:
+        result = replace(result, error=full, error_kind="NoSpaceError")
     return result, finished, capture_dir
+
+
+def private_cache_folder() -> Path:
+    """A fresh folder in TMPDIR for the model process's caches, marked with this process as its owner."""
+    folder = Path(tempfile.mkdtemp(prefix=PRIVATE_CACHE_PREFIX))
+    (folder / OWNER_FILE).write_text(_owner_stamp(os.getpid()) or str(os.getpid()), encoding="ascii")
+    return folder
+
+
+def remove_stale_caches(temp_dir: Path | None = None) -> list[Path]:
+    """Delete the private cache folders in ``temp_dir`` (TMPDIR) whose owner is dead (a killed run's: a live
+    owner deletes its own); returns them. A folder without an owner file may be one being made: kept."""
+    removed: list[Path] = []
+    try:
+        folders = list(Path(temp_dir or tempfile.gettempdir()).glob(f"{PRIVATE_CACHE_PREFIX}*"))
+    except OSError:
+        return removed
+    for folder in folders:
+        try:
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+            recorded = (folder / OWNER_FILE).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        pid_text = recorded.split()[0] if recorded else ""
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if alive(pid) and _owner_stamp(pid) in (recorded, None):  # None: no /proc to tell a reused pid
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _owner_stamp(pid: int) -> str | None:
+    """``"<pid> <start time>"``: the start time (clock ticks since boot, /proc/PID/stat) tells a reused pid
+    apart; None without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return f"{pid} {fields[19]}" if len(fields) > 19 else None
+
+
+def full_disk(result: CaptureResult, finished: Finished, capture_dir: Path, caches: Path) -> str | None:
+    """Where a failed model process met a full disk: one line naming the folder (TMPDIR with the private caches,
+    the caches, the report folder) and its free space; None where it failed otherwise."""
+    if result.status == "ok" and finished.exit_code == 0 and not finished.timed_out:
+        return None
+    text = f"{result.error or ''}\n{_log_tail(capture_dir / LOG_FILE)}"
+    if not NO_SPACE.search(text):
+        return None
+    named = next((Path(m.group(1) or m.group(2)) for m in NO_SPACE_PATH.finditer(text)), None)
+    where = [(caches, f"the model process's caches ({caches}, in TMPDIR)"), (capture_dir, "the report folder"),
+             (Path(tempfile.gettempdir()), "TMPDIR")]  # the innermost first  # fmt: skip
+    if named is not None:
+        for folder, what in where:
+            if named.is_relative_to(folder):
+                return no_space_message(folder, f"{what}: the model process failed writing {named}")
+        return no_space_message(_existing(named), f"the model process failed writing {named}")
+    # no path in what it said: the fullest of the disks it writes to
+    folder, what = min(where, key=lambda entry: _free_bytes(entry[0]))
+    return no_space_message(folder, f"{what}: the model process failed")
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 1 << 62
+
+
+def _log_tail(log: Path) -> str:
+    with contextlib.suppress(OSError), log.open("rb") as file:
+        file.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
+        return file.read().decode("utf-8", errors="replace")
+    return ""
 
 
 def capture_environment(capture_dir: Path, cache_root: Path, *, bench: bool = True) -> dict[str, str]:
