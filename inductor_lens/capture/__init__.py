@@ -51,6 +51,7 @@ from ..worker.files import (
     CaptureResult,
     FileShapeError,
     read_capture_result,
+    write_json_file,
 )
 from ..worker.supervisor import Finished, PhaseCallback, alive, is_no_space, run_worker
 from .triton_cache import keep_compiled
@@ -203,7 +204,9 @@ def _run_worker(
     capture_dir.mkdir(parents=True, exist_ok=True)
     spec_path, result_path = capture_dir / SPEC_FILE, capture_dir / RESULT_FILE
     spec_path.write_text(spec_json, encoding="utf-8")
-    result_path.unlink(missing_ok=True)
+    # "failed at start" until the process says more: a run killed before its first phase (its parent with it)
+    # still reads as stopped, never as a complete capture
+    write_json_file(result_path, CaptureResult())
     own_cache = cache_root is None
     if own_cache:
         remove_stale_caches()

@@ -340,6 +340,9 @@ def finish_report(result: api.ReportResult, open_browser: bool) -> None:
         if result.reused:
             summary += " (input unchanged since the last report: its lens.json was read back, not parsed again)"
     click.echo(f"inductor-lens: {summary}", err=True)
+    if run.capture is not None and run.capture.status != "ok" and result.error is None:
+        # `report` of a folder whose run failed or was stopped (its parent killed): what it holds is partial
+        click.echo(f"inductor-lens: the capture is incomplete: {run.capture.error or run.capture.status}", err=True)
     accuracy = run.capture.accuracy if run.capture else None
     if accuracy is not None and not accuracy.within_tolerance:
         worst = f": {accuracy.worst.name} ({accuracy.worst.note})" if accuracy.worst else ""
