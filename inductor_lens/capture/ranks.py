@@ -6,15 +6,20 @@ group for the launcher). Each rank's worker joins the job's process group and ca
 ``report_dir/rank<r>/capture/`` (worker/ranked.py); the launcher's own output goes to
 ``report_dir/capture/launch.log``. What each rank reported becomes its own Capture; the job's failure is
 one line naming the rank that failed (its own error, or the exit code torchrun saw), or the ranks a
-timeout caught and where.
+timeout caught and where: shortly before the kill each rank is asked for its Python stacks (``dump_stacks``),
+which it writes to its log, and the line names the collective or the line of the user's code each waited in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import re
 import shutil
+import sysconfig
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,13 +30,21 @@ from ..options import _PYTHON, CompileSpec, ScriptSpec
 from ..parse.ranks import RANK_FOLDER
 from ..worker.files import (
     CAPTURE_DIR,
+    LOG_FILE,
     RESULT_FILE,
     SPEC_FILE,
     CaptureResult,
     FileShapeError,
     read_capture_result,
 )
-from ..worker.ranked import CACHES_VARIABLE, PROCESS_GROUP_VARIABLE, REPORT_VARIABLE, rank_capture_dir
+from ..worker.ranked import (
+    CACHES_VARIABLE,
+    PID_FILE,
+    PROCESS_GROUP_VARIABLE,
+    REPORT_VARIABLE,
+    STACKS_SIGNAL,
+    rank_capture_dir,
+)
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
 from . import _ERROR_KINDS, Capture, _outcome, _settings, capture_environment, script_capture
 from .triton_cache import keep_compiled
@@ -50,6 +63,16 @@ LAUNCH_LOG = "launch.log"
 LAUNCHER = "torch.distributed.run"
 # torchrun's account of a rank that failed: "failed (exitcode: -6) local_rank: 0 (pid: 10477) of binary: ..."
 _RANK_EXIT = re.compile(r"exitcode\s*:\s*(?P<code>-?\d+)\)?\s+local_rank\s*:\s*(?P<rank>\d+)")
+# For tests and experiments: the ranks' private caches in this folder (rank<r>/inductor, rank<r>/triton), kept
+# for the next job given it rather than fresh ones deleted after; remove one rank's folder between two jobs and
+# that rank compiles cold while the others hit their caches (a warm cache on some ranks only).
+KEEP_CACHES_VARIABLE = "INDUCTOR_LENS_RANK_CACHES"
+# A hung job: each rank is asked for its Python stacks this long before the timeout's kill.
+STACKS_LEAD_S = 1.5
+# faulthandler's dump: a header per thread (newest first, so the main thread's is the last), then its frames
+_STACK_HEADER = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
+_STACK_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)$')
+_LIBRARY_FOLDERS = ("/site-packages/", "/dist-packages/")
 
 
 @dataclass(frozen=True)
@@ -166,16 +189,22 @@ def _launch(
     *,
     process_group: bool,
 ) -> Finished:
-    """torchrun with the worker module, on fresh private caches (one folder per rank, deleted after)."""
+    """torchrun with the worker module, on fresh private caches (one folder per rank, deleted after; kept in
+    $INDUCTOR_LENS_RANK_CACHES where it is set)."""
     launch_dir = report_dir / CAPTURE_DIR
     launch_dir.mkdir(parents=True, exist_ok=True)
     spec_path = launch_dir / SPEC_FILE
     spec_path.write_text(spec_json, encoding="utf-8")
-    caches = Path(tempfile.mkdtemp(prefix="inductor-lens-cache-"))
+    kept = os.environ.get(KEEP_CACHES_VARIABLE)
+    caches = Path(kept).resolve() if kept else Path(tempfile.mkdtemp(prefix="inductor-lens-cache-"))
+    caches.mkdir(parents=True, exist_ok=True)
     env = capture_environment(launch_dir, caches, bench=bench)
     env.update({REPORT_VARIABLE: str(report_dir), CACHES_VARIABLE: str(caches)})
     if process_group:
         env[PROCESS_GROUP_VARIABLE] = "1"
+    stacks = threading.Timer(max(timeout_s - STACKS_LEAD_S, timeout_s / 2), dump_stacks, (report_dir,))
+    stacks.daemon = True
+    stacks.start()
     try:
         return run_worker(
             job,
@@ -189,13 +218,15 @@ def _launch(
             launcher=launcher,
         )
     finally:
+        stacks.cancel()
         # each rank's kernels' compiler stages (TTIR ... cubin) and the configs autotuning kept, kept in its
         # capture folder
         for rank_caches in caches.glob("rank*"):
             number = rank_caches.name.removeprefix("rank")
             if number.isdecimal():
                 keep_compiled(rank_caches, rank_capture_dir(report_dir, int(number)))
-        shutil.rmtree(caches, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(caches, ignore_errors=True)
 
 
 def _ranked_capture(
@@ -260,11 +291,13 @@ def _job_error(
     report_dir: Path,
 ) -> LensError | None:
     if finished.timed_out:
-        where = ", ".join(
-            f"rank {n} during '{c.outcome.phase}'" for n, c in zip(ranks, captures, strict=True)
+        where = "; ".join(
+            f"rank {n} during '{c.outcome.phase}'" + (f", {at}" if (at := waited_at(c.capture_dir / LOG_FILE)) else "")
+            for n, c in zip(ranks, captures, strict=True)
         )
-        return CaptureTimeout(f"timed out after {timeout_s:g} s ({where or 'no rank started'}); every rank was stopped "
-                              "(raise --timeout to wait longer)")  # fmt: skip
+        stacks = f", their Python stacks at the end of rank<r>/{CAPTURE_DIR}/{LOG_FILE}" if " in " in where else ""
+        return CaptureTimeout(f"timed out after {timeout_s:g} s ({where or 'no rank started'}); every rank was stopped"
+                              f"{stacks} (raise --timeout to wait longer)")  # fmt: skip
     if failing is not None and failing in ranks:
         outcome = captures[ranks.index(failing)].outcome
         kind = _ERROR_KINDS.get(outcome.error_kind or "", CompileError)
@@ -275,3 +308,58 @@ def _job_error(
             f"{LAUNCHER} exited with code {finished.exit_code} before the ranks reported (see {log})"
         )
     return None
+
+
+def dump_stacks(report_dir: Path) -> None:
+    """Ask each rank still running for its Python stacks, which it writes to its log (worker/ranked.py)."""
+    for pid_file in report_dir.glob(f"rank*/{CAPTURE_DIR}/{PID_FILE}"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text(encoding="utf-8"))
+            command = Path(f"/proc/{pid}/cmdline")
+            if command.parent.parent.is_dir() and b"inductor_lens.worker" not in command.read_bytes():
+                continue  # the rank ended and its pid went to another process (Linux: /proc says so)
+            os.kill(pid, STACKS_SIGNAL)
+
+
+def waited_at(log: Path) -> str:
+    """Where a rank's main thread was when it wrote its stacks (``dump_stacks``): ``waiting in all_reduce
+    (torch/distributed/distributed_c10d.py:3252) from model.py:30 in forward``, ``at model.py:33 in forward``
+    where it was in the user's code, or "" where the log holds no stacks."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    headers = list(_STACK_HEADER.finditer(text))
+    if not headers:
+        return ""
+    frames = []
+    for line in text[headers[-1].end() :].lstrip("\n").splitlines():
+        if (frame := _STACK_FRAME.match(line)) is None:
+            break
+        frames.append(frame)
+    if not frames:
+        return ""
+    own = next((f for f in frames if not _in_library(f["path"])), None)
+    if own is frames[0]:
+        return f"at {Path(own['path']).name}:{own['line']} in {own['function']}"
+    top = frames[0]
+    waiting = f"waiting in {top['function']} ({_library_path(top['path'])}:{top['line']})"
+    return f"{waiting} from {Path(own['path']).name}:{own['line']} in {own['function']}" if own else waiting
+
+
+def _in_library(path: str) -> bool:
+    """Whether a frame is torch's, Python's or inductor-lens's own rather than the user's."""
+    if path.startswith("<") or any(folder in path for folder in _LIBRARY_FOLDERS):
+        return True
+    resolved = Path(path).resolve()
+    package = Path(__file__).resolve().parents[1]
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    return resolved.is_relative_to(package) or resolved.is_relative_to(stdlib)
+
+
+def _library_path(path: str) -> str:
+    """A library's file as its import path names it: ``torch/distributed/distributed_c10d.py``."""
+    for folder in _LIBRARY_FOLDERS:
+        if folder in path:
+            return path.split(folder, 1)[1]
+    return Path(path).name

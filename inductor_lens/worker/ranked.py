@@ -6,6 +6,8 @@ rank a capture folder of its own, ``<report>/rank<r>/capture`` (its result file,
 folder, TORCH_TRACE log and private Inductor and Triton caches), sends everything the process prints to
 that folder's log (rank 0 also passes its phase lines on, the parent's progress), and watches the
 launcher: a rank whose launcher died kills itself and its compile workers, never lingering in a collective.
+On SIGUSR1 the rank writes its Python stacks to its log (faulthandler): a job past its timeout says where each
+rank waited.
 For a model file, ``init_process_group`` joins the job's process group before the model is loaded (gloo
 on a CPU; on GPUs ``cpu:gloo,cuda:nccl`` with ``cuda:<local rank>`` the rank's device), so the model file can
 use torch.distributed, and names the rank's device in ``INDUCTOR_LENS_RANK_DEVICE`` for the model file to
@@ -14,6 +16,7 @@ place its model there before wrapping it.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import shutil
 import signal
@@ -35,6 +38,9 @@ PROCESS_GROUP_VARIABLE = "INDUCTOR_LENS_PROCESS_GROUP"
 # model is placed before DDP or fully_shard wraps it.
 RANK_DEVICE_VARIABLE = "INDUCTOR_LENS_RANK_DEVICE"
 _WATCH_S = 0.5
+# In a rank's capture folder: its process id, for the parent to ask it for its stacks.
+PID_FILE = "rank.pid"
+STACKS_SIGNAL = signal.SIGUSR1
 
 
 def rank() -> int | None:
@@ -65,6 +71,10 @@ def rank_setup(args: list[str]) -> list[str]:
     if args:  # the rank's folder is a capture folder of its own, spec included
         shutil.copyfile(args[0], capture_dir / SPEC_FILE)
     _own_log(capture_dir / LOG_FILE, phases=number == 0)
+    # a hung job: before the timeout's kill the parent sends SIGUSR1 and the rank's Python stacks go to its log
+    # (capture/ranks.py: dump_stacks); the pid is written once the handler is in place, so no signal comes before
+    faulthandler.register(STACKS_SIGNAL, file=sys.stderr, all_threads=True)
+    (capture_dir / PID_FILE).write_text(str(os.getpid()), encoding="utf-8")
     _watch_launcher()
     return [*args[:-1], str(capture_dir / RESULT_FILE)] if args else args
 
