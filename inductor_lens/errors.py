@@ -7,6 +7,7 @@ Exit codes: each class below; 130, 143 and 129 for Ctrl-C, SIGTERM and SIGHUP (`
 
 from __future__ import annotations
 
+import os
 import shutil
 
 
@@ -105,8 +106,11 @@ class NoSpaceError(LensError):
 
 def no_space_message(path: object, what: str) -> str:
     """``<what>: no space left on the disk of <path> (N MB free of M GB)``: one line, for every full disk."""
+    folder = os.path.abspath(str(path))
+    while not os.path.exists(folder) and os.path.dirname(folder) != folder:  # a file it could not create
+        folder = os.path.dirname(folder)
     try:
-        usage = shutil.disk_usage(str(path))
+        usage = shutil.disk_usage(folder)
         space = f"{usage.free / 1e6:.1f} MB free of {usage.total / 1e9:.1f} GB"
     except OSError:
         space = "its free space unreadable"

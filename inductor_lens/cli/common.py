@@ -70,7 +70,7 @@ def lens_command(function: F) -> F:
         except Exception as exc:
             if verbose:
                 traceback.print_exc()
-            known = os_fault(exc)
+            known = os_fault(exc, kwargs.get("out_dir"))
             if known is not None:
                 fail(known.one_line(), known.exit_code)
             fail(
@@ -129,14 +129,15 @@ def check_out_dir(out_dir: Path) -> None:
                 folder.rmdir()
 
 
-def os_fault(exc: Exception) -> LensError | None:
+def os_fault(exc: Exception, out_dir: Path | None = None) -> LensError | None:
     """The error (with its own exit code) of an OS fault no stage turned into one: a full disk, a folder that
-    cannot be written; None for anything else (a bug)."""
+    cannot be written; None for anything else (a bug). ``out_dir``: the disk a write without a file name is
+    taken to have failed on."""
     if not isinstance(exc, OSError):
         return None
-    path = exc.filename if exc.filename is not None else "?"
+    path = exc.filename if exc.filename is not None else out_dir or Path.cwd()
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return NoSpaceError(no_space_message(path if path != "?" else os.getcwd(), "writing"))
+        return NoSpaceError(no_space_message(path, "a write failed"))
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG):
         return RenderError(f"{path}: {exc.strerror}; fix its permissions or pass another --out")
     return None
@@ -393,12 +394,18 @@ def try_after(result: api.ReportResult, top: int | None, budget_s: float | None,
 
 def finish_ranked(result: api.RankedResult, open_browser: bool) -> None:
     """The last lines of a multi-rank report: the ranks, where they diverged, the landing page."""
-    kernels = [sum(len(g.kernels) for g in run.graphs) for run in result.runs]
-    ranks = ", ".join(f"rank {e.rank}: {len(run.graphs)} graph(s), {k} kernel(s)"
-                      for e, run, k in zip(result.ranked.ranks, result.runs, kernels, strict=True))  # fmt: skip
-    click.echo(f"inductor-lens: {len(result.runs)} ranks ({ranks})", err=True)
+    shown = result.summaries[:8]
+    ranks = ", ".join(f"rank {s.rank}: {len(s.graphs)} graph(s), {len(s.kernels)} kernel(s)" for s in shown)
+    more = f" and {len(result.summaries) - len(shown)} more" if len(result.summaries) > len(shown) else ""
+    reports = ", ".join(str(e.rank) for e in result.ranked.ranks if e.report)
+    click.echo(f"inductor-lens: {len(result.summaries)} ranks ({ranks}{more}); full reports: rank(s) {reports}", err=True)
+    if result.landing_s is not None:
+        click.echo(f"inductor-lens: landing page written after {result.landing_s:.1f} s", err=True)
     aspects = list(dict.fromkeys(d.aspect for d in result.divergences))
-    verdict = f"the ranks diverged: {', '.join(aspects)}" if aspects else "the ranks compiled the same"
+    compiled = [a for a in aspects if a != "stragglers"]
+    verdict = f"the ranks diverged: {', '.join(compiled)}" if compiled else "the ranks compiled the same"
+    if "stragglers" in aspects:
+        verdict += "; straggler rank(s)"
     click.echo(f"inductor-lens: {verdict} (see the landing page)", err=True)
     _finish("report", result.index, result.error, open_browser)
 

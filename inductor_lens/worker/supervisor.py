@@ -71,7 +71,9 @@ def run_worker(
     command = [sys.executable, "-m", *launcher, "inductor_lens.worker", job, *args]
     started = time.perf_counter()
     timed_out = False
-    with log_path.open("w", encoding="utf-8") as log:
+    log = log_path.open("w", encoding="utf-8")
+    pump = Pump(log, started, on_phase, echo)
+    try:
         process = subprocess.Popen(
             command,
             cwd=cwd,
@@ -81,7 +83,6 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        pump = Pump(log, started, on_phase, echo)
         reader = threading.Thread(target=pump.drain, args=(process,), daemon=True)
         reader.start()
         try:
@@ -94,6 +95,11 @@ def run_worker(
             raise
         _kill_stragglers(process)
         reader.join(timeout=10)
+    finally:
+        try:
+            log.close()
+        except OSError as exc:  # what was buffered met the full disk too
+            pump.log_error = pump.log_error or exc
     return Finished(exit_code=process.returncode, timed_out=timed_out, wall_s=time.perf_counter() - started,
                     log_error=pump.log_error)  # fmt: skip
 
