@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from .units import format_bytes
+
 
 def printable(text: str) -> str:
     """``text`` with every non-printable character (control bytes, a corrupt file's binary) escaped as
@@ -111,7 +113,7 @@ def no_space_message(path: object, what: str) -> str:
         folder = os.path.dirname(folder)
     try:
         usage = shutil.disk_usage(folder)
-        space = f"{usage.free / 1e6:.1f} MB free of {usage.total / 1e9:.1f} GB"
+        space = f"{format_bytes(usage.free)} free of {format_bytes(usage.total)}"
     except OSError:
         space = "its free space unreadable"
     return f"{what}: no space left on the disk of {path} ({space}); free some space or point it elsewhere"
