@@ -60,10 +60,9 @@ from .records import CaptureOutcome, CompileRun, CompileSettings, Environment
 from .report import render_report, write_report
 from .report.folders import (
     LENS_JSON,
-    REPORT_PAGES,
+    claimed_out_dir,
     input_fingerprint,
     named_out_dir,
-    prepare_out_dir,
     reusable_run_file,
     write_input_stamp,
 )
@@ -217,11 +216,12 @@ def compile_model(
     """
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: no such model file")
-    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
-    captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
-    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
-                           budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
+    with claimed_out_dir(out_dir, f"compile {spec.model_path}", fresh_capture=True) as claim:
+        captured = capture(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
+        claim.keep_earlier_report(captured.error())
+        return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                               strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
+                               budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
 
 
 def run_script(
@@ -238,11 +238,12 @@ def run_script(
 ) -> ReportResult:
     """Run an unchanged script in the script process and write the report of what it compiled (``cache_root``,
     ``kernel_stages``, ``first_report``: as ``compile_model``'s)."""
-    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
-    captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
-    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
-                           budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
+    with claimed_out_dir(out_dir, f"run {spec.command}", fresh_capture=True) as claim:
+        captured = capture_script(spec, out_dir / CAPTURE_DIR, progress=progress, echo=echo, cache_root=cache_root)
+        claim.keep_earlier_report(captured.error())
+        return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                               strict=strict, draw=draw, progress=progress, kernel_stages=kernel_stages,
+                               budget_s=spec.handwritten_budget_s, first_report=first_report)  # fmt: skip
 
 
 def inspect_model(
@@ -250,10 +251,10 @@ def inspect_model(
 ) -> ReportResult:
     """``compile_model`` for a model the caller holds, captured in the caller's process; ``inputs`` as
     ``get_inputs()`` would return them."""
-    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
-    captured = capture_in_process(spec, out_dir / CAPTURE_DIR, model, inputs)
-    return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
-                           strict=strict, draw=draw, progress=None, budget_s=spec.handwritten_budget_s)  # fmt: skip
+    with claimed_out_dir(out_dir, f"inspect {spec.model_name}", fresh_capture=True):
+        captured = capture_in_process(spec, out_dir / CAPTURE_DIR, model, inputs)
+        return _report_capture(captured, out_dir, spec.model_name, spec.handwritten, spec.timeout_s,
+                               strict=strict, draw=draw, progress=None, budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 @dataclass
@@ -268,12 +269,12 @@ class Inspection:
 def inspecting(out_dir: Path, *, title: str = "capture", strict: bool = False, draw: bool = True) -> Iterator[Inspection]:
     """Capture every torch.compile made inside the block (the caller's own calls, in its own process),
     and write the report when it ends: graphs and kernels, not timed (``inspect`` times a model)."""
-    prepare_out_dir(out_dir, replace=(*REPORT_PAGES, CAPTURE_DIR))
-    inspection = Inspection(out_dir)
-    with in_process_capture(out_dir / CAPTURE_DIR):
-        yield inspection
-    run = build_run(out_dir, out_dir / CAPTURE_DIR, strict=strict, allow_empty=True, title=title)
-    inspection.result = ReportResult(run=run, index=render(run, out_dir, draw=draw))
+    with claimed_out_dir(out_dir, f"inspecting {title}", fresh_capture=True):
+        inspection = Inspection(out_dir)
+        with in_process_capture(out_dir / CAPTURE_DIR):
+            yield inspection
+        run = build_run(out_dir, out_dir / CAPTURE_DIR, strict=strict, allow_empty=True, title=title)
+        inspection.result = ReportResult(run=run, index=render(run, out_dir, draw=draw))
 
 
 def _report_capture(
@@ -347,9 +348,9 @@ def report_folder(
             run = attach_answers(attach_profile(run, profile))
     if compile_stages:
         run = attach_stages(run, find_capture_dir(folder), compile_missing=True)
-    prepare_out_dir(out_dir, replace=REPORT_PAGES)
-    index = render(run, out_dir, draw=draw)
-    write_input_stamp(out_dir, fingerprint)
+    with claimed_out_dir(out_dir, f"report {folder}"):
+        index = render(run, out_dir, draw=draw)
+        write_input_stamp(out_dir, fingerprint)
     return ReportResult(run=run, index=index, report_s=time.perf_counter() - started, reused=reused)
 
 

@@ -8,10 +8,8 @@ holds the whole data model so the report can be re-rendered or compared later.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from ..errors import RenderError
 from ..records import Comparison, CompileRun
 from ..version import __version__
 from .answers_view import answers_view, group_pages
@@ -19,7 +17,7 @@ from .compare_view import comparison_page
 from .compile_view import compile_page
 from .diagnosis_view import diagnosis_view
 from .env import environment
-from .folders import LENS_JSON
+from .folders import LENS_JSON, write_report_files
 from .graph_view import draw_graphs, drawing_part_pages, graph_page
 from .handwritten_view import handwritten_page, handwritten_status
 from .highlight import forget_prepared, prepare, stylesheet
@@ -112,15 +110,7 @@ def render_comparison(comparison: Comparison) -> dict[str, str]:
 
 
 def write_report(files: dict[str, str], out_dir: Path) -> Path:
-    """Write the rendered files; returns the path of index.html."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for relative, text in files.items():
-            target = out_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, target)
-    except OSError as exc:
-        raise RenderError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
+    """Write the rendered files, whole beside the report already there and then moved in (a failed write leaves
+    that report as it was: ``folders.write_report_files``); returns the path of index.html."""
+    write_report_files(files, out_dir)
     return out_dir / "index.html"

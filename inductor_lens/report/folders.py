@@ -3,20 +3,37 @@
 A report folder holds the pages, ``lens.json`` and, for ``compile``, the ``capture/`` folder the
 model process filled. The tool writes into a folder only when it is new, empty, or an earlier report
 of this tool (its lens.json, or a capture's spec.json), and then replaces only what it wrote there.
+
+Nothing the folder held is lost on the way: one run at a time writes into it (``claimed_out_dir``: a lock
+file naming the run, held with flock); a new report is written whole beside the old one, then moved in
+(``swap_in``: renames, lens.json last), so a full disk leaves the old report as it was; a capture that fails
+before the model runs (a bad model file, a device this machine lacks) puts the earlier capture back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputFolderError, UsageError
+from ..caches import FileLock, register_run
+from ..errors import (
+    InputFolderError,
+    InUseError,
+    LensError,
+    ModelFileError,
+    NoSpaceError,
+    RenderError,
+    UsageError,
+    no_space_message,
+)
 from ..worker.files import CAPTURE_DIR, SPEC_FILE
 
 LENS_JSON = "lens.json"
@@ -32,6 +49,15 @@ REPORT_PAGES = ("index.html", "compile.html", "handwritten.html", "source.html",
 CONFIGS_DIR = "configs"
 COMPARISON_PAGES = ("index.html", LENS_JSON, "diffs", CONFIGS_DIR)
 _COMPARISON_HEAD = re.compile(r'\s*\{\s*"schema_version"\s*:\s*\d+\s*,\s*"comparison"\s*:')
+# What ``swap_in`` removes when a new report lacks it: the pages of a run or of a comparison, never its capture.
+_PAGES = (*REPORT_PAGES, "diffs")
+# The tool's own files beside a report start with this: the lock, the input stamp, a report being written, the
+# one it replaces, a capture set aside. They are not input, and do not make a folder foreign.
+OWN_PREFIX = ".inductor-lens"
+OUT_LOCK = f"{OWN_PREFIX}.lock"
+_STAGING = f"{OWN_PREFIX}-new"
+_RETIRED = f"{OWN_PREFIX}-old"
+_PREVIOUS_CAPTURE = f"{OWN_PREFIX}-previous-capture"
 
 
 def named_out_dir(name: str) -> Path:
@@ -43,12 +69,13 @@ def safe_folder_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)[:120]
 
 
-def prepare_out_dir(out_dir: Path, *, replace: Sequence[str]) -> None:
-    """Refuse to write into a folder that holds anything but an earlier report of this tool."""
+def prepare_out_dir(out_dir: Path, *, replace: Sequence[str] = ()) -> None:
+    """Refuse to write into a folder that holds anything but an earlier report of this tool; remove ``replace``
+    (what the caller writes again) from it."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir} is a file, not a folder")
-    if not out_dir.exists() or not any(out_dir.iterdir()):
-        out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists() or not any(not e.name.startswith(OWN_PREFIX) for e in out_dir.iterdir()):
+        _make_out_dir(out_dir)
         return
     ours = (out_dir / LENS_JSON).is_file() or (out_dir / CAPTURE_DIR / SPEC_FILE).is_file()
     if not ours:
@@ -61,6 +88,134 @@ def prepare_out_dir(out_dir: Path, *, replace: Sequence[str]) -> None:
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():
             target.unlink()
+
+
+def _make_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(out_dir, exc, f"cannot create --out {out_dir}") from exc
+
+
+def write_error(out_dir: Path, exc: OSError, what: str) -> LensError:
+    """The one-line error of a failed write under ``out_dir``: a full disk names the space left on it."""
+    if exc.errno == errno.ENOSPC:
+        return NoSpaceError(no_space_message(out_dir, what))
+    return RenderError(f"{what}: {exc.strerror or exc}; choose a folder you can write to")
+
+
+@dataclass
+class Claim:
+    """A report folder this run writes into (``claimed_out_dir``), and what it held before."""
+
+    out_dir: Path
+    had_report: bool  # lens.json or a capture was there before this run
+    previous_capture: Path | None = None  # the earlier capture/, set aside until this run's replaces it
+
+    def keep_earlier_report(self, error: LensError | None) -> None:
+        """Raise ``error`` where the capture failed before the model ran (the model file, a device this machine
+        lacks) and the folder held a report: the earlier report and capture are kept, not replaced by an empty
+        one. A failure later (the model raised, the compile failed) gets its report as ever."""
+        if self.had_report and isinstance(error, (ModelFileError, UsageError)):
+            raise type(error)(error.message, hint=f"{self.out_dir} keeps its earlier report")
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: Path, command: str, *, fresh_capture: bool = False) -> Iterator[Claim]:
+    """Write into ``out_dir``, alone: refused (InUseError) while another run holds it, as ``prepare_out_dir``
+    refuses a folder that is not a report. The run is registered for ``cache clear`` too. With ``fresh_capture``
+    the earlier ``capture/`` is set aside for the new one, and put back where the block raises."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir} is a file, not a folder")
+    _make_out_dir(out_dir)
+    lock = FileLock(out_dir / OUT_LOCK)
+    try:
+        holder = lock.acquire(command)
+    except OSError as exc:
+        raise write_error(out_dir, exc, f"cannot write into --out {out_dir}") from exc
+    if holder is not None:
+        raise InUseError(f"{out_dir} is in use by {holder.describe()}; wait for it or pass another --out")
+    run = None
+    try:
+        _recover_leftovers(out_dir)
+        prepare_out_dir(out_dir)
+        claim = Claim(out_dir, (out_dir / LENS_JSON).is_file() or (out_dir / CAPTURE_DIR).is_dir())
+        run = register_run(command)
+        if fresh_capture and (out_dir / CAPTURE_DIR).is_dir():
+            claim.previous_capture = out_dir / f"{_PREVIOUS_CAPTURE}-{os.getpid()}"
+            os.replace(out_dir / CAPTURE_DIR, claim.previous_capture)
+        try:
+            yield claim
+        except BaseException:
+            if fresh_capture and claim.had_report:
+                _put_back(out_dir, claim.previous_capture)
+            raise
+        if claim.previous_capture is not None:
+            shutil.rmtree(claim.previous_capture, ignore_errors=True)
+    finally:
+        if run is not None:
+            run.release()
+        lock.release()
+
+
+def _put_back(out_dir: Path, previous: Path | None) -> None:
+    """The capture as it was before this run: this run's (partial) one removed, the earlier one moved back."""
+    shutil.rmtree(out_dir / CAPTURE_DIR, ignore_errors=True)
+    if previous is not None:
+        with contextlib.suppress(OSError):
+            os.replace(previous, out_dir / CAPTURE_DIR)
+
+
+def _recover_leftovers(out_dir: Path) -> None:
+    """What a run killed mid-way left (the lock is ours, so its owner is gone): a report half written is removed;
+    a capture it set aside comes back where it left none of its own, else goes."""
+    for entry in sorted(out_dir.glob(f"{OWN_PREFIX}-*")):
+        if entry.name.startswith(_PREVIOUS_CAPTURE) and not (out_dir / CAPTURE_DIR).exists():
+            with contextlib.suppress(OSError):
+                os.replace(entry, out_dir / CAPTURE_DIR)
+        elif entry.name.startswith((_STAGING, _RETIRED, _PREVIOUS_CAPTURE)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def write_report_files(files: Mapping[str, str], out_dir: Path) -> None:
+    """Write a report's files whole into a folder beside the report in ``out_dir``, then move them in
+    (``swap_in``); a write that fails (a full disk) leaves ``out_dir`` as it was."""
+    staging = out_dir / f"{_STAGING}-{os.getpid()}"
+    try:
+        _make_out_dir(out_dir)
+        shutil.rmtree(staging, ignore_errors=True)
+        for relative, text in files.items():
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise write_error(out_dir, exc, f"cannot write the report to {out_dir} (the report there is unchanged)") from exc
+    try:
+        swap_in(staging, out_dir)
+    except OSError as exc:
+        raise write_error(out_dir, exc, f"cannot move the new report into {out_dir}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def swap_in(staging: Path, out_dir: Path) -> None:
+    """Move a report written whole in ``staging`` into ``out_dir`` by renames (no space needed): each file
+    replaces its old self, each folder (graphs/, kernels/...) the old folder, lens.json last; pages of the old
+    report the new one lacks (``_PAGES``) go. What is replaced goes to a folder removed at the end."""
+    retired = out_dir / f"{_RETIRED}-{os.getpid()}"
+    shutil.rmtree(retired, ignore_errors=True)
+    retired.mkdir()
+    names = sorted(os.listdir(staging), key=lambda name: name == LENS_JSON)
+    for name in [*[n for n in _PAGES if n not in names], *names]:
+        old, new = out_dir / name, staging / name
+        # a file replaces a file in one rename; anything else is moved aside first
+        replaceable = name in names and old.is_file() and not old.is_symlink() and not new.is_dir()
+        if (old.exists() or old.is_symlink()) and not replaceable:
+            os.replace(old, retired / name)
+        if name in names:
+            os.replace(new, old)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def input_fingerprint(folder: Path, *, skip: Path | None = None, strict: bool = False) -> str:
@@ -77,8 +232,8 @@ def input_fingerprint(folder: Path, *, skip: Path | None = None, strict: bool = 
     for root, dirs, names in os.walk(folder):
         here = Path(root)
         if here == folder:
-            dirs[:] = [d for d in dirs if d not in ours]
-            names = [n for n in names if n not in ours]
+            dirs[:] = [d for d in dirs if d not in ours and not d.startswith(OWN_PREFIX)]
+            names = [n for n in names if n not in ours and not n.startswith(OWN_PREFIX)]
         dirs[:] = sorted(d for d in dirs if skipped is None or (here / d).resolve() != skipped)
         for name in sorted(names):
             try:

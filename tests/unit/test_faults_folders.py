@@ -4,15 +4,18 @@ them, damaged cache entries rebuilt."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from inductor_lens import caches
-from inductor_lens.errors import InUseError
+from inductor_lens import api, caches
+from inductor_lens.errors import InUseError, NoSpaceError
 from inductor_lens.handwritten import tuning
-from inductor_lens.report import highlight, render_cache
+from inductor_lens.report import LENS_JSON, folders, highlight, render_cache, write_report
+from inductor_lens.report.folders import TIMELINE_EXPORT
 
 from ..conftest import assert_one_line_error
 
@@ -109,3 +112,81 @@ def test_cache_clear_of_a_read_only_cache_fails_in_one_line(
     assert_one_line_error(result, f"inductor: 2 entries not removed from {private_caches}", "Permission denied",
                           "permissions")  # fmt: skip
     assert (headers / "h.gch").is_file()
+
+
+@pytest.fixture
+def lens_json_only(unpacked, tmp_path: Path) -> Path:
+    """A report folder holding only its lens.json (of the CPU mlp --train capture), as copied off a machine."""
+    built = api.report_folder(unpacked("cpu-torch2.13-mlp-train"), tmp_path / "built", draw=False)
+    folder = tmp_path / "only"
+    folder.mkdir()
+    shutil.copy(built.index.parent / LENS_JSON, folder / LENS_JSON)
+    return folder
+
+
+def _disk_full_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """Every file written after the first ``writes`` fails as on a full disk."""
+    write_text = Path.write_text
+    done = []
+
+    def full(path: Path, *args: object, **kwargs: object) -> int:
+        done.append(path)
+        if len(done) > writes:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return write_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", full)
+
+
+@pytest.mark.parametrize("writes", [0, 5, 15])
+def test_disk_full_while_rerendering_keeps_lens_json(
+    run_cli, lens_json_only: Path, monkeypatch: pytest.MonkeyPatch, writes: int
+) -> None:
+    before = (lens_json_only / LENS_JSON).read_bytes()
+    _disk_full_after(monkeypatch, writes)
+    result = run_cli("report", lens_json_only)
+    monkeypatch.undo()
+    assert result.code == NoSpaceError.exit_code == 13
+    assert_one_line_error(result, f"cannot write the report to {lens_json_only} (the report there is unchanged)",
+                          "no space left")  # fmt: skip
+    assert sorted(p.name for p in lens_json_only.iterdir()) == [LENS_JSON]  # nothing half written left
+    assert (lens_json_only / LENS_JSON).read_bytes() == before
+    assert run_cli("report", lens_json_only).code == 0  # space again: the report is whole
+    assert (lens_json_only / "index.html").is_file() and (lens_json_only / LENS_JSON).read_bytes() == before
+
+
+def test_a_new_report_replaces_the_old_ones_pages_only(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    write_report({"index.html": "old", "graphs/0.html": "old graph", "graphs/9.html": "gone graph",
+                  TIMELINE_EXPORT: "{}", LENS_JSON: "{}"}, out)  # fmt: skip
+    (out / "capture").mkdir()
+    (out / "capture" / "spec.json").write_text("{}")
+    (out / "notes.txt").write_text("mine")
+    write_report({"index.html": "new", "graphs/0.html": "new graph", LENS_JSON: '{"new": 1}'}, out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "capture", "capture/spec.json", "graphs", "graphs/0.html", "index.html", LENS_JSON, "notes.txt"]  # fmt: skip
+    assert (out / "graphs" / "0.html").read_text() == "new graph" and (out / LENS_JSON).read_text() == '{"new": 1}'
+
+
+def test_a_second_run_into_a_folder_in_use_is_refused(run_cli, lens_json_only: Path) -> None:
+    with folders.claimed_out_dir(lens_json_only, "compile samples/mlp.py"):
+        result = run_cli("report", lens_json_only)
+        assert result.code == InUseError.exit_code
+        assert_one_line_error(result, f"{lens_json_only} is in use by inductor-lens pid {os.getpid()} "
+                              "(compile samples/mlp.py, started ", "); wait for it or pass another --out")  # fmt: skip
+    assert not (lens_json_only / folders.OUT_LOCK).exists()  # released with the run
+    assert run_cli("report", lens_json_only).code == 0
+
+
+def test_a_killed_runs_lock_and_leftovers_do_not_stop_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    write_report({"index.html": "old", LENS_JSON: "{}"}, out)
+    (out / folders.OUT_LOCK).write_text('{"pid": 999999, "host": "h", "command": "compile x.py", "started": 0}')
+    (out / ".inductor-lens-new-999999" / "graphs").mkdir(parents=True)  # a report half written when it was killed
+    (out / ".inductor-lens-previous-capture-999999").mkdir()  # the capture it had set aside
+    with folders.claimed_out_dir(out, "compile samples/mlp.py", fresh_capture=True) as claim:
+        assert claim.had_report and claim.previous_capture is not None
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(folders.OWN_PREFIX)) == [
+            "index.html", LENS_JSON]  # fmt: skip
+        (out / "capture").mkdir()
+    assert sorted(p.name for p in out.iterdir()) == ["capture", "index.html", LENS_JSON]
