@@ -4,14 +4,19 @@
     compile_ranks(spec, out_dir, nproc)    ``compile --nproc``: the model file in N ranks under torchrun
                                            (capture/ranks.py), then the report of every rank and the landing
     run_script_ranks(spec, out_dir, opts)  ``run -- torchrun OPTS script.py``: the script process in every rank
-    report_ranks(folder, out_dir)          a report per rank in ``out_dir/rank<r>/`` (the single-rank report,
-                                           built as ``report_folder`` builds it) and the landing page
-    write_landing(out_dir, ranked)         the landing page again, from the ranks' lens.json files alone
+    report_ranks(folder, out_dir)          the landing page first, from the light pass over every rank's
+                                           TORCH_TRACE logs (parse/rank_light.py, in parallel); then, in parallel,
+                                           the full report (as ``report_folder`` builds it) of one rank of each
+                                           group that compiled the same, of the failed ranks and the stragglers
+    report_rank(folder, out_dir, rank)     ``report FOLDER --rank R``: one more rank's full report, on demand
+    write_landing(out_dir, ranked)         the landing page again, from the ranks' lens.json files (and the
+                                           light pass for ranks without a full report)
 
 A multi-rank report folder::
 
     index.html  ranks.json           the landing page (report/ranks_view.py) and the ranks document
-    rank0/  rank1/ ...               each a full report: index.html, lens.json, capture/ (the rank's own)
+    rank0/  rank1/ ...               each a full report: index.html, lens.json, capture/ (the rank's own);
+                                     only the ranks ranks.json marks ``report``: the others on demand
     capture/                         compile --nproc: spec.json and launch.log (what torchrun printed)
 """
 
@@ -19,39 +24,58 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from .capture import CAPTURE_DIR, PhaseCallback
+from .capture import CAPTURE_DIR, PhaseCallback, find_capture_dir
 from .capture.ranks import RankedCapture, capture_ranks, capture_script_ranks, check_launcher
 from .errors import InputFolderError, LensError, UsageError
 from .options import CompileSpec, ScriptSpec
+from .parse.layout import DebugLayout, locate
+from .parse.rank_light import light_summaries
 from .parse.ranks import RANK_FOLDER, RankSource, find_ranks, rank_folder_name
 from .pipeline import _report_capture, build_run, load_run, render, report_folder
 from .records import CompileRun
-from .records.ranks import RANKS_JSON, Divergence, RankedRun, RankEntry, RankSummary, divergences, summarize
+from .records.ranks import (
+    RANKS_JSON,
+    Divergence,
+    RankedRun,
+    RankEntry,
+    RankSummary,
+    divergences,
+    rank_list,
+    summarize,
+)
 from .report import write_report
-from .report.folders import REPORT_PAGES, named_out_dir, prepare_out_dir
+from .report.folders import LENS_JSON, REPORT_PAGES, named_out_dir, prepare_out_dir
 from .report.ranks_view import render_ranks
 from .version import __version__
+from .worker.files import RESULT_FILE, read_capture_result
 
-__all__ = ["RankedResult", "compile_ranks", "is_ranked", "report_ranks", "run_script_ranks", "write_landing"]
+__all__ = [
+    "RankedResult", "compile_ranks", "is_ranked", "report_rank", "report_ranks", "run_script_ranks", "write_landing"
+]  # fmt: skip
 
 LANDING_PAGES = ("index.html", RANKS_JSON)
+_STRAGGLER_REPORTS = 4  # stragglers given a full report at once, the lowest ranks first
 
 
 @dataclass(frozen=True)
 class RankedResult:
     ranked: RankedRun
-    runs: tuple[CompileRun, ...]  # each rank's, in rank order
+    runs: tuple[CompileRun, ...]  # each full report's, in rank order
     divergences: tuple[Divergence, ...]
     index: Path
     error: LensError | None = None
     report_s: float | None = None
+    summaries: tuple[RankSummary, ...] = ()  # every rank's, in rank order (runs: the full reports only)
+    landing_s: float | None = None  # when the landing page was first written, from the start
 
 
 def is_ranked(folder: Path) -> bool:
@@ -59,48 +83,79 @@ def is_ranked(folder: Path) -> bool:
 
 
 def report_ranks(
-    folder: Path, out_dir: Path | None = None, *, strict: bool = False, draw: bool = True
+    folder: Path,
+    out_dir: Path | None = None,
+    *,
+    strict: bool = False,
+    draw: bool = True,
+    ranks: Sequence[int] = (),
 ) -> RankedResult:
-    """The report of every rank found in ``folder``, and the landing page that compares them."""
+    """The landing page of every rank found in ``folder``, written first from the light pass over the ranks'
+    TORCH_TRACE logs (parse/rank_light.py, the ranks spread over the cores); then the full report of one rank of
+    each group that compiled the same (the ranks that differ among them), of every failed rank and of ``ranks``,
+    in parallel; the others are built on demand (``report FOLDER --rank R``, ``report_rank``)."""
     started = time.perf_counter()
-    sources = find_ranks(folder)
     previous = read_ranked(folder)
-    if not sources:
-        raise InputFolderError(
-            f"{folder}: no rank's output found (expected rank<r>/ folders or per-rank TORCH_TRACE logs)"
-        )
+    plan = _plan(folder, previous)
     if out_dir is None:
         out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
     prepare_ranked_out(out_dir)
     title = previous.title if previous is not None else folder.resolve().name
-    entries, runs = [], []
-    for source in sources:
-        run = _report_rank(
-            source, out_dir / rank_folder_name(source.rank), f"{title} · rank {source.rank}", strict, draw
-        )
-        capture = run.capture
-        entries.append(RankEntry(
-            rank=source.rank,
-            folder=rank_folder_name(source.rank),
-            status=capture.status if capture is not None else "ok",
-            error=capture.error if capture is not None else None,
-            source=_earlier_source(previous, source.rank) or _describe(source, folder),
-        ))  # fmt: skip
-        runs.append(run)
+    # a rank without a TORCH_TRACE log is compared from its full report: built first
+    source_dir = previous.source_dir if previous is not None else str(folder.resolve())
+    runs = _full_reports([r for r in plan if not r.logs], out_dir, title, source_dir, strict, draw)
+    light = dict(zip(
+        [r.rank for r in plan if r.logs],
+        light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in plan if r.logs]),
+        strict=True,
+    ))  # fmt: skip
+    summaries = [
+        light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan
+    ]
+    chosen = set(runs) | chosen_ranks(summaries) | {r for r in ranks if r in {p.rank for p in plan}}
     ranked = RankedRun(
         title=title,
         created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         tool_version=__version__,
-        source_dir=previous.source_dir if previous is not None else str(folder.resolve()),
-        ranks=tuple(entries),
+        source_dir=source_dir,
+        ranks=tuple(
+            RankEntry(r.rank, rank_folder_name(r.rank), r.status, r.error, r.described, r.logs, r.rank in chosen)
+            for r in plan
+        ),
         launch=previous.launch if previous is not None else "",
         error=previous.error if previous is not None else None,
     )
-    summaries = _summaries(ranked, runs)
-    index = write_report(render_ranks(ranked, summaries), out_dir)
+    write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)  # the landing first, from the light pass
+    landing_s = time.perf_counter() - started
+    runs.update(_full_reports([r for r in plan if r.rank in chosen and r.rank not in runs], out_dir, title,
+                              source_dir, strict, draw))  # fmt: skip
+    summaries = [_summary(r, runs[r.rank]) if r.rank in runs else light[r.rank] for r in plan]
+    index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return RankedResult(
-        ranked, tuple(runs), divergences(summaries), index, report_s=time.perf_counter() - started
-    )
+        ranked, tuple(runs[r] for r in sorted(runs)), divergences(summaries), index,
+        report_s=time.perf_counter() - started, summaries=tuple(summaries), landing_s=landing_s,
+    )  # fmt: skip
+
+
+def report_rank(folder: Path, out_dir: Path | None, rank: int, *, strict: bool = False, draw: bool = True) -> RankedResult:
+    """``report FOLDER --rank R``: the full report of one rank, beside the landing page (which then links it);
+    the landing page is made first where there is none yet."""
+    previous = read_ranked(folder)
+    if out_dir is None:
+        out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
+    landing = read_ranked(out_dir)
+    if landing is None:
+        return report_ranks(folder, out_dir, strict=strict, draw=draw, ranks=(rank,))
+    entry = next((e for e in landing.ranks if e.rank == rank), None)
+    if entry is None:
+        known = rank_list(e.rank for e in landing.ranks)
+        raise UsageError(f"--rank {rank}: {out_dir} holds no rank {rank} (its ranks: {known}); give one of those")
+    plan = next(r for r in _plan(out_dir, landing) if r.rank == rank)
+    if not entry.report:
+        _full_reports([plan], out_dir, landing.title, landing.source_dir, strict, draw)
+        landing = replace(landing, ranks=tuple(replace(e, report=e.report or e.rank == rank) for e in landing.ranks))
+    index, runs, found, summaries = _landing(out_dir, landing)
+    return RankedResult(landing, runs, found, index, summaries=summaries)
 
 
 def compile_ranks(
@@ -169,7 +224,8 @@ def _report_ranked_capture(
                                  strict=strict, draw=draw, progress=progress if number == 0 else None,
                                  budget_s=budget_s)  # fmt: skip
         outcome = capture.outcome
-        entries.append(RankEntry(number, folder, outcome.status, outcome.error, f"{folder}/{CAPTURE_DIR}"))
+        logs = _logs(RankSource(number, out_dir / folder))
+        entries.append(RankEntry(number, folder, outcome.status, outcome.error, f"{folder}/{CAPTURE_DIR}", logs))
         runs.append(result.run)
     ranked = RankedRun(
         title=title,
@@ -181,18 +237,29 @@ def _report_ranked_capture(
         error=captured.error.one_line() if captured.error is not None else None,
     )
     summaries = _summaries(ranked, runs)
-    index = write_report(render_ranks(ranked, summaries), out_dir)
+    index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return RankedResult(ranked, tuple(runs), divergences(summaries), index, captured.error,
-                        report_s=time.perf_counter() - started)  # fmt: skip
+                        report_s=time.perf_counter() - started, summaries=tuple(summaries))  # fmt: skip
 
 
 def write_landing(
     out_dir: Path, ranked: RankedRun
 ) -> tuple[Path, tuple[CompileRun, ...], tuple[Divergence, ...]]:
-    """The landing page of ``ranked`` from its ranks' lens.json files (records only)."""
-    runs = tuple(load_run(out_dir / entry.folder) for entry in ranked.ranks)
-    summaries = _summaries(ranked, runs)
-    return write_report(render_ranks(ranked, summaries), out_dir), runs, divergences(summaries)
+    """The landing page of ``ranked`` again: each rank from its lens.json where its full report was built, else
+    from the light pass over its TORCH_TRACE logs. Returns the page, the full reports' runs and the divergences."""
+    index, runs, found, _ = _landing(out_dir, ranked)
+    return index, runs, found
+
+
+def chosen_ranks(summaries: Sequence[RankSummary]) -> set[int]:
+    """The ranks that get a full report at once: the lowest of each group that compiled the same (the reference
+    rank stands for the ranks identical to it), every failed rank, and the first stragglers."""
+    chosen: dict[str, int] = {}
+    for summary in summaries:
+        chosen.setdefault(summary.fingerprint, summary.rank)
+    failed = {s.rank for s in summaries if s.status != "ok"}
+    slow = sorted({r for d in divergences(summaries) if d.aspect == "stragglers" for r in d.ranks})
+    return set(chosen.values()) | failed | set(slow[:_STRAGGLER_REPORTS])
 
 
 def read_ranked(folder: Path) -> RankedRun | None:
@@ -230,6 +297,112 @@ def _summaries(ranked: RankedRun, runs: tuple[CompileRun, ...] | list[CompileRun
     ]
 
 
+@dataclass(frozen=True)
+class _Rank:
+    """One rank to report: where its full report is built from, and its TORCH_TRACE logs for the light pass."""
+
+    rank: int
+    source: RankSource | None  # None: nothing but its logs to build a full report from
+    logs: tuple[str, ...]
+    status: str = "ok"
+    error: str | None = None
+    described: str = ""
+
+
+def _plan(folder: Path, previous: RankedRun | None) -> list[_Rank]:
+    """The ranks of ``folder``: those of its ranks document (a multi-rank report re-rendered in place: the ranks
+    with a full report are rebuilt from it), else those ``find_ranks`` finds."""
+    if previous is not None and previous.ranks:
+        plan = []
+        for entry in previous.ranks:
+            own = folder / entry.folder
+            source = RankSource(entry.rank, own) if entry.report and (own / LENS_JSON).is_file() else None
+            if source is None and not entry.logs:
+                raise InputFolderError(f"{own}: rank {entry.rank} has neither a report nor TORCH_TRACE logs "
+                                       f"listed in {folder / RANKS_JSON}; report the job's logs again")  # fmt: skip
+            plan.append(_Rank(entry.rank, source, entry.logs, entry.status, entry.error, entry.source or entry.folder))
+        return plan
+    sources = find_ranks(folder)
+    if not sources:
+        raise InputFolderError(
+            f"{folder}: no rank's output found (expected rank<r>/ folders or per-rank TORCH_TRACE logs)"
+        )
+    plan = []
+    for source in sources:
+        status, error = _capture_status(source)
+        plan.append(_Rank(source.rank, source, _logs(source), status, error, _describe(source, folder)))
+    return plan
+
+
+def _logs(source: RankSource) -> tuple[str, ...]:
+    """A rank's TORCH_TRACE logs, absolute paths."""
+    if source.layout is not None:
+        files = source.layout.trace_files
+    else:
+        try:
+            files = locate(source.folder, allow_empty=True).trace_files
+        except (OSError, LensError):
+            return ()
+    return tuple(str(path.resolve()) for path in files)
+
+
+def _capture_status(source: RankSource) -> tuple[str, str | None]:
+    """How a rank's process ended, where its folder holds its capture (capture.json)."""
+    capture_dir = find_capture_dir(source.folder) if source.layout is None else None
+    result = read_capture_result(capture_dir / RESULT_FILE) if capture_dir is not None else None
+    if result is None or result.status == "ok":
+        return "ok", None
+    return "failed", result.error
+
+
+def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
+    capture = run.capture
+    status = capture.status if capture is not None else rank.status
+    error = capture.error if capture is not None else rank.error
+    return summarize(rank.rank, rank_folder_name(rank.rank), run, status=status, error=error)
+
+
+def _source(rank: _Rank, source_dir: str) -> RankSource:
+    """Where a rank's full report is built from: its own folder, the job's folder again, else its logs alone."""
+    if rank.source is not None:
+        return rank.source
+    found = next((s for s in find_ranks(Path(source_dir)) if s.rank == rank.rank), None)
+    if found is not None:
+        return found
+    logs = tuple(Path(log) for log in rank.logs)
+    layout = DebugLayout(root=logs[0].parent, run_dirs=(), graph_folders=(), trace_files=logs, log_files=(),
+                         capture_json=None)  # fmt: skip
+    return RankSource(rank.rank, logs[0].parent, layout)
+
+
+def _full_reports(
+    ranks: Sequence[_Rank], out_dir: Path, title: str, source_dir: str, strict: bool, draw: bool
+) -> dict[int, CompileRun]:
+    """The full reports of ``ranks``, in parallel over the cores where there are several."""
+    jobs = [
+        (_source(r, source_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}", strict, draw)
+        for r in ranks
+    ]
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers < 2:
+        return {r.rank: _report_rank(*job) for r, job in zip(ranks, jobs, strict=True)}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_report_rank, *job) for job in jobs]
+        return {r.rank: future.result() for r, future in zip(ranks, futures, strict=True)}
+
+
+def _landing(
+    out_dir: Path, ranked: RankedRun
+) -> tuple[Path, tuple[CompileRun, ...], tuple[Divergence, ...], tuple[RankSummary, ...]]:
+    plan = _plan(out_dir, ranked)
+    runs = {r.rank: load_run(r.source.folder) for r in plan if r.source is not None}
+    tasks = [(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in plan if r.rank not in runs]
+    light = {s.rank: s for s in light_summaries(tasks)}
+    summaries = [_summary(r, runs[r.rank]) if r.rank in runs else light[r.rank] for r in plan]
+    index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
+    return index, tuple(runs[r] for r in sorted(runs)), divergences(summaries), tuple(summaries)
+
+
 def _report_rank(source: RankSource, target: Path, title: str, strict: bool, draw: bool) -> CompileRun:
     """One rank's ordinary report in ``target``."""
     if source.layout is None:
@@ -238,12 +411,6 @@ def _report_rank(source: RankSource, target: Path, title: str, strict: bool, dra
     run = build_run(source.folder, None, strict=strict, allow_empty=True, title=title, layout=source.layout)
     render(run, target, draw=draw)
     return run
-
-
-def _earlier_source(previous: RankedRun | None, rank: int) -> str:
-    """What a rank's report was first built from (a re-render in place builds it from its own folder)."""
-    entry = next((e for e in previous.ranks if e.rank == rank), None) if previous is not None else None
-    return entry.source if entry is not None else ""
 
 
 def _describe(source: RankSource, base: Path) -> str:

@@ -8,6 +8,7 @@ import click
 
 from .. import api
 from ..errors import UsageError
+from ..ranked import report_rank
 from ..report.timing_view import profile_summary
 from .common import (
     finish_comparison,
@@ -39,6 +40,13 @@ from .common import (
     help="Compile each Triton kernel that has no compiler stages from the capture's own Triton cache here, for "
     "the capture's GPU (no GPU needed; seconds per kernel): its TTIR, TTGIR, LLVM IR, PTX and SASS pages.",
 )
+@click.option(
+    "--rank",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Several ranks: build this rank's full report too (the landing page builds one rank of each group "
+    "that compiled the same, the others on demand) and link it from the landing page.",
+)
 @strict_option
 @open_option("report")
 @lens_command
@@ -47,6 +55,7 @@ def report_command(
     out_dir: Path | None,
     profile: Path | None,
     compile_stages: bool,
+    rank: int | None,
     strict: bool,
     open_browser: bool,
     verbose: bool,
@@ -57,8 +66,13 @@ def report_command(
     if api.is_ranked(folder):
         if profile is not None:
             raise UsageError(f"{folder} holds several ranks: --profile times the report of one capture")
-        finish_ranked(api.report_ranks(folder, out_dir, strict=strict), open_browser)
+        if rank is not None:
+            finish_ranked(report_rank(folder, out_dir, rank, strict=strict), open_browser)
+        else:
+            finish_ranked(api.report_ranks(folder, out_dir, strict=strict), open_browser)
         return
+    if rank is not None:
+        raise UsageError(f"--rank {rank}: {folder} holds one process's output, not several ranks; leave --rank out")
     if api.is_comparison(folder):
         if profile is not None:
             raise UsageError(f"{folder} is a comparison: --profile times the report of one capture")

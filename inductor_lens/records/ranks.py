@@ -2,29 +2,38 @@
 
 ``RankedRun`` is the small document a multi-rank report keeps beside its pages (``ranks.json``): which
 ranks there are, where each rank's own report is (``rank<r>/``, a full single-rank report with its own
-lens.json), and how the job was launched and ended. Everything else is derived from the ranks' runs,
+lens.json, built for the ranks that differ and one of each group of identical ranks; the others on demand),
+which TORCH_TRACE logs each rank left, and how the job was launched and ended. Everything else is derived,
 here and only here: ``summarize(run)`` reduces a rank's CompileRun to what is compared across ranks
-(``RankSummary``), and ``divergences(summaries)`` says where the ranks compiled differently, each
-difference as one ``Divergence`` naming the ranks and what differs. The landing page (report/ranks_view.py)
-is built from these alone, so it re-renders from the ranks' lens.json files.
+(``RankSummary``), and so does the light pass over a rank's logs (parse/rank_light.py), through the same
+``summary_of``; ``divergences(summaries)`` says where the ranks compiled differently, each difference as one
+``Divergence`` with a title naming its cause, the ranks and what to do. The landing page
+(report/ranks_view.py) is built from these alone.
+
+What differs between the processes of one healthy job is normalised before anything is compared
+(``NORMALISED``): device indices, object addresses and ids, the rank's own number and seeds in guards, the
+paths of kernel files; graphs of one compile id are paired by their code first, then by their order.
 
 Schema history of the ranks document (bump RANKS_SCHEMA_VERSION on any change an older reader would misread):
   1: first version: the ranks with their report folders and outcomes, the launch and its error.
+  2: each rank's TORCH_TRACE logs (``logs``, for the light pass and ``report --rank``) and whether its full
+     report was built (``report``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+import statistics
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from .codec import dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord
-from .run import CompileRun
+from .run import CacheLookup, CompileRun, DynamoFrame, GraphBreak
 
-RANKS_SCHEMA_VERSION = 1
+RANKS_SCHEMA_VERSION = 2
 RANKS_JSON = "ranks.json"
 
 Severity = Literal["bad", "warn"]
@@ -34,13 +43,35 @@ T = TypeVar("T", bound=Hashable)
 # collectives (``_c10d_functional.all_reduce``), the legacy in-place ops (``c10d.allreduce_``).
 _COLLECTIVE = re.compile(r"(?:^|\.)(?:_c10d_functional|c10d_functional|c10d)\.(?P<op>\w+)")
 _NOT_COLLECTIVES = {"wait_tensor", "wait"}
-# What differs between processes of one job without the compile being different: object ids in
-# guards (``___check_obj_id(G['dist'], 140607858087696)``) and absolute paths in output code.
-_OBJECT_ID = re.compile(r"\b\d{6,}\b")
+# What differs between processes of one job without the compile being different (NORMALISED says it in words).
+_OBJECT_ID = re.compile(r"\b\d{6,}\b")  # ``___check_obj_id(G['dist'], 140607858087696)``
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")  # ``<code object inner at 0x7f74...>``
+_DEVICE_INDEX = re.compile(
+    r"\b(?P<name>(?:cuda|xpu|hpu|npu|mps):|(?:device|device_index)=|type='\w+', index=|"
+    r"(?:get_raw_stream|_DeviceGuard|set_device|device)\()\d+"
+)
+_RANK_VALUE = re.compile(r"(?P<source>[\w.\]\['\"]*rank\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
+_SEED_VALUE = re.compile(r"(?P<source>[\w.\]\['\"]*seed\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")  # the user line the guard came from, after the guard
 _KERNEL_PATH = re.compile(r"^\s*# kernel path: .*$", re.MULTILINE)
 _QUOTED_PATH = re.compile(r"(['\"])/[^'\"\n]*\1")
+_FX_NODE = re.compile(r'^\s*\w+: "(?P<type>[^"]*)" = torch\.ops\.(?P<target>[\w.]+)\(', re.MULTILINE)
 _SHOWN = 3  # guard lines, kernel names... named per divergence before "and N more"
+# A rank is a straggler where it is slower than the ranks' median by this fraction and by more than the noise
+# (_NOISE_SPREADS times the median absolute deviation), and by at least _STRAGGLER_FLOOR_S.
+_STRAGGLER_FRACTION = 0.25
+_NOISE_SPREADS = 3.0
+_STRAGGLER_FLOOR_S = 0.005
+
+NORMALISED = (
+    "device indices (cuda:1, device=1, index=1, get_raw_stream(1)) read as the rank's own device",
+    "object addresses (0x7f74...) and object ids in guards left out",
+    "rank numbers and seeds in guards (G['rank'] == 1, L['self'].seed == 1234) read as <rank>, <seed>: a "
+    "branch on the rank shows as other code",
+    "the paths of kernel files in output code left out (each process has its own cache folders)",
+    "graphs of one compile id (DDP's optimizer splits a frame into several) paired by their code first, "
+    "then by their order within the compile id",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +83,8 @@ class RankEntry:
     status: str = "ok"  # "ok", "failed", "timeout" (its capture's status), "missing" (no output)
     error: str | None = None
     source: str = ""  # what the rank's report was built from
+    logs: tuple[str, ...] = ()  # its TORCH_TRACE logs, absolute paths
+    report: bool = True  # whether ``folder`` holds its full report (else: ``report SOURCE --rank R``)
 
 
 @dataclass(frozen=True)
@@ -89,18 +122,24 @@ class Collective:
 
 @dataclass(frozen=True)
 class RankGraph:
-    """A rank's compiled graph as compared across ranks: matched by ``key``, equal when ``code_hash`` is."""
+    """A rank's compiled graph as compared across ranks: paired by ``key`` (code first, then ``nth``), equal
+    when ``code_hash`` is."""
 
     key: str  # "0/0 inference": its compile id and kind (its graph id where it has no compile id)
     graph_id: str
-    code_hash: str  # of its output code, without paths (each rank has its own cache folders)
+    code_hash: str  # of its output code, normalised (code_hash)
     kernels: tuple[str, ...]  # its launches, in order
     collectives: tuple[Collective, ...] = ()
+    nth: int = 0  # its place among the graphs of its key, in the order logged (DDP's optimizer makes several)
+
+    @property
+    def name(self) -> str:
+        return self.key if not self.nth else f"{self.key} #{self.nth + 1}"
 
 
 @dataclass(frozen=True)
 class RankSummary:
-    """What is compared across ranks, from one rank's CompileRun."""
+    """What is compared across ranks, from one rank's CompileRun or the light pass over its logs."""
 
     rank: int
     folder: str
@@ -112,7 +151,7 @@ class RankSummary:
     # compile id -> its guard lines, normalised (normalized_guards)
     guards: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     guard_counts: Mapping[str, int | None] = field(default_factory=dict)
-    # compile id -> "FX graph cache: 0 hit(s), 1 miss(es)"
+    # compile id -> "AOTAutograd miss, FX graph miss" (its cache lookups), else "FX graph cache: 0 hit(s), 1 miss(es)"
     cache: Mapping[str, str] = field(default_factory=dict)
     graph_breaks: tuple[str, ...] = ()  # "model.py:12: reason"
     compile_times: Mapping[str, float | None] = field(default_factory=dict)  # compile id -> seconds
@@ -134,17 +173,45 @@ class RankSummary:
         times = [t for t in self.compile_times.values() if t is not None]
         return sum(times) if times else None
 
+    @property
+    def fingerprint(self) -> str:
+        """Equal for ranks that compiled the same (status, compile ids, graphs, guards, cache, breaks)."""
+        parts = (
+            self.status,
+            self.compile_ids,
+            sorted(self.recompile_reasons.items()),
+            sorted((g.key, g.code_hash, tuple(c.label for c in g.collectives)) for g in self.graphs),
+            sorted(self.guards.items()),
+            sorted(self.cache.items()),
+            self.graph_breaks,
+        )
+        return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
+
 
 @dataclass(frozen=True)
 class Divergence:
-    """One way the ranks compiled differently."""
+    """One way the ranks compiled (or ran) differently: its cause named in ``title``, what to do in ``action``."""
 
-    # "status", "compile ids", "graphs", "guards", "cache", "kernels", "collectives", "graph breaks"
+    # "status", "compile ids", "graphs", "guards", "cache", "kernels", "collectives", "graph breaks", "stragglers"
     aspect: str
     text: str  # one sentence naming the ranks and what differs
     ranks: tuple[int, ...]  # the ranks that differ from the reference rank (the lowest)
     severity: Severity = "warn"  # "bad": the job itself is at risk (collectives that do not match hang)
     details: tuple[str, ...] = ()  # the differing lines, kernels, guards
+    title: str = ""  # the cause: "HANG RISK: compile cache outcome differs across ranks", ...
+    action: str = ""  # what to do about it
+
+
+# The named causes, stable words the pages and the tests rely on.
+TITLE_FAILED = "A rank failed"
+TITLE_CACHE = "HANG RISK: compile cache outcome differs across ranks"
+TITLE_RECOMPILE = "Recompile on some ranks only"
+TITLE_BREAK = "Graph break on some ranks only"
+TITLE_COLLECTIVES = "Collectives in another order or shape"
+TITLE_STRAGGLER = "Straggler rank"
+TITLE_CODE = "Rank-dependent code"
+TITLE_GUARDS = "Guards differ"
+TITLE_KERNELS = "Kernels differ"
 
 
 def summarize(
@@ -155,21 +222,13 @@ def summarize(
     end_to_end = bench.end_to_end if bench is not None else None
     step = bench.step if bench is not None else None
     kernel_us = {kernel.name: kernel.timing.in_context_us for _, kernel in run.all_kernels() if kernel.timing}
-    return RankSummary(
-        rank=rank,
-        folder=folder,
-        status=status,
-        error=error,
-        compile_ids=tuple(f.compile_id for f in run.frames),
-        recompile_reasons={f.compile_id: f.recompile_reasons for f in run.frames if f.recompile_reasons},
-        graphs=tuple(_rank_graph(g) for g in run.graphs),
-        guards={f.compile_id: normalized_guards(f.guards) for f in run.frames if f.guards},
-        guard_counts={f.compile_id: f.guard_count for f in run.frames},
-        cache={f.compile_id: f.cache for f in run.frames if f.cache},
-        graph_breaks=tuple(
-            _break_label(b.location.label if b.location else "", b.reason) for b in run.graph_breaks
-        ),
-        compile_times={f.compile_id: f.compile_time_s for f in run.frames},
+    graphs = numbered(
+        rank_graph(graph_key(g), g.id, g.output_code, [launch.label for launch in g.launches], _fx_text(g))
+        for g in run.graphs
+    )
+    summary = summary_of(rank, folder, run.frames, graphs, run.graph_breaks, status=status, error=error)
+    return replace(
+        summary,
         cold_compile_s=run.capture.cold_compile_s if run.capture else None,
         step_ms=end_to_end.compiled.median_ms if end_to_end is not None else None,
         step_device_us=step.total_us if step is not None else None,
@@ -177,38 +236,99 @@ def summarize(
     )
 
 
+def summary_of(
+    rank: int,
+    folder: str,
+    frames: Sequence[DynamoFrame],
+    graphs: Sequence[RankGraph],
+    breaks: Sequence[GraphBreak],
+    *,
+    status: str = "ok",
+    error: str | None = None,
+) -> RankSummary:
+    """The comparable facts of a rank from its frames, graphs and graph breaks (a full run's or the light pass's)."""
+    return RankSummary(
+        rank=rank,
+        folder=folder,
+        status=status,
+        error=error,
+        compile_ids=tuple(f.compile_id for f in frames),
+        recompile_reasons={f.compile_id: f.recompile_reasons for f in frames if f.recompile_reasons},
+        graphs=tuple(graphs),
+        guards={f.compile_id: normalized_guards(f.guards) for f in frames if f.guards},
+        guard_counts={f.compile_id: f.guard_count for f in frames},
+        cache={f.compile_id: state for f in frames if (state := cache_state(f.cache_lookups, f.cache))},
+        graph_breaks=tuple(_break_label(b.location.label if b.location else "", b.reason) for b in breaks),
+        compile_times={f.compile_id: f.compile_time_s for f in frames},
+    )
+
+
+def cache_state(lookups: Sequence[CacheLookup], metrics_state: str | None) -> str | None:
+    """A compile's cache outcome: its lookups in order (``AOTAutograd miss, FX graph miss``), else the counts."""
+    if lookups:
+        return ", ".join(f"{lookup.cache} {lookup.result}" for lookup in lookups)
+    return metrics_state
+
+
+def rank_graph(
+    key: str, graph_id: str, output_code: str, kernels: Sequence[str], fx_text: str | None
+) -> RankGraph:
+    """A graph as compared across ranks, from its output code, its launches and its FX graph's text."""
+    found = [(_collective_op(t["target"]), t["type"]) for t in _FX_NODE.finditer(fx_text or "")]
+    if fx_text is None:
+        found = [(_collective_op(k), "") for k in kernels]
+    return RankGraph(
+        key=key,
+        graph_id=graph_id,
+        code_hash=code_hash(output_code),
+        kernels=tuple(kernels),
+        collectives=tuple(Collective(op, key, _plain_type(tensor)) for op, tensor in found if op),
+    )
+
+
+def numbered(graphs: Iterable[RankGraph]) -> tuple[RankGraph, ...]:
+    """Each graph's place among the graphs of its key (``nth``), in the order given."""
+    seen: dict[str, int] = {}
+    out = []
+    for graph in graphs:
+        nth = seen.get(graph.key, 0)
+        seen[graph.key] = nth + 1
+        out.append(RankGraph(graph.key, graph.graph_id, graph.code_hash, graph.kernels, graph.collectives, nth))
+    return tuple(out)
+
+
 def graph_key(graph: GraphRecord) -> str:
     return f"{graph.compile_id} {graph.kind}" if graph.compile_id else graph.id
 
 
 def code_hash(output_code: str) -> str:
-    """The output code's hash, blind to what differs between processes compiling the same graph (the paths of
-    their kernel files in their own caches)."""
+    """The output code's hash, blind to what differs between processes compiling the same graph: the paths of
+    their kernel files in their own caches, their device index, object addresses."""
     text = _QUOTED_PATH.sub(r"\1<path>\1", _KERNEL_PATH.sub("", output_code))
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+    text = _DEVICE_INDEX.sub(lambda m: m["name"] + "<i>", _ADDRESS.sub("0x<addr>", text))
+    return hashlib.sha1(text.strip().encode()).hexdigest()[:12]
 
 
 def normalized_guards(text: str) -> tuple[str, ...]:
-    """A frame's guards, one per line, without the tree drawing and the object ids that differ in every process."""
+    """A frame's guards, one per line, without the tree drawing and what differs in every process: object ids
+    and addresses, the device index, the rank's number and seeds (a branch on the rank shows as other code)."""
     lines = []
     for line in text.splitlines():
         guard = _GUARD_COMMENT.sub("", line.lstrip("| +-")).strip()
         if guard and not guard.startswith(
             ("GuardManager:", "RootGuardManager", "TREE_GUARD_MANAGER", "Guard latency")
         ):
+            guard = _DEVICE_INDEX.sub(lambda m: m["name"] + "<i>", _ADDRESS.sub("0x<addr>", guard))
+            guard = _RANK_VALUE.sub(lambda m: f"{m['source']} {m['op']} <rank>", guard)
+            guard = _SEED_VALUE.sub(lambda m: f"{m['source']} {m['op']} <seed>", guard)
             lines.append(_OBJECT_ID.sub("<id>", guard))
     return tuple(lines)
 
 
 def collectives_of(graph: GraphRecord) -> tuple[Collective, ...]:
     """The collective ops of a graph, in order: from the FX graph Inductor received, else from the launches."""
-    key = graph_key(graph)
-    fx = graph.fx_graph("readable") or graph.fx_graph("transformed")
-    if fx is not None:
-        found = [(_collective_op(n.target), n.type or "") for n in fx.nodes]
-    else:
-        found = [(_collective_op(launch.aten_op or launch.target), "") for launch in graph.launches]
-    return tuple(Collective(op, key, tensor) for op, tensor in found if op)
+    return rank_graph(graph_key(graph), graph.id, "", [lt.aten_op or lt.target for lt in graph.launches],
+                      _fx_text(graph)).collectives  # fmt: skip
 
 
 def divergences(summaries: Sequence[RankSummary]) -> tuple[Divergence, ...]:
@@ -216,19 +336,39 @@ def divergences(summaries: Sequence[RankSummary]) -> tuple[Divergence, ...]:
     if len(summaries) < 2:
         return ()
     found: list[Divergence] = []
-    for check in (_status, _compile_ids, _graphs, _guards, _cache, _kernels, _collectives, _breaks):
+    for check in (
+        _status, _compile_ids, _graphs, _guards, _cache, _kernels, _collectives, _breaks, _stragglers
+    ):  # fmt: skip
         found.extend(check(summaries))
     return tuple(found)
 
 
-def _rank_graph(graph: GraphRecord) -> RankGraph:
-    return RankGraph(
-        key=graph_key(graph),
-        graph_id=graph.id,
-        code_hash=code_hash(graph.output_code),
-        kernels=tuple(launch.label for launch in graph.launches),
-        collectives=collectives_of(graph),
-    )
+def rank_list(numbers: Iterable[int]) -> str:
+    """``0, 2-5, 9``: runs of three or more consecutive ranks written as a range."""
+    ordered = sorted(set(numbers))
+    parts: list[str] = []
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        if end - start >= 2:
+            parts.append(f"{ordered[start]}-{ordered[end]}")
+        else:
+            parts.extend(str(n) for n in ordered[start : end + 1])
+        start = end + 1
+    return ", ".join(parts)
+
+
+def _fx_text(graph: GraphRecord) -> str | None:
+    fx = graph.fx_graph("readable") or graph.fx_graph("transformed")
+    return fx.code if fx is not None else None
+
+
+def _plain_type(text: str) -> str:
+    """``f32[32]`` of an FX type that may carry strides and a device (``f32[32][1]cuda:0``)."""
+    match = re.match(r"^[a-z]\w*\[[^\]]*\]", text)
+    return match.group(0) if match else text
 
 
 def _collective_op(target: str) -> str | None:
@@ -244,7 +384,7 @@ def _break_label(location: str, reason: str) -> str:
 
 
 def _ranks(numbers: Sequence[int]) -> str:
-    return ("rank " if len(numbers) == 1 else "ranks ") + ", ".join(str(n) for n in numbers)
+    return ("rank " if len(numbers) == 1 else "ranks ") + rank_list(numbers)
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -260,14 +400,41 @@ def _groups(summaries: Sequence[RankSummary], value: Callable[[RankSummary], T])
     return list(groups.items())
 
 
+def paired(
+    mine: Sequence[RankGraph], theirs: Sequence[RankGraph]
+) -> list[tuple[RankGraph | None, RankGraph | None]]:
+    """The graphs of two ranks paired: within a key, equal code first (the order DDP's split graphs were
+    compiled in may differ), then the rest by their order; a graph without a partner is paired with None."""
+    pairs: list[tuple[RankGraph | None, RankGraph | None]] = []
+    keys = list(dict.fromkeys([g.key for g in mine] + [g.key for g in theirs]))
+    for key in keys:
+        left = [g for g in mine if g.key == key]
+        right = [g for g in theirs if g.key == key]
+        rest_left = []
+        for graph in left:
+            twin = next((g for g in right if g.code_hash == graph.code_hash), None)
+            if twin is None:
+                rest_left.append(graph)
+            else:
+                right.remove(twin)
+                pairs.append((graph, twin))
+        for index in range(max(len(rest_left), len(right))):
+            pairs.append((
+                rest_left[index] if index < len(rest_left) else None,
+                right[index] if index < len(right) else None,
+            ))  # fmt: skip
+    return pairs
+
+
 def _status(summaries: Sequence[RankSummary]) -> list[Divergence]:
     failed = [s for s in summaries if s.status != "ok"]
     return [
         Divergence(
-            "status", f"rank {s.rank} {s.status}" + (f": {s.error}" if s.error else ""), (s.rank,), "bad"
+            "status", f"rank {s.rank} {s.status}" + (f": {s.error}" if s.error else ""), (s.rank,), "bad",
+            title=TITLE_FAILED, action="open its report: its capture log says where it stopped",
         )
         for s in failed
-    ]
+    ]  # fmt: skip
 
 
 def _compile_ids(summaries: Sequence[RankSummary]) -> list[Divergence]:
@@ -287,38 +454,62 @@ def _compile_ids(summaries: Sequence[RankSummary]) -> list[Divergence]:
                 f"{_ranks(ranks)} did not compile {_listed(missing)}, which rank {reference.rank} did"
             )
         text = "; ".join(parts) or f"{_ranks(ranks)} compiled {', '.join(ids)} in another order"
-        found.append(Divergence("compile ids", text, tuple(ranks), details=tuple(extra + missing)))
+        found.append(Divergence(
+            "compile ids", text, tuple(ranks), details=tuple(extra + missing), title=TITLE_RECOMPILE,
+            action="a guard failed on these ranks only (a rank-dependent shape or value): make the inputs "
+            "the same on every rank, or mark the dimension dynamic (torch._dynamo.mark_dynamic)",
+        ))  # fmt: skip
     return found
 
 
 def _graphs(summaries: Sequence[RankSummary]) -> list[Divergence]:
-    """Graphs present on some ranks only are the compile ids' divergence; here: the same graph, other code."""
+    """Graphs present on some ranks only are the compile ids' divergence; here: the same graph, other code (or
+    one compile id split into another number of graphs)."""
     reference = summaries[0]
-    own = {g.key: g for g in reference.graphs}
     found = []
-    for key, graph in own.items():
-        groups: dict[str, list[int]] = {}
-        graphs = {}
-        for summary in summaries[1:]:
-            other = next((g for g in summary.graphs if g.key == key), None)
-            if other is not None and other.code_hash != graph.code_hash:
-                groups.setdefault(other.code_hash, []).append(summary.rank)
-                graphs[other.code_hash] = other
-        for code, ranks in groups.items():
-            other = graphs[code]
-            only_other = [k for k in other.kernels if k not in graph.kernels]
-            only_ref = [k for k in graph.kernels if k not in other.kernels]
-            what = []
-            if only_other:
-                what.append(f"{_listed(only_other)} only on {_ranks(ranks)}")
-            if only_ref:
-                what.append(f"{_listed(only_ref)} only on rank {reference.rank}")
-            text = (
-                f"graph {key} was compiled to other code on {_ranks(ranks)} than on rank {reference.rank}"
-                + (f": {'; '.join(what)}" if what else " (the same launches, other kernel code)")
-            )
-            found.append(Divergence("graphs", text, tuple(ranks), details=tuple(only_other + only_ref)))
+    # (graph name, the other code or None for a missing graph) -> ranks
+    groups: dict[tuple[str, str | None], list[int]] = {}
+    partners: dict[tuple[str, str | None], tuple[RankGraph, RankGraph | None]] = {}
+    order: dict[str, int] = {}
+    for summary in summaries[1:]:
+        for mine, theirs in paired(reference.graphs, summary.graphs):
+            if mine is None or (theirs is not None and theirs.code_hash == mine.code_hash):
+                continue
+            if theirs is None and mine.key.split(" ")[0] not in summary.compile_ids:
+                continue  # the whole compile is missing: the compile ids' divergence says it
+            entry = (mine.name, theirs.code_hash if theirs is not None else None)
+            groups.setdefault(entry, []).append(summary.rank)
+            partners.setdefault(entry, (mine, theirs))
+            order.setdefault(mine.name, len(order))
+    for entry, ranks in sorted(groups.items(), key=lambda item: order[item[0][0]]):
+        mine, theirs = partners[entry]
+        if theirs is None:
+            text = f"graph {mine.name} of rank {reference.rank} has no counterpart on {_ranks(ranks)}"
+            found.append(Divergence("graphs", text, tuple(ranks), title=TITLE_CODE, action=_CODE_ACTION))
+            continue
+        only_other = [k for k in theirs.kernels if k not in mine.kernels]
+        only_ref = [k for k in mine.kernels if k not in theirs.kernels]
+        what = []
+        if only_other:
+            what.append(f"{_listed(only_other)} only on {_ranks(ranks)}")
+        if only_ref:
+            what.append(f"{_listed(only_ref)} only on rank {reference.rank}")
+        text = (
+            f"graph {mine.name} was compiled to other code on {_ranks(ranks)} than on rank {reference.rank}"
+            + (f": {'; '.join(what)}" if what else " (the same launches, other kernel code)")
+        )
+        reads = [g for g in reference.guards.get(mine.key.split(" ")[0], ()) if "<rank>" in g]
+        if reads:
+            text += f"; the compile reads the rank ({_listed(reads)}): code that branches on the rank"
+        found.append(Divergence("graphs", text, tuple(ranks), details=tuple(only_other + only_ref),
+                                title=TITLE_CODE, action=_CODE_ACTION))  # fmt: skip
     return found
+
+
+_CODE_ACTION = (
+    "the same compile became other code on these ranks: look for code that reads the rank or per-rank data "
+    "(a branch on dist.get_rank(), a per-rank shape), open both ranks' reports and compare the graph"
+)
 
 
 def _guards(summaries: Sequence[RankSummary]) -> list[Divergence]:
@@ -338,11 +529,16 @@ def _guards(summaries: Sequence[RankSummary]) -> list[Divergence]:
                 if only_other and only_ref
                 else f"{len(other)} guard(s), rank {reference.rank} {len(lines)}"
             )
-            found.append(Divergence("guards", text, tuple(ranks), details=tuple(only_other + only_ref)))
+            found.append(Divergence(
+                "guards", text, tuple(ranks), details=tuple(only_other + only_ref), title=TITLE_GUARDS,
+                action="a guard that differs recompiles one rank and not the other on the next change",
+            ))  # fmt: skip
     return found
 
 
 def _cache(summaries: Sequence[RankSummary]) -> list[Divergence]:
+    """A compile served by a cache on some ranks and compiled on others: the served ranks run ahead while the
+    others compile, and a collective waits past NCCL's watchdog timeout (a hang, then the job killed)."""
     reference = summaries[0]
     found = []
     for compile_id, state in reference.cache.items():
@@ -353,8 +549,26 @@ def _cache(summaries: Sequence[RankSummary]) -> list[Divergence]:
                 groups.setdefault(other, []).append(summary.rank)
         for other, ranks in groups.items():
             text = f"{compile_id}: {other} on {_ranks(ranks)}, {state} on rank {reference.rank}"
-            found.append(Divergence("cache", text, tuple(ranks)))
+            hang = _hits(other) != _hits(state)
+            if hang:
+                graphs = [g.name for g in reference.graphs if g.key.split(" ")[0] == compile_id]
+                text = (
+                    f"the compile cache served {compile_id} on {_ranks(ranks) if _hits(other) else f'rank {reference.rank}'}"
+                    f" but not on {f'rank {reference.rank}' if _hits(other) else _ranks(ranks)} ({text}"
+                    + (f"; graphs {_listed(graphs)}" if graphs else "")
+                    + "): the served ranks run ahead while the others compile, and the first collective waits "
+                    "past the watchdog's timeout"
+                )
+            found.append(Divergence(
+                "cache", text, tuple(ranks), "bad" if hang else "warn", title=TITLE_CACHE if hang else "",
+                action="warm every rank's cache the same way (the same TORCHINDUCTOR_CACHE_DIR contents on every "
+                "node, or none), or raise the process group's timeout for the first steps" if hang else "",
+            ))  # fmt: skip
     return found
+
+
+def _hits(state: str) -> bool:
+    return " hit" in state and not state.startswith("FX graph cache: 0 hit")
 
 
 def _kernels(summaries: Sequence[RankSummary]) -> list[Divergence]:
@@ -370,8 +584,15 @@ def _kernels(summaries: Sequence[RankSummary]) -> list[Divergence]:
             text += f"; only on {_ranks(ranks)}: {_listed(only_other)}"
         if only_ref:
             text += f"; only on rank {reference.rank}: {_listed(only_ref)}"
-        found.append(Divergence("kernels", text, tuple(ranks), details=tuple(only_other + only_ref)))
+        found.append(Divergence("kernels", text, tuple(ranks), details=tuple(only_other + only_ref),
+                                title=TITLE_KERNELS))  # fmt: skip
     return found
+
+
+_COLLECTIVE_ACTION = (
+    "every rank must issue the same collectives in the same order and shapes: find the code that makes them "
+    "depend on the rank (a branch, a per-rank shape, a graph break on one rank)"
+)
 
 
 def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
@@ -379,27 +600,33 @@ def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
     that holds other collectives on another rank is flagged bad; graphs compiled by some ranks only, a warning."""
     reference = summaries[0]
     found = []
-    for graph in reference.graphs:
-        mine = [c.label for c in graph.collectives]
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for summary in summaries[1:]:
-            other = next((g for g in summary.graphs if g.key == graph.key), None)
-            if other is not None and [c.label for c in other.collectives] != mine:
-                groups.setdefault(tuple(c.label for c in other.collectives), []).append(summary.rank)
-        for theirs, ranks in groups.items():
-            text = (
-                f"graph {graph.key} issues {_sequence(theirs)} on {_ranks(ranks)} but {_sequence(mine)} on rank "
-                f"{reference.rank}: collectives that do not match across ranks hang or mix up data"
-            )
-            found.append(Divergence("collectives", text, tuple(ranks), "bad", details=theirs))
+    groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    order: dict[str, int] = {}
+    for summary in summaries[1:]:
+        for mine, theirs in paired(reference.graphs, summary.graphs):
+            if mine is None or theirs is None:
+                continue
+            if [c.label for c in theirs.collectives] != [c.label for c in mine.collectives]:
+                groups.setdefault((mine.name, tuple(c.label for c in theirs.collectives)), []).append(summary.rank)
+                order.setdefault(mine.name, len(order))
+    graphs = {g.name: g for g in reference.graphs}
+    for (name, other_labels), ranks in sorted(groups.items(), key=lambda item: order[item[0][0]]):
+        own_labels = [c.label for c in graphs[name].collectives]
+        how = "in another order" if sorted(other_labels) == sorted(own_labels) else "another shape or op"
+        text = (
+            f"graph {name} issues {_sequence(other_labels)} on {_ranks(ranks)} but {_sequence(own_labels)} on rank "
+            f"{reference.rank} ({how}): collectives that do not match across ranks hang or mix up data"
+        )
+        found.append(Divergence("collectives", text, tuple(ranks), "bad", details=other_labels,
+                                title=TITLE_COLLECTIVES, action=_COLLECTIVE_ACTION))  # fmt: skip
     mine_all = [c.label for c in reference.collectives]
-    for labels, ranks in _groups(summaries, lambda s: tuple(c.label for c in s.collectives))[1:]:
-        if sorted(set(labels)) == sorted(set(mine_all)) and any(d.aspect == "collectives" for d in found):
+    for labels, ranks in _groups(summaries, lambda s: tuple(sorted(c.label for c in s.collectives)))[1:]:
+        if sorted(set(labels)) == sorted(set(mine_all)) and found:
             continue
         peer = next(s for s in summaries if s.rank == ranks[0])
         shared = {g.key for g in reference.graphs} & {g.key for g in peer.graphs}
-        extra = [g.key for g in peer.graphs if g.key not in shared and g.collectives]
-        missing = [g.key for g in reference.graphs if g.key not in shared and g.collectives]
+        extra = [g.name for g in peer.graphs if g.key not in shared and g.collectives]
+        missing = [g.name for g in reference.graphs if g.key not in shared and g.collectives]
         where = []
         if extra:
             where.append(f"in graphs only {_ranks(ranks)} compiled ({_listed(extra)})")
@@ -409,7 +636,8 @@ def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
             f"the compiled graphs of {_ranks(ranks)} hold {_sequence(labels)}, rank {reference.rank}'s "
             f"{_sequence(mine_all)}" + (f": the difference is {' and '.join(where)}" if where else "")
         )
-        found.append(Divergence("collectives", text, tuple(ranks), details=labels))
+        found.append(Divergence("collectives", text, tuple(ranks), details=labels, title=TITLE_COLLECTIVES,
+                                action=_COLLECTIVE_ACTION))  # fmt: skip
     return found
 
 
@@ -435,5 +663,48 @@ def _breaks(summaries: Sequence[RankSummary]) -> list[Divergence]:
             text += f"; only on {_ranks(ranks)}: {_listed(only_other)}"
         if only_ref:
             text += f"; only on rank {reference.rank}: {_listed(only_ref)}"
-        found.append(Divergence("graph breaks", text, tuple(ranks), details=tuple(only_other + only_ref)))
+        found.append(Divergence(
+            "graph breaks", text, tuple(ranks), details=tuple(only_other + only_ref), title=TITLE_BREAK,
+            action="a break on some ranks only splits their graphs, and their collectives, differently: "
+            "remove the break (see the rank's report) or make it happen on every rank",
+        ))  # fmt: skip
     return found
+
+
+# Where a straggler is slower: (what, its value in seconds).
+_PHASES: tuple[tuple[str, Callable[[RankSummary], float | None]], ...] = (
+    ("compile time", lambda s: s.compile_s),
+    ("first call", lambda s: s.cold_compile_s),
+    ("step time", lambda s: s.step_ms / 1000 if s.step_ms is not None else None),
+)
+
+
+def _stragglers(summaries: Sequence[RankSummary]) -> list[Divergence]:
+    """Ranks slower than the others by more than the noise, each with where: its compile, its first compiled
+    call, its step. The others wait for it at every collective."""
+    slow: dict[int, list[str]] = {}
+    for phase, value in _PHASES:
+        times = {s.rank: v for s in summaries if (v := value(s)) is not None}
+        if len(times) < 2:
+            continue
+        median = statistics.median(times.values())
+        spread = statistics.median(abs(v - median) for v in times.values()) if len(times) >= 3 else 0.0
+        for rank, seconds in times.items():
+            over = seconds - median
+            if over > max(_STRAGGLER_FRACTION * median, _NOISE_SPREADS * spread, _STRAGGLER_FLOOR_S):
+                slow.setdefault(rank, []).append(
+                    f"{phase} {_seconds(seconds)} against the ranks' median {_seconds(median)}"
+                )
+    return [
+        Divergence(
+            "stragglers", f"rank {rank} is slower than the others: {'; '.join(where)}", (rank,),
+            details=tuple(where), title=TITLE_STRAGGLER,
+            action="the other ranks wait for it at each collective: compare its report with the others' "
+            "(its compile, its cache, its host and device)",
+        )
+        for rank, where in sorted(slow.items())
+    ]  # fmt: skip
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"

@@ -1,9 +1,11 @@
 """Report stage, several ranks: the landing page of a multi-rank report (``index.html`` beside ``rank<r>/``).
 
 ``ranks_page(ranked, summaries)`` builds the page's view model from the ``ranks.json`` document and the
-ranks' summaries (records/ranks.py, made from each rank's lens.json): where the ranks diverged, what each
-compiled side by side, and their times side by side. ``render_ranks`` renders it; each rank's own report is
-the ordinary single-rank report, untouched.
+ranks' summaries (records/ranks.py: from each rank's lens.json, or the light pass over its logs): where the
+ranks diverged, each cause named with what to do, what each group of identical ranks compiled side by side,
+each rank's times in a row of its own (a page of a thousand ranks stays readable), which ranks have a full
+report and how to build the others. ``render_ranks`` renders it; each rank's own report is the ordinary
+single-rank report, untouched.
 """
 
 from __future__ import annotations
@@ -12,23 +14,38 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..records.ranks import RANKS_JSON, Divergence, RankedRun, RankSummary, divergences
+from ..records.ranks import (
+    NORMALISED,
+    RANKS_JSON,
+    Divergence,
+    RankedRun,
+    RankSummary,
+    divergences,
+    rank_list,
+)
 from ..version import __version__
 from .env import environment, format_seconds
 from .highlight import stylesheet
 
-__all__ = ["RanksPage", "ranks_page", "render_ranks"]
+__all__ = ["ALL_SAME", "RanksPage", "ranks_page", "render_ranks"]
 
+# What the ranks are compared by; "stragglers" compares their times, not what they compiled.
 _ASPECTS = ("status", "compile ids", "graphs", "guards", "cache", "kernels", "collectives", "graph breaks")
+_TIMING = "stragglers"
 _KERNEL_ROWS = 40  # the slowest kernels shown side by side
+_NAV_RANKS = 16  # ranks with a full report linked in the navigation bar
+ALL_SAME = "All ranks compiled the same"  # the headline's words where nothing differs (tests rely on them)
 
 
 @dataclass(frozen=True)
 class RankColumn:
-    rank: int
-    url: str  # the rank's report, relative to the landing page
+    """A column of the side-by-side tables: one rank, or a group of ranks that compiled the same."""
+
+    rank: int  # the rank shown (the group's lowest)
+    url: str  # its report, relative to the landing page; "" where it has none yet
     status: str
     error: str | None
+    label: str = ""  # "rank 0", or "ranks 0, 2-63" for a group
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,19 @@ class RankRow:
     cells: tuple[str, ...]
     differs: bool
     title: str = ""
+
+
+@dataclass(frozen=True)
+class RankLine:
+    """One rank in the table of every rank: its group, its report (or the command that builds it), its times."""
+
+    rank: int
+    group: str  # "A", "B"...: the group of ranks that compiled the same
+    url: str
+    command: str  # ``inductor-lens report ... --rank R`` where it has no report
+    status: str
+    cells: tuple[str, ...]  # its times, as ``RanksPage.time_labels``
+    slow: bool  # a straggler
 
 
 @dataclass(frozen=True)
@@ -53,16 +83,29 @@ class AspectVerdict:
 @dataclass(frozen=True)
 class RanksPage:
     ranked: RankedRun
-    columns: tuple[RankColumn, ...]
+    columns: tuple[RankColumn, ...]  # the groups of identical ranks, the reference rank's first
     headline: str
     aspects: tuple[AspectVerdict, ...]
     facts: tuple[RankRow, ...]
-    times: tuple[RankRow, ...]
+    times: tuple[RankRow, ...]  # per group: its representative's times
     kernel_times: tuple[RankRow, ...]
-    bad: bool  # a divergence that puts the job at risk (a failed rank, mismatched collectives)
+    bad: bool  # a divergence that puts the job at risk (a failed rank, mismatched collectives, a cache hang risk)
+    stragglers: AspectVerdict | None = None
+    normalised: tuple[str, ...] = NORMALISED
+    reports: str = ""  # which ranks have a full report, and which ranks each stands for
+    time_labels: tuple[str, ...] = ()
+    lines: tuple[RankLine, ...] = ()
+    nav: tuple[RankColumn, ...] = ()
+    kernel_columns: tuple[RankColumn, ...] = ()
+
+    @property
+    def compared(self) -> tuple[AspectVerdict, ...]:
+        """The rows of "What was compared": each aspect, then the stragglers."""
+        return self.aspects + ((self.stragglers,) if self.stragglers is not None else ())
 
 
-def ranks_page(ranked: RankedRun, summaries: Sequence[RankSummary]) -> RanksPage:
+def ranks_page(ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: str = "") -> RanksPage:
+    """``report_dir``: the multi-rank report's folder, named in the command that builds a rank's report."""
     found = divergences(summaries)
     aspects = tuple(
         AspectVerdict(
@@ -72,34 +115,114 @@ def ranks_page(ranked: RankedRun, summaries: Sequence[RankSummary]) -> RanksPage
         )
         for aspect in _ASPECTS
     )
+    slow = tuple(d for d in found if d.aspect == _TIMING)
     differing = [a.aspect for a in aspects if not a.same]
     if len(summaries) < 2:
         headline = "Only one rank left output: nothing to compare."
     elif differing:
         headline = f"The ranks diverged: {', '.join(differing)} differ."
     else:
-        headline = f"All {len(summaries)} ranks compiled the same: same compile ids, graphs, guards, kernels and collectives."
+        headline = (
+            f"{ALL_SAME} ({len(summaries)} ranks): same compile ids, graphs, guards, cache outcomes, kernels and "
+            "collectives."
+        )
+    if slow and len(summaries) >= 2:
+        headline += f" {len(slow)} straggler rank(s): {rank_list(r for d in slow for r in d.ranks)}."
+    reported = {e.rank for e in ranked.ranks if e.report}
+    groups: dict[str, list[RankSummary]] = {}
+    for summary in summaries:
+        groups.setdefault(summary.fingerprint, []).append(summary)
+    members = list(groups.values())
+    shown = [_shown(group, reported) for group in members]
+    columns = tuple(
+        RankColumn(s.rank, _url(s, reported), s.status, s.error,
+                   f"rank {s.rank}" if len(group) == 1 else f"ranks {rank_list(g.rank for g in group)}")
+        for s, group in zip(shown, members, strict=True)
+    )  # fmt: skip
+    letters = {s.rank: _letter(i) for i, group in enumerate(members) for s in group}
+    slow_ranks = {r for d in slow for r in d.ranks}
+    where = report_dir or "REPORT"
+    time_labels, time_values = _time_columns(summaries)
+    lines = tuple(
+        RankLine(
+            s.rank, letters[s.rank], _url(s, reported),
+            "" if s.rank in reported else f"inductor-lens report {where} --rank {s.rank}",
+            s.status, tuple(value(s) for value in time_values), s.rank in slow_ranks,
+        )
+        for s in summaries
+    )  # fmt: skip
+    with_reports = [s for s in summaries if s.rank in reported]
+    report_columns = tuple(RankColumn(s.rank, _url(s, reported), s.status, s.error, f"rank {s.rank}") for s in with_reports)
     return RanksPage(
         ranked=ranked,
-        columns=tuple(RankColumn(s.rank, f"{s.folder}/index.html", s.status, s.error) for s in summaries),
+        columns=tuple(
+            RankColumn(c.rank, c.url, c.status, c.error, f"{_letter(i)}: {c.label}") for i, c in enumerate(columns)
+        ),
         headline=headline,
         aspects=aspects,
-        facts=_facts(summaries),
-        times=_times(summaries),
-        kernel_times=_kernel_times(summaries),
+        facts=_facts(shown),
+        times=_times(shown),
+        kernel_times=_kernel_times(with_reports),
         bad=any(d.severity == "bad" for d in found),
+        stragglers=AspectVerdict(_TIMING, not slow, slow),
+        reports=_reports(members, reported),
+        time_labels=time_labels,
+        lines=lines,
+        nav=report_columns[:_NAV_RANKS],
+        kernel_columns=report_columns,
     )
 
 
-def render_ranks(ranked: RankedRun, summaries: Sequence[RankSummary]) -> dict[str, str]:
+def render_ranks(ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: str = "") -> dict[str, str]:
     """The landing page and the ranks document: ``{relative path: text}``."""
-    page = ranks_page(ranked, summaries)
+    page = ranks_page(ranked, summaries, report_dir)
     html = (
         environment()
         .get_template("ranks.html.j2")
         .render(root="", run=ranked, page=page, version=__version__, pygments_css=stylesheet())
     )
     return {"index.html": html, RANKS_JSON: ranked.to_json()}
+
+
+def _shown(group: Sequence[RankSummary], reported: set[int]) -> RankSummary:
+    """The rank that stands for a group: the lowest with a full report, else the lowest."""
+    return next((s for s in group if s.rank in reported), group[0])
+
+
+def _url(summary: RankSummary, reported: set[int]) -> str:
+    return f"{summary.folder}/index.html" if summary.rank in reported else ""
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"G{index + 1}"
+
+
+def _reports(groups: Sequence[Sequence[RankSummary]], reported: set[int]) -> str:
+    """``rank 0 (for ranks 0, 2-63, which compiled the same), rank 1``."""
+    parts = []
+    for group in groups:
+        built = [s.rank for s in group if s.rank in reported]
+        if not built:
+            continue
+        text = ", ".join(f"rank {r}" for r in built)
+        if len(group) > len(built):
+            text += f" (for ranks {rank_list(s.rank for s in group)}, which compiled the same)"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _time_columns(
+    summaries: Sequence[RankSummary],
+) -> tuple[tuple[str, ...], tuple[Callable[[RankSummary], str], ...]]:
+    """The times every rank has a value of (or some rank has): compile, first call, step, profiled step."""
+    candidates: tuple[tuple[str, Callable[[RankSummary], object], Callable[[RankSummary], str]], ...] = (
+        ("Compile, all", lambda s: s.compile_s, lambda s: format_seconds(s.compile_s)),
+        ("First compiled call", lambda s: s.cold_compile_s, lambda s: format_seconds(s.cold_compile_s)),
+        ("Compiled step", lambda s: s.step_ms, lambda s: _ms(s.step_ms)),
+        ("Profiled step, in compiled code", lambda s: s.step_device_us, lambda s: _us(s.step_device_us)),
+    )
+    kept = [(label, show) for label, value, show in candidates if any(value(s) is not None for s in summaries)]
+    return tuple(label for label, _ in kept), tuple(show for _, show in kept)
 
 
 def _row(

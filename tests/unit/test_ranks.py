@@ -16,16 +16,25 @@ import pytest
 
 from inductor_lens.capture.ranks import check_launcher, split_torchrun
 from inductor_lens.errors import UsageError
+from inductor_lens.parse.rank_light import light_summary
 from inductor_lens.parse.ranks import find_ranks
-from inductor_lens.ranked import read_ranked, report_ranks, write_landing
+from inductor_lens.ranked import read_ranked, report_rank, report_ranks, write_landing
 from inductor_lens.records.ranks import (
+    TITLE_CACHE,
+    TITLE_CODE,
+    TITLE_COLLECTIVES,
+    TITLE_RECOMPILE,
+    TITLE_STRAGGLER,
     Collective,
     RankedRun,
+    RankGraph,
     code_hash,
     divergences,
     normalized_guards,
+    paired,
     summarize,
 )
+from inductor_lens.report.ranks_view import ALL_SAME
 
 from ..conftest import CliResult
 
@@ -36,7 +45,8 @@ RECOMPILE = (
 )
 OTHER_CODE = (
     "graph 0/0 inference was compiled to other code on rank 1 than on rank 0: "
-    "cpp_fused_mul_relu_2 only on rank 1; cpp_fused_mul_2 only on rank 0"
+    "cpp_fused_mul_relu_2 only on rank 1; cpp_fused_mul_2 only on rank 0; "
+    "the compile reads the rank (EQUALS_MATCH: G['rank'] == <rank>): code that branches on the rank"
 )
 COLLECTIVES = (
     "the compiled graphs of rank 1 hold 2 collective(s): all_reduce(f32[32]) x2, rank 0's 1 collective(s): "
@@ -74,22 +84,22 @@ def test_rank_folders_are_ranks_and_one_rank_is_an_ordinary_report(unpacked: Cal
 def test_the_landing_names_where_the_ranks_diverged(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
     result = report_ranks(unpacked(FIXTURE) / "torchrun-shared", tmp_path / "report")
     found = {d.aspect: d for d in result.divergences}
-    assert list(found) == ["compile ids", "graphs", "guards", "kernels", "collectives"]
-    assert found["compile ids"].text == RECOMPILE
-    assert found["graphs"].text == OTHER_CODE
-    # the branch on the rank is a guard on it: the only guard that differs once object ids are left out
-    assert found["guards"].text == (
-        "the guards of 0/0 differ: rank 1 check EQUALS_MATCH: G['rank'] == 1 where rank 0 checks "
-        "EQUALS_MATCH: G['rank'] == 0"
-    )
-    assert found["collectives"].text == COLLECTIVES
+    # the guard on the rank (G['rank'] == 1) is each rank's own value, left out: the branch shows as other code
+    assert list(found) == ["compile ids", "graphs", "kernels", "collectives"]
+    assert (found["compile ids"].title, found["compile ids"].text) == (TITLE_RECOMPILE, RECOMPILE)
+    assert (found["graphs"].title, found["graphs"].text) == (TITLE_CODE, OTHER_CODE)
+    assert (found["collectives"].title, found["collectives"].text) == (TITLE_COLLECTIVES, COLLECTIVES)
     assert {d.severity for d in result.divergences} == {"warn"}
+    # two groups of ranks that compiled the same: each gets its full report
+    assert [(e.rank, e.report) for e in result.ranked.ranks] == [(0, True), (1, True)]
     assert [(run.title, [g.id for g in run.graphs]) for run in result.runs] == [
         ("torchrun-shared · rank 0", ["model__0_inference_0.0"]),
         ("torchrun-shared · rank 1", ["model__0_inference_0.0", "model__1_inference_1.1"]),
     ]
     landing = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
-    assert "The ranks diverged: compile ids, graphs, guards, kernels, collectives differ." in landing
+    assert "The ranks diverged: compile ids, graphs, kernels, collectives differ." in landing
+    assert "Recompile on some ranks only</b>:" in landing and "What to do:" in landing
+    assert "Compared after normalising" in landing
     assert "How to read this page" in landing
     for rank in (0, 1):
         assert f'href="rank{rank}/index.html"' in landing
@@ -109,10 +119,9 @@ def test_a_compile_nproc_capture_reports_per_rank_with_its_measurements(
         "kernels",
         "collectives",
     ]
+    # the rank's own number is left out; the relu only rank 1's branch calls is a guard of its own
     assert next(d for d in result.divergences if d.aspect == "guards").details == (
         "ID_MATCH: ___check_obj_id(G['torch'].relu, <id>), type=<class 'builtin_function_or_method'>",
-        "EQUALS_MATCH: L['self'].rank == 1",
-        "EQUALS_MATCH: L['self'].rank == 0",
     )
     # each rank's measurements (capture.json, profile_trace.json) are attached, as `report` of one capture does
     assert all(run.bench is not None and run.bench.end_to_end is not None for run in result.runs)
@@ -147,7 +156,8 @@ def test_collectives_that_do_not_match_in_one_graph_are_bad(
     bad = [d for d in divergences([zero, one]) if d.severity == "bad"]
     assert [d.text for d in bad] == [
         "graph 0/0 inference issues 1 collective(s): all_gather_into_tensor(f32[64]) on rank 1 but 1 collective(s): "
-        "all_reduce(f32[32]) on rank 0: collectives that do not match across ranks hang or mix up data"
+        "all_reduce(f32[32]) on rank 0 (another shape or op): collectives that do not match across ranks hang or "
+        "mix up data"
     ]
     assert divergences([zero, dataclasses.replace(zero, rank=1)]) == ()
 
@@ -159,9 +169,19 @@ def test_what_differs_between_processes_of_one_compile_is_left_out() -> None:
         "Guard latency = 203.08 us"
     )
     assert normalized_guards(guards) == ("ID_MATCH: ___check_obj_id(G['dist'], <id>), type=<class 'module'>",)
+    assert normalized_guards(
+        "+- TENSOR_MATCH: check_tensor(L['x'], device=1, size=[2])\n+- EQUALS_MATCH: L['self'].local_rank == 3\n"
+        "+- ID_MATCH: <code object inner at 0x7f74ab12> G['seed'] == 1234"
+    ) == (
+        "TENSOR_MATCH: check_tensor(L['x'], device=<i>, size=[2])",
+        "EQUALS_MATCH: L['self'].local_rank == <rank>",
+        "ID_MATCH: <code object inner at 0x<addr>> G['seed'] == <seed>",
+    )
     code = "# kernel path: /tmp/a/xy.py\nk = async_compile.triton('k', '''x''', device_str='cuda')\nload('/tmp/a/k.so')\n"
     moved = code.replace("/tmp/a/", "/tmp/b/")
     assert code_hash(code) == code_hash(moved) != code_hash(code.replace("'''x'''", "'''y'''"))
+    on_one = "stream = get_raw_stream(1)\nx = torch.empty(4, device='cuda:1')\nDeviceProperties(type='cuda', index=1)"
+    assert code_hash(on_one) == code_hash(on_one.replace("1", "0")) != code_hash(on_one.replace("4", "8"))
 
 
 def test_torchrun_commands_are_split_into_launcher_options_and_the_script() -> None:
@@ -208,3 +228,106 @@ def test_an_unreadable_ranks_document_is_an_input_error(tmp_path: Path) -> None:
         read_ranked(tmp_path)
     document = RankedRun(title="t", created="c", tool_version="v", source_dir="s")
     assert RankedRun.from_json(document.to_json()) == document
+
+
+def _copies(unpacked: Callable[[str], Path], target: Path, edits: dict[int, dict[str, str]]) -> Path:
+    """Rank 0's TORCH_TRACE log of the torchrun capture copied as the log of each rank of ``edits``, each copy with
+    its text replacements."""
+    log = next((unpacked(FIXTURE) / "torchrun-shared" / "trace").glob("*_rank_0_*.log"))
+    target.mkdir()
+    for rank, replacements in edits.items():
+        text = log.read_text(encoding="utf-8")
+        for old, new in replacements.items():
+            assert old in text
+            text = text.replace(old, new)
+        (target / f"dedicated_log_torch_trace_rank_{rank}_copy.log").write_text(text, encoding="utf-8")
+    return target
+
+
+def test_identical_copies_of_one_rank_never_diverge_and_one_stands_for_them(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    logs = _copies(unpacked, tmp_path / "logs", {0: {}, 1: {}, 2: {}})
+    out = tmp_path / "report"
+    result = report_ranks(logs, out)
+    assert result.divergences == ()
+    # the landing page was written from the light pass; rank 0's full report stands for the identical ranks
+    assert [(e.rank, e.report) for e in result.ranked.ranks] == [(0, True), (1, False), (2, False)]
+    assert [run.title for run in result.runs] == ["logs · rank 0"]
+    assert not (out / "rank1").exists()
+    landing = (out / "index.html").read_text(encoding="utf-8")
+    assert f"{ALL_SAME} (3 ranks)" in landing
+    assert "rank 0 (for ranks 0-2, which compiled the same)" in landing
+    assert f"inductor-lens report {out.resolve()} --rank 1" in landing
+    # the light pass and the full report agree on everything compared
+    full = summarize(0, "rank0", result.runs[0])
+    assert full.fingerprint == result.summaries[1].fingerprint == result.summaries[0].fingerprint
+    # `report FOLDER --rank 2`: rank 2's report on demand, linked from the landing page re-rendered
+    again = report_rank(out, None, 2)
+    assert [(e.rank, e.report) for e in again.ranked.ranks] == [(0, True), (1, False), (2, True)]
+    assert (out / "rank2" / "lens.json").is_file() and again.divergences == ()
+    assert 'href="rank2/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+    with pytest.raises(UsageError, match=r"--rank 7: .* holds no rank 7 \(its ranks: 0-2\)"):
+        report_rank(out, None, 7)
+
+
+def test_ranks_that_differ_only_by_device_index_and_addresses_compiled_the_same(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    logs = _copies(unpacked, tmp_path / "logs", {
+        rank: {
+            "device=None": f"device={rank}",
+            "___check_global_state()": f"___check_global_state() <code object inner at 0x7f74{rank}a9c0>",
+            "\tasync_compile = AsyncCompile()": f"\tasync_compile = AsyncCompile()  # cuda:{rank} at 0x55{rank}0",
+        }
+        for rank in (0, 1)
+    })  # fmt: skip
+    result = report_ranks(logs, tmp_path / "report")
+    assert result.divergences == ()
+    assert f"{ALL_SAME} (2 ranks)" in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_named_causes_a_cache_hit_on_one_rank_is_a_hang_risk_and_a_slow_rank_a_straggler(
+    unpacked: Callable[[str], Path],
+) -> None:
+    log = str(next((unpacked(FIXTURE) / "torchrun-shared" / "trace").glob("*_rank_0_*.log")))
+    zero = light_summary(0, "rank0", [log])
+    assert zero.cache == {"0/0": "AOTAutograd miss, FX graph miss"}
+    warm = dataclasses.replace(zero, rank=1, cache={"0/0": "AOTAutograd hit"})
+    (hang,) = divergences([zero, warm])
+    assert (hang.aspect, hang.severity, hang.title) == ("cache", "bad", TITLE_CACHE)
+    assert hang.text.startswith("the compile cache served 0/0 on rank 1 but not on rank 0 (")
+    assert "graphs 0/0 inference" in hang.text and "watchdog" in hang.text and hang.action
+    # four ranks alike and one that takes 3x longer per step and to compile
+    ranks = [dataclasses.replace(zero, rank=r, step_ms=10.0 + r * 0.1) for r in range(4)]
+    slow = dataclasses.replace(zero, rank=4, step_ms=31.0, compile_times={"0/0": 3 * (zero.compile_s or 0)})
+    (straggler,) = divergences([*ranks, slow])
+    assert (straggler.aspect, straggler.title, straggler.ranks) == ("stragglers", TITLE_STRAGGLER, (4,))
+    assert straggler.text.startswith("rank 4 is slower than the others: compile time ")
+    assert "; step time 31.0 ms against the ranks' median 10.2 ms" in straggler.text
+    assert divergences(ranks) == ()
+
+
+def test_graphs_one_compile_split_into_are_paired_by_code_then_order() -> None:
+    def graph(code: str, nth: int) -> RankGraph:
+        return RankGraph("4/0 forward", "g", code, (f"k_{code}",), (Collective("all_reduce", "4/0 forward"),), nth)
+
+    mine = (graph("a", 0), graph("b", 1), graph("c", 2))
+    theirs = (graph("c", 0), graph("a", 1), graph("b", 2))  # DDP's submodules logged in another order
+    assert [(m.code_hash, t.code_hash) for m, t in paired(mine, theirs) if m and t] == [("a", "a"), ("b", "b"), ("c", "c")]
+    other = (graph("a", 0), graph("x", 1), graph("c", 2))
+    assert [(m and m.name, t and t.name) for m, t in paired(mine, other) if not (m and t and m.code_hash == t.code_hash)] == [
+        ("4/0 forward #2", "4/0 forward #2")
+    ]
+
+
+def test_sixteen_copied_ranks_report_fast_without_a_divergence(unpacked: Callable[[str], Path], tmp_path: Path) -> None:
+    logs = _copies(unpacked, tmp_path / "logs", {rank: {} for rank in range(16)})
+    result = report_ranks(logs, tmp_path / "report", draw=False)
+    assert result.divergences == () and len(result.summaries) == 16
+    assert [e.rank for e in result.ranked.ranks if e.report] == [0]
+    # re-rendered from rank 0's lens.json and the light pass over the others' logs, to the same verdict
+    ranked = read_ranked(tmp_path / "report")
+    assert ranked is not None
+    _index, runs, again = write_landing(tmp_path / "report", ranked)
+    assert again == () and len(runs) == 1

@@ -1,0 +1,65 @@
+"""Parse stage, several ranks: the light pass over one rank's TORCH_TRACE logs, for the landing page.
+
+``light_summary(rank, folder, logs)`` reads the rank's logs once (parse/trace.py, keeping each graph's output
+code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/ranks.py):
+compile ids, recompile reasons, guards, cache lookups, compile times and graph breaks from the frames, and per
+graph its code hash, launches and collectives. Nothing is rendered and no graph is parsed beyond its output
+code's launches, so a job of many ranks gets its landing page in seconds (``light_summaries`` spreads the ranks
+over the cores); the same facts of a full report (``summarize``) are made by the same functions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from ..records.ranks import RankSummary, numbered, rank_graph, summary_of
+from .diagnostics import Diagnostics
+from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
+from .output_code import parse_output_code
+from .trace import read_traces
+
+__all__ = ["LightTask", "light_summaries", "light_summary"]
+
+# (rank, its report folder's name, its TORCH_TRACE logs, its status, its error)
+LightTask = tuple[int, str, tuple[str, ...], str, "str | None"]
+# Below this many ranks the pass runs in this process: starting workers costs more than it saves.
+_PARALLEL_FROM = 4
+
+
+def light_summary(
+    rank: int, folder: str, logs: Sequence[str], *, status: str = "ok", error: str | None = None
+) -> RankSummary:
+    """The comparable facts of one rank, from its TORCH_TRACE logs alone."""
+    diagnostics = Diagnostics()
+    paths = [Path(log) for log in logs]
+    root = paths[0].parent if paths else Path()
+    traces = read_traces(paths, root, diagnostics, keep_graphs=True)
+    frame_traces = fold_restarts(traces.frames)
+    own_breaks = own_graph_breaks(frame_traces)
+    frames = [dynamo_frame(trace, own_breaks.get(trace.compile_id)) for trace in frame_traces]
+    breaks = [b for trace in frame_traces for b in graph_breaks(trace)]
+    graphs = []
+    for traced in traces.traced_graphs:
+        code = traced.files.get("output_code.py", "")
+        launches = parse_output_code(code, traced.where, diagnostics).launches if code else ()
+        fx_text = traced.files.get("fx_graph_readable.py") or traced.files.get("fx_graph_transformed.py")
+        key = f"{traced.compile_id} {traced.kind}"
+        graphs.append(rank_graph(key, key, code, [launch.label for launch in launches], fx_text))
+    return summary_of(rank, folder, frames, numbered(graphs), breaks, status=status, error=error)
+
+
+def light_summaries(tasks: Sequence[LightTask], workers: int | None = None) -> list[RankSummary]:
+    """Each rank's light summary, in the order given, the ranks spread over the cores."""
+    workers = workers or os.cpu_count() or 1
+    if len(tasks) < _PARALLEL_FROM or workers < 2:
+        return [_run(task) for task in tasks]
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+        return list(pool.map(_run, tasks, chunksize=max(1, len(tasks) // (workers * 4))))
+
+
+def _run(task: LightTask) -> RankSummary:
+    rank, folder, logs, status, error = task
+    return light_summary(rank, folder, logs, status=status, error=error)
