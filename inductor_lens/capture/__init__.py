@@ -72,6 +72,7 @@ NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|\[Errno (?:2
 NO_SPACE_PATH = re.compile(r"(/[^\s:'\"]+)['\"]?:? *(?:No space left on device|Disk quota exceeded)|"
                            r"(?:No space left on device|Disk quota exceeded)['\"]?: *'(/[^']+)'")
 LOG_TAIL_BYTES = 256 * 1024
+TRACE_DIR = "trace"  # TORCH_TRACE, in the capture folder
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,9 @@ def full_disk(result: CaptureResult, finished: Finished, capture_dir: Path, cach
     the caches, the report folder) and its free space; None where it failed otherwise."""
     if result.status == "ok" and finished.exit_code == 0 and not finished.timed_out:
         return None
-    text = f"{result.error or ''}\n{_log_tail(capture_dir / LOG_FILE)}"
+    # the log has the failure's first line; torch's trace log its whole text (a compiler's output included)
+    logs = [capture_dir / LOG_FILE, *sorted((capture_dir / TRACE_DIR).glob("*.log"))]
+    text = "\n".join([result.error or "", *(_log_tail(log) for log in logs)])
     if not NO_SPACE.search(text):
         return None
     named = next((Path(m.group(1) or m.group(2)) for m in NO_SPACE_PATH.finditer(text)), None)
@@ -346,7 +349,7 @@ def capture_environment(capture_dir: Path, cache_root: Path, *, bench: bool = Tr
     env.update(
         TORCH_COMPILE_DEBUG="1",
         TORCH_COMPILE_DEBUG_DIR=str(capture_dir),
-        TORCH_TRACE=str(capture_dir / "trace"),
+        TORCH_TRACE=str(capture_dir / TRACE_DIR),
         TORCHINDUCTOR_CACHE_DIR=str(cache_root / "inductor"),
         TRITON_CACHE_DIR=str(cache_root / "triton"),
         # Makes Inductor record bytes and FLOPs per Triton kernel (kernel_num_gb, kernel_flop) and write
