@@ -59,7 +59,7 @@ from .pipeline import (
 )
 from .pipeline import inspecting as pipeline_inspecting
 from .ranked import RankedResult, compile_ranks, is_ranked, report_ranks, run_script_ranks
-from .report.folders import find_index, is_comparison, named_out_dir
+from .report.folders import find_index, is_comparison, named_out_dir, run_folder_name
 from .units import format_age, format_bytes
 
 __all__ = [
@@ -110,13 +110,17 @@ __all__ = [
 
 
 def default_report_dir(spec: CompileSpec) -> Path:
-    """Where ``compile`` writes a report unless told: ``inductor-lens-reports/<model>-<mode>/``."""
-    return named_out_dir(f"{spec.model_name}-{spec.mode}")
+    """Where ``compile`` writes a report unless told: ``inductor-lens-reports/<model>-<mode>/``, with what else
+    sets the run apart (``-train``, the dtype, ``-dynamic``, the options: ``run_folder_name``)."""
+    return named_out_dir(run_folder_name(spec.model_name, mode=spec.mode, train=spec.train, dtype=spec.dtype,
+                                         dynamic=spec.dynamic, options=spec.options))  # fmt: skip
 
 
 def default_script_report_dir(spec: ScriptSpec) -> Path:
-    """Where ``run`` writes a report unless told: ``inductor-lens-reports/<script>-run/``."""
-    return named_out_dir(f"{spec.model_name}-run")
+    """Where ``run`` writes a report unless told: ``inductor-lens-reports/<script>-run/``, with a mode other than
+    the default, ``-dynamic`` and the options where given."""
+    return named_out_dir(run_folder_name(f"{spec.model_name}-run", mode=None if spec.mode == "default" else spec.mode,
+                                         dynamic=spec.dynamic, options=spec.options))  # fmt: skip
 
 
 def inspect(
@@ -157,7 +161,7 @@ def inspect(
         handwritten=handwritten,
         accuracy=accuracy,
     )
-    out_dir = Path(out) if out is not None else named_out_dir(f"{name}-{mode}")
+    out_dir = Path(out) if out is not None else default_report_dir(spec)
     return inspect_model(model, calls, spec, out_dir, strict=strict)
 
 

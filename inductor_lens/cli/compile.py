@@ -86,7 +86,9 @@ from .common import (
     "H200), check them under Triton's interpreter against eager, and report them as a CPU preview (no timing).",
 )
 @try_options
-@out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/, with --nproc <model>-<mode>-nproc<N>/].")
+@out_option("Report folder [default: inductor-lens-reports/<model>-<mode>/, with -train, the dtype (-bf16...), "
+            "-dynamic/-static and the --option values where given, e.g. mlp-default-train-bf16/; with --nproc, "
+            "-nproc<N> after it].")
 @model_options
 @lens_command
 def compile_command(

@@ -52,7 +52,8 @@ from .common import (
                           "Entered around each call of a compiled function or module; the script's eager code "
                           "between those calls runs as it is.")  # fmt: skip
 @try_options
-@out_option("Report folder [default: inductor-lens-reports/<script>-run/].")
+@out_option("Report folder [default: inductor-lens-reports/<script>-run/, with a --mode other than default, "
+            "-dynamic/-static and the --option values where given].")
 @strict_option
 @open_option("report")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)

@@ -65,6 +65,27 @@ def named_out_dir(name: str) -> Path:
     return REPORTS_ROOT / (name or "report")
 
 
+_SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
+_OPTIONS_IN_NAME = 60  # characters of options spelled out in a folder's name; more are named by their hash
+
+
+def run_folder_name(name: str, *, mode: str | None = None, train: bool = False, dtype: str | None = None,
+                    dynamic: bool | None = None, options: Mapping[str, object] | None = None) -> str:
+    """A run's default folder name: ``name``, then what sets the run apart from another of the same model:
+    ``mlp-default``, ``mlp-default-train-bf16``, ``mlp-max-autotune-dynamic-epilogue_fusion-false``, so a
+    ``compile --train`` does not replace the report of the ``compile`` before it."""
+    parts = [name] + ([mode] if mode else [])
+    parts += ["train"] if train else []
+    parts += [_SHORT_DTYPES.get(dtype, dtype)] if dtype else []
+    parts += [] if dynamic is None else ["dynamic" if dynamic else "static"]
+    if options:
+        spelled = "-".join(f"{key}-{value}" for key, value in sorted(options.items()))
+        if len(spelled) > _OPTIONS_IN_NAME:
+            spelled = "options-" + hashlib.sha256(spelled.encode()).hexdigest()[:8]
+        parts.append(spelled)
+    return safe_folder_name("-".join(parts))
+
+
 def safe_folder_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)[:120]
 

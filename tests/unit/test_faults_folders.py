@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from inductor_lens import api, caches
 from inductor_lens.errors import InUseError, NoSpaceError
 from inductor_lens.handwritten import tuning
+from inductor_lens.options import CompileSpec, ScriptSpec
 from inductor_lens.report import LENS_JSON, folders, highlight, render_cache, write_report
 from inductor_lens.report.folders import TIMELINE_EXPORT
 
@@ -190,3 +192,21 @@ def test_a_killed_runs_lock_and_leftovers_do_not_stop_the_next(tmp_path: Path) -
             "index.html", LENS_JSON]  # fmt: skip
         (out / "capture").mkdir()
     assert sorted(p.name for p in out.iterdir()) == ["capture", "index.html", LENS_JSON]
+
+
+def test_default_folders_tell_runs_of_one_model_apart() -> None:
+    def folder(**settings: object) -> str:
+        return api.default_report_dir(CompileSpec(model_path=Path("samples/mlp.py"), **settings)).name  # type: ignore[arg-type]
+
+    assert folder() == "mlp-default"  # as before, for the plain run
+    assert folder(train=True, dtype="bfloat16") == "mlp-default-train-bf16"
+    assert folder(mode="max-autotune", dynamic=True) == "mlp-max-autotune-dynamic"
+    assert folder(dynamic=False, options={"epilogue_fusion": False}) == "mlp-default-static-epilogue_fusion-False"
+    names = {folder(), folder(train=True), folder(dtype="float16"), folder(dynamic=True), folder(dynamic=False),
+             folder(options={"epilogue_fusion": False}), folder(options={"epilogue_fusion": True}),
+             folder(options={f"option_{i}": i for i in range(20)}), folder(options={f"option_{i}": i for i in range(21)})}  # fmt: skip
+    assert len(names) == 9 and all(len(name) <= 120 for name in names)
+    script = ScriptSpec(argv=("train.py",), cwd=Path.cwd(), model_path=Path("train.py"))
+    assert api.default_script_report_dir(script).name == "train-run"
+    assert api.default_script_report_dir(replace(script, mode="reduce-overhead", dynamic=True)).name == (
+        "train-run-reduce-overhead-dynamic")
