@@ -50,8 +50,8 @@ _DEVICE_INDEX = re.compile(
     r"\b(?P<name>(?:cuda|xpu|hpu|npu|mps):|(?:device|device_index)=|type='\w+', index=|"
     r"(?:get_raw_stream|_DeviceGuard|set_device|device)\()\d+"
 )
-_RANK_VALUE = re.compile(r"(?P<source>[\w.\]\['\"]*rank\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
-_SEED_VALUE = re.compile(r"(?P<source>[\w.\]\['\"]*seed\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
+_RANK_VALUE = re.compile(r"(?P<source>\w*rank\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
+_SEED_VALUE = re.compile(r"(?P<source>\w*seed\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")  # the user line the guard came from, after the guard
 _KERNEL_PATH = re.compile(r"^\s*# kernel path: .*$", re.MULTILINE)
 _QUOTED_PATH = re.compile(r"(['\"])/[^'\"\n]*\1")
@@ -305,8 +305,14 @@ def code_hash(output_code: str) -> str:
     """The output code's hash, blind to what differs between processes compiling the same graph: the paths of
     their kernel files in their own caches, their device index, object addresses."""
     text = _QUOTED_PATH.sub(r"\1<path>\1", _KERNEL_PATH.sub("", output_code))
-    text = _DEVICE_INDEX.sub(lambda m: m["name"] + "<i>", _ADDRESS.sub("0x<addr>", text))
-    return hashlib.sha1(text.strip().encode()).hexdigest()[:12]
+    return hashlib.sha1(_per_process(text).strip().encode()).hexdigest()[:12]
+
+
+def _per_process(text: str) -> str:
+    """``text`` with its object addresses and device indices written as placeholders."""
+    if "0x" in text:
+        text = _ADDRESS.sub("0x<addr>", text)
+    return _DEVICE_INDEX.sub(lambda m: m["name"] + "<i>", text)
 
 
 def normalized_guards(text: str) -> tuple[str, ...]:
@@ -318,9 +324,12 @@ def normalized_guards(text: str) -> tuple[str, ...]:
         if guard and not guard.startswith(
             ("GuardManager:", "RootGuardManager", "TREE_GUARD_MANAGER", "Guard latency")
         ):
-            guard = _DEVICE_INDEX.sub(lambda m: m["name"] + "<i>", _ADDRESS.sub("0x<addr>", guard))
-            guard = _RANK_VALUE.sub(lambda m: f"{m['source']} {m['op']} <rank>", guard)
-            guard = _SEED_VALUE.sub(lambda m: f"{m['source']} {m['op']} <seed>", guard)
+            guard = _per_process(guard)
+            lowered = guard.lower()  # the patterns below are slow: tried only where they can match
+            if "rank" in lowered:
+                guard = _RANK_VALUE.sub(lambda m: f"{m['source']} {m['op']} <rank>", guard)
+            if "seed" in lowered:
+                guard = _SEED_VALUE.sub(lambda m: f"{m['source']} {m['op']} <seed>", guard)
             lines.append(_OBJECT_ID.sub("<id>", guard))
     return tuple(lines)
 
