@@ -378,6 +378,9 @@ class FileLock:
                 holder = _read_holder(fd)
                 os.close(fd)
                 return holder
+            except OSError:  # a file system without locks (some NFS): the run goes on unlocked
+                os.close(fd)
+                return None
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
