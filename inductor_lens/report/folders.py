@@ -72,7 +72,7 @@ _OPTIONS_IN_NAME = 60  # characters of options spelled out in a folder's name; m
 def run_folder_name(name: str, *, mode: str | None = None, train: bool = False, dtype: str | None = None,
                     dynamic: bool | None = None, options: Mapping[str, object] | None = None) -> str:
     """A run's default folder name: ``name``, then what sets the run apart from another of the same model:
-    ``mlp-default``, ``mlp-default-train-bf16``, ``mlp-max-autotune-dynamic-epilogue_fusion-false``, so a
+    ``mlp-default``, ``mlp-default-train-bf16``, ``mlp-max-autotune-dynamic-epilogue_fusion-False``, so a
     ``compile --train`` does not replace the report of the ``compile`` before it."""
     parts = [name] + ([mode] if mode else [])
     parts += ["train"] if train else []
