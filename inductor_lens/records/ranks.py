@@ -352,8 +352,9 @@ def divergences(summaries: Sequence[RankSummary]) -> tuple[Divergence, ...]:
     return tuple(found)
 
 
-def rank_list(numbers: Iterable[int]) -> str:
-    """``0, 2-5, 9``: runs of three or more consecutive ranks written as a range."""
+def rank_list(numbers: Iterable[int], shown: int = 12) -> str:
+    """``0, 2-5, 9``: runs of three or more consecutive ranks written as a range; past ``shown`` parts, the
+    count of the rest (``1, 3, 5 ... and 29 more of 32 ranks``)."""
     ordered = sorted(set(numbers))
     parts: list[str] = []
     start = 0
@@ -366,6 +367,8 @@ def rank_list(numbers: Iterable[int]) -> str:
         else:
             parts.extend(str(n) for n in ordered[start : end + 1])
         start = end + 1
+    if len(parts) > shown:
+        return f"{', '.join(parts[:shown])} and {len(parts) - shown} more of {len(ordered)} ranks"
     return ", ".join(parts)
 
 

@@ -198,16 +198,13 @@ def _letter(index: int) -> str:
 
 
 def _reports(groups: Sequence[Sequence[RankSummary]], reported: set[int]) -> str:
-    """``rank 0 (for ranks 0, 2-63, which compiled the same), rank 1``."""
+    """``rank 0 stands for ranks 0, 2-63, which compiled the same``, for each group whose full report stands for
+    ranks without one."""
     parts = []
     for group in groups:
         built = [s.rank for s in group if s.rank in reported]
-        if not built:
-            continue
-        text = ", ".join(f"rank {r}" for r in built)
-        if len(group) > len(built):
-            text += f" (for ranks {rank_list(s.rank for s in group)}, which compiled the same)"
-        parts.append(text)
+        if built and len(group) > len(built):
+            parts.append(f"rank {built[0]} stands for ranks {rank_list(s.rank for s in group)}, which compiled the same")
     return "; ".join(parts)
 
 

@@ -32,6 +32,7 @@ from inductor_lens.records.ranks import (
     divergences,
     normalized_guards,
     paired,
+    rank_list,
     summarize,
 )
 from inductor_lens.report.ranks_view import ALL_SAME
@@ -257,7 +258,7 @@ def test_identical_copies_of_one_rank_never_diverge_and_one_stands_for_them(
     assert not (out / "rank1").exists()
     landing = (out / "index.html").read_text(encoding="utf-8")
     assert f"{ALL_SAME} (3 ranks)" in landing
-    assert "rank 0 (for ranks 0-2, which compiled the same)" in landing
+    assert "(rank 0 stands for ranks 0-2, which compiled the same)" in landing
     assert f"inductor-lens report {out.resolve()} --rank 1" in landing
     # the light pass and the full report agree on everything compared
     full = summarize(0, "rank0", result.runs[0])
@@ -306,6 +307,11 @@ def test_named_causes_a_cache_hit_on_one_rank_is_a_hang_risk_and_a_slow_rank_a_s
     assert straggler.text.startswith("rank 4 is slower than the others: compile time ")
     assert "; step time 31.0 ms against the ranks' median 10.2 ms" in straggler.text
     assert divergences(ranks) == ()
+
+
+def test_long_rank_lists_are_ranges_and_a_count() -> None:
+    assert rank_list([0, 1, 2, 3, 5, 7, 8]) == "0-3, 5, 7, 8"
+    assert rank_list(range(1, 64, 2)) == "1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23 and 20 more of 32 ranks"
 
 
 def test_graphs_one_compile_split_into_are_paired_by_code_then_order() -> None:
