@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..parse.compat import TRITON_HELPER_MODULES
+from ..worker.files import AUTOTUNE_KEY_FILE
 
 KEPT_CACHE_DIR = "triton_cache"
 KEEP_LIMIT_BYTES = 256 * 1024 * 1024
@@ -128,20 +129,34 @@ def _kernel_files(cache: Path) -> dict[str, str]:
     """{"<2 chars>/<key>.best_config": "<2 chars>/<kernel>.py"} for the kernel files of ``cache``. The key, as
     torch's ``AutotuneCache`` makes it (2.11: ``_setup_local_cache``; 2.13: ``_make_local_cache_key``, the same
     hashes): sha256(sha256("<kernel file name>:<torch.compiler.config.cache_key_tag>") + ``torch_key()``), where
-    ``torch_key()`` hashes this torch's sources (the model process ran this torch). {} where torch lacks it."""
-    try:
-        from torch._inductor.codecache import torch_key
-        from torch.compiler import config as compiler_config
-
-        salt, tag = torch_key(), compiler_config.cache_key_tag
-    except Exception:  # a torch without them: the files are kept, unmatched
+    ``torch_key()`` hashes the model process's torch's sources (``_autotune_key``). {} where torch lacks it."""
+    written = _autotune_key(cache)
+    if written is None:
         return {}
+    salt, tag = written
     kernels: dict[str, str] = {}
     for source in sorted(cache.glob("*/*.py"))[:BEST_CONFIG_LIMIT]:
         key = hashlib.sha256(f"{source.name}:{tag}".encode()).hexdigest()
         name = hashlib.sha256(key.encode() + salt).hexdigest()
         kernels[f"{source.parent.name}/{name}.best_config"] = f"{source.parent.name}/{source.name}"
     return kernels
+
+
+def _autotune_key(cache: Path) -> tuple[bytes, str] | None:
+    """(``torch_key()``, ``cache_key_tag``) as the model process wrote them into its cache (``AUTOTUNE_KEY_FILE``),
+    else as this process's torch computes them (the same torch: seconds to import it and hash its sources)."""
+    try:
+        written = json.loads((cache / AUTOTUNE_KEY_FILE).read_text(encoding="utf-8"))
+        return bytes.fromhex(written["torch_key"]), str(written["cache_key_tag"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        from torch._inductor.codecache import torch_key
+        from torch.compiler import config as compiler_config
+
+        return torch_key(), compiler_config.cache_key_tag
+    except Exception:  # a torch without them: the files are kept, unmatched
+        return None
 
 
 @dataclass(frozen=True)

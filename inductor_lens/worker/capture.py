@@ -38,6 +38,7 @@ from .files import (
     KernelInformation,
     ReportedSettings,
     ResultWriter,
+    write_autotune_key,
     write_json_file,
 )
 from .measure import use_threads
@@ -114,6 +115,8 @@ def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
         traceback.print_exc()
         return 1
     finally:
+        if catch_all:  # the model process (not the caller's, in the in-process API): its own Inductor cache
+            write_autotune_key()
         run.write()
 
 

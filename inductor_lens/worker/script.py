@@ -44,6 +44,7 @@ from .files import (
     ProfileData,
     ReportedSettings,
     ResultWriter,
+    write_autotune_key,
 )
 from .measure import use_threads
 from .model_file import first_line
@@ -95,6 +96,7 @@ def main(argv: list[str]) -> int:
             run.result.error_kind = "CompileError" if _from_compiler(exc) else "ModelRunError"
             return 1
         finally:
+            write_autotune_key()
             run.write()
 
 

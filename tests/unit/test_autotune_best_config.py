@@ -250,3 +250,35 @@ def test_the_kept_index_names_each_choices_kernel_file_so_no_cache_is_needed(ind
     config, how = chosen_config(_kernel(kernel_file), choice)
     assert config == {"XBLOCK": 512, "num_warps": 8, "num_stages": 1} and "autotune cache" in how
     assert autotune_choice(_kernel(inductor / "ab" / "cabother.py"), choices, []) is None
+
+
+def test_the_model_process_names_the_autotune_key_so_the_tool_needs_no_torch_to_match_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model process writes the key its torch names best_config files with (``write_autotune_key``, from the
+    ``torch_key()`` Inductor computed); keep_best_configs matches files with it, and with the written key only: a
+    made-up one here, which this process's torch would never compute."""
+    import hashlib
+
+    import torch._inductor.codecache as codecache
+
+    from inductor_lens.worker.files import AUTOTUNE_KEY_FILE, write_autotune_key
+
+    inductor = tmp_path / "inductor"
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    write_autotune_key()  # not the model process (no private Inductor cache named): nothing written
+    assert not inductor.exists()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(inductor))
+    write_autotune_key()
+    written = json.loads((inductor / AUTOTUNE_KEY_FILE).read_text())
+    assert written["torch_key"] == codecache.torch_key().hex()
+    (inductor / AUTOTUNE_KEY_FILE).write_text(json.dumps({"torch_key": "00ff", "cache_key_tag": "tag"}))
+    (inductor / "ab").mkdir()
+    (inductor / "ab" / "cabkernel.py").write_text("# a kernel file")
+    key = hashlib.sha256(b"cabkernel.py:tag").hexdigest()
+    name = hashlib.sha256(key.encode() + bytes.fromhex("00ff")).hexdigest()
+    (inductor / "ab" / f"{name}.best_config").write_text(json.dumps({"XBLOCK": 64, "num_warps": 4}))
+    capture = tmp_path / "capture"
+    assert keep_best_configs(inductor, capture) == 1
+    index = json.loads((capture / BEST_CONFIGS_FILE).read_text())
+    assert index[f"ab/{name}.best_config"]["kernel_file"] == "ab/cabkernel.py"
