@@ -9,7 +9,9 @@
 # Usage: benchmarks/first_report_gpu.sh                  the four in parallel, one per GPU (a 4-GPU machine)
 #        benchmarks/first_report_gpu.sh --alone CASE...  the named cases (gpt2 vit llama resnet50) one after another
 #                                                        on GPU 0, each alone on the host (no other model's compile
-#                                                        or helpers sharing its CPUs while its kernels are timed)
+#                                                        or helpers sharing its CPUs while its kernels are timed);
+#                                                        then matmul_bias against cuBLAS (MATMUL_BIAS=0: not) and
+#                                                        tests/gpu/test_tuning_gpu.py (GPU_TESTS=1)
 export PYTHONPATH=$PWD:$PWD/benchmarks/models
 W=/tmp/fr
 rm -rf $W && mkdir -p $W
@@ -46,7 +48,12 @@ if [ "$1" = "--alone" ]; then
     run_case 9 $name ${CASES[$name]}
   done
   export CUDA_VISIBLE_DEVICES=0
-  timeout 120 python3 benchmarks/matmul_bias_vs_cublas.py --rounds 5 --results $W/matmul-bias-table.md > $W/matmul-bias-table.log 2>&1
+  if [ "${MATMUL_BIAS:-1}" = 1 ]; then
+    timeout 120 python3 benchmarks/matmul_bias_vs_cublas.py --rounds 5 --results $W/matmul-bias-table.md > $W/matmul-bias-table.log 2>&1
+  fi
+  if [ "${GPU_TESTS:-0}" = 1 ]; then
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_tuning_gpu.py > $W/gpu-tests.log 2>&1
+  fi
 else
   i=0
   for name in gpt2 vit llama resnet50; do
