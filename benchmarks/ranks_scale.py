@@ -4,7 +4,8 @@ Run from the repository root (tlparse from PyPI, in a venv of its own: `python3 
 /tmp/tlp/bin/pip install tlparse==0.4.3`):
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/ranks_scale.py --ranks 16 64 --rounds 3 \
-        --tlparse /tmp/tlp/bin/tlparse --results benchmarks/results/2026-11-28-cpu-ranks-scale.md
+        --tlparse /tmp/tlp/bin/tlparse --baseline /tmp/before \
+        --results benchmarks/results/2026-11-28-cpu-ranks-scale.md
 
 The N-rank folder is the committed two-rank capture's logs (tests/fixtures/cpu-torch2.13-two-ranks.tar.gz,
 torchrun-shared/trace: a job whose rank 1 branches on the rank and recompiles) copied to N ranks, rank r getting
@@ -62,12 +63,16 @@ def timed(command: list[str]) -> tuple[float, str]:
     return seconds, done.stderr
 
 
-def ours(folder: Path, out: Path) -> tuple[float, float, str]:
-    """Our total wall time, the wall time until the landing page is on disk (polled), and the verdict printed."""
+def ours(folder: Path, out: Path, source: Path = ROOT) -> tuple[float, float, str]:
+    """Our total wall time, the wall time until the landing page is on disk (polled), and the verdict printed;
+    ``source``: the checkout whose inductor_lens runs (another one: the version before the light pass)."""
     command = [sys.executable, "-m", "inductor_lens", "report", str(folder), "--out", str(out)]
     started = time.perf_counter()
     landing = None
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+    environment = {**os.environ, "PYTHONPATH": str(source)}
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment, cwd=source
+    ) as process:
         while process.poll() is None:
             if landing is None and (out / "index.html").is_file():
                 landing = time.perf_counter() - started
@@ -90,8 +95,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tlparse", default=shutil.which("tlparse"), help="the tlparse binary (none: ours alone)")
     parser.add_argument("--results", type=Path, default=None)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout of the version before the light pass (git worktree add DIR 4df5669): timed once "
+                        "per N, its landing page waits for every rank's full report")  # fmt: skip
     args = parser.parse_args()
-    rows, checks = [], []
+    rows, checks, baselines = [], [], []
     tlparse_version = ""
     if args.tlparse:
         tlparse_version = subprocess.run([args.tlparse, "--version"], capture_output=True, text=True).stdout.strip()
@@ -120,6 +128,9 @@ def main() -> None:
             )
             rows.append((n, f"{size:.1f} MB", spread(landings), spread(totals),
                          spread(theirs) if theirs else "not run", ratios, verdict))  # fmt: skip
+            if args.baseline is not None:
+                before = ours(folder, base / f"before{n}", args.baseline)
+                baselines.append(f"{n} ranks: landing page after {before[1]:.1f} s, total {before[0]:.1f} s")
             same = make_folder(base / f"same{n}", n, identical=True)
             _, _, same_verdict = ours(same, base / f"same-out{n}")
             checks.append((n, same_verdict))
@@ -127,7 +138,8 @@ def main() -> None:
         "# CPU: the landing page of N ranks' TORCH_TRACE logs, inductor-lens against tlparse",
         "",
         f"Command: `PYTHONPATH=$PWD .venv/bin/python benchmarks/ranks_scale.py --ranks {' '.join(map(str, args.ranks))} "
-        f"--rounds {args.rounds}" + (f" --tlparse {args.tlparse}" if args.tlparse else "") + "`",
+        f"--rounds {args.rounds}" + (f" --tlparse {args.tlparse}" if args.tlparse else "")
+        + (f" --baseline {args.baseline}" if args.baseline else "") + "`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"tlparse: {tlparse_version or 'not installed'}.",
@@ -144,6 +156,12 @@ def main() -> None:
         + "; ".join(f"{n} ranks: {verdict}" for n, verdict in checks) + ".",
         "",
     ]
+    if baselines:
+        lines += [
+            f"The version before the light pass ({args.baseline}, one round each, a full report of every rank "
+            "one after another before the landing page): " + "; ".join(baselines) + ".",
+            "",
+        ]
     text = "\n".join(lines)
     print(text)
     if args.results is not None:
