@@ -103,6 +103,7 @@ def main() -> None:
     tlparse_version = ""
     if args.tlparse:
         tlparse_version = subprocess.run([args.tlparse, "--version"], capture_output=True, text=True).stdout.strip()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as work:
         base = Path(work)
         for n in args.ranks:
@@ -142,7 +143,8 @@ def main() -> None:
         + (f" --baseline {args.baseline}" if args.baseline else "") + "`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"tlparse: {tlparse_version or 'not installed'}.",
+        f"tlparse: {tlparse_version or 'not installed'}. The machine is shared: its 1-minute load average was "
+        f"{load_before:.1f} before the run and {os.getloadavg()[0]:.1f} after it.",
         "Input: the two-rank capture's logs (tests/fixtures/cpu-torch2.13-two-ranks.tar.gz, torchrun-shared) copied "
         "to N ranks, rank r getting rank r % 2's log. Times: median over the rounds (min-max), each command in a "
         "fresh process, the interpreter's start included; ours to the landing page: until the page is on disk; "

@@ -113,6 +113,8 @@ def report_ranks(
         light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan
     ]
     chosen = set(runs) | chosen_ranks(summaries) | {r for r in ranks if r in {p.rank for p in plan}}
+    if previous is not None:  # re-rendered in place: every rank that had its full report keeps it
+        chosen |= {r.rank for r in plan if r.source is not None}
     ranked = RankedRun(
         title=title,
         created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
@@ -125,7 +127,8 @@ def report_ranks(
         launch=previous.launch if previous is not None else "",
         error=previous.error if previous is not None else None,
     )
-    write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)  # the landing first, from the light pass
+    # the landing page first, from the light pass; written again once the full reports are built
+    write_report(render_ranks(ranked, summaries, str(out_dir.resolve()), building=True), out_dir)
     landing_s = time.perf_counter() - started
     runs.update(_full_reports([r for r in plan if r.rank in chosen and r.rank not in runs], out_dir, title,
                               source_dir, strict, draw))  # fmt: skip

@@ -173,13 +173,16 @@ def ranks_page(ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: 
     )
 
 
-def render_ranks(ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: str = "") -> dict[str, str]:
-    """The landing page and the ranks document: ``{relative path: text}``."""
+def render_ranks(
+    ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: str = "", *, building: bool = False
+) -> dict[str, str]:
+    """The landing page and the ranks document: ``{relative path: text}``; ``building``: the full reports it
+    links are still being built (the page is written again when they are done)."""
     page = ranks_page(ranked, summaries, report_dir)
     html = (
         environment()
         .get_template("ranks.html.j2")
-        .render(root="", run=ranked, page=page, version=__version__, pygments_css=stylesheet())
+        .render(root="", run=ranked, page=page, building=building, version=__version__, pygments_css=stylesheet())
     )
     return {"index.html": html, RANKS_JSON: ranked.to_json()}
 

@@ -35,7 +35,7 @@ from inductor_lens.records.ranks import (
     rank_list,
     summarize,
 )
-from inductor_lens.report.ranks_view import ALL_SAME
+from inductor_lens.report.ranks_view import ALL_SAME, render_ranks
 
 from ..conftest import CliResult
 
@@ -260,6 +260,10 @@ def test_identical_copies_of_one_rank_never_diverge_and_one_stands_for_them(
     assert f"{ALL_SAME} (3 ranks)" in landing
     assert "(rank 0 stands for ranks 0-2, which compiled the same)" in landing
     assert f"inductor-lens report {out.resolve()} --rank 1" in landing
+    # the page written first, before the full reports, says they are being built; the last one does not
+    assert "being built" not in landing
+    first = render_ranks(result.ranked, result.summaries, str(out.resolve()), building=True)["index.html"]
+    assert "<b>being built</b>, this page is written again when they are done" in first
     # the light pass and the full report agree on everything compared
     full = summarize(0, "rank0", result.runs[0])
     assert full.fingerprint == result.summaries[1].fingerprint == result.summaries[0].fingerprint
