@@ -56,7 +56,7 @@ from .report import write_report
 from .report.folders import LENS_JSON, REPORT_PAGES, named_out_dir, prepare_out_dir
 from .report.ranks_view import render_ranks
 from .version import __version__
-from .worker.files import RESULT_FILE, read_capture_result
+from .worker.files import RESULT_FILE, read_bench_data, read_capture_result
 
 __all__ = [
     "RankedResult", "compile_ranks", "is_ranked", "report_rank", "report_ranks", "run_script_ranks", "write_landing"
@@ -104,11 +104,7 @@ def report_ranks(
     # a rank without a TORCH_TRACE log is compared from its full report: built first
     source_dir = previous.source_dir if previous is not None else str(folder.resolve())
     runs = _full_reports([r for r in plan if not r.logs], out_dir, title, source_dir, strict, draw)
-    light = dict(zip(
-        [r.rank for r in plan if r.logs],
-        light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in plan if r.logs]),
-        strict=True,
-    ))  # fmt: skip
+    light = _light(plan, runs)
     summaries = [
         light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan
     ]
@@ -310,6 +306,8 @@ class _Rank:
     status: str = "ok"
     error: str | None = None
     described: str = ""
+    cold_compile_s: float | None = None  # its capture's, where it has one
+    step_ms: float | None = None
 
 
 def _plan(folder: Path, previous: RankedRun | None) -> list[_Rank]:
@@ -323,7 +321,9 @@ def _plan(folder: Path, previous: RankedRun | None) -> list[_Rank]:
             if source is None and not entry.logs:
                 raise InputFolderError(f"{own}: rank {entry.rank} has neither a report nor TORCH_TRACE logs "
                                        f"listed in {folder / RANKS_JSON}; report the job's logs again")  # fmt: skip
-            plan.append(_Rank(entry.rank, source, entry.logs, entry.status, entry.error, entry.source or entry.folder))
+            times = _capture_times(own)
+            plan.append(_Rank(entry.rank, source, entry.logs, entry.status, entry.error, entry.source or entry.folder,
+                              *times))  # fmt: skip
         return plan
     sources = find_ranks(folder)
     if not sources:
@@ -333,7 +333,8 @@ def _plan(folder: Path, previous: RankedRun | None) -> list[_Rank]:
     plan = []
     for source in sources:
         status, error = _capture_status(source)
-        plan.append(_Rank(source.rank, source, _logs(source), status, error, _describe(source, folder)))
+        times = _capture_times(source.folder) if source.layout is None else (None, None)
+        plan.append(_Rank(source.rank, source, _logs(source), status, error, _describe(source, folder), *times))
     return plan
 
 
@@ -356,6 +357,22 @@ def _capture_status(source: RankSource) -> tuple[str, str | None]:
     if result is None or result.status == "ok":
         return "ok", None
     return "failed", result.error
+
+
+def _capture_times(folder: Path) -> tuple[float | None, float | None]:
+    """The first compiled call and the compiled step (median, ms) a rank's capture.json holds, as its full
+    report reads them; (None, None) without a capture or a readable one."""
+    capture_dir = find_capture_dir(folder)
+    if capture_dir is None:
+        return None, None
+    try:
+        result = read_capture_result(capture_dir / RESULT_FILE)
+        bench = read_bench_data(capture_dir / RESULT_FILE)
+    except LensError:
+        return None, None
+    timed = bench.end_to_end if bench is not None else None
+    step = timed.compiled.median_ms if timed is not None and timed.eager and timed.compiled else None
+    return (result.cold_compile_s if result is not None else None), step
 
 
 def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
@@ -399,11 +416,20 @@ def _landing(
 ) -> tuple[Path, tuple[CompileRun, ...], tuple[Divergence, ...], tuple[RankSummary, ...]]:
     plan = _plan(out_dir, ranked)
     runs = {r.rank: load_run(r.source.folder) for r in plan if r.source is not None}
-    tasks = [(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in plan if r.rank not in runs]
-    light = {s.rank: s for s in light_summaries(tasks)}
+    light = _light(plan, runs)
     summaries = [_summary(r, runs[r.rank]) if r.rank in runs else light[r.rank] for r in plan]
     index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return index, tuple(runs[r] for r in sorted(runs)), divergences(summaries), tuple(summaries)
+
+
+def _light(plan: Sequence[_Rank], runs: dict[int, CompileRun]) -> dict[int, RankSummary]:
+    """The light pass over the logs of the ranks not in ``runs``, with the times their capture.json holds."""
+    todo = [r for r in plan if r.rank not in runs]
+    summaries = light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in todo])
+    return {
+        r.rank: replace(summary, cold_compile_s=r.cold_compile_s, step_ms=r.step_ms)
+        for r, summary in zip(todo, summaries, strict=True)
+    }
 
 
 def _report_rank(source: RankSource, target: Path, title: str, strict: bool, draw: bool) -> CompileRun:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -341,3 +342,16 @@ def test_sixteen_copied_ranks_report_fast_without_a_divergence(unpacked: Callabl
     assert ranked is not None
     _index, runs, again = write_landing(tmp_path / "report", ranked)
     assert again == () and len(runs) == 1
+
+
+def test_a_rank_without_a_full_report_keeps_its_capture_times(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    for rank in (0, 1):  # rank 0's capture folder as both ranks' own
+        shutil.copytree(unpacked(FIXTURE) / "compile-nproc" / "rank0", job / f"rank{rank}")
+    result = report_ranks(job, tmp_path / "report", draw=False)
+    assert result.divergences == ()
+    assert [e.report for e in result.ranked.ranks] == [True, False]
+    zero, one = result.summaries
+    assert one.step_ms == zero.step_ms is not None and one.cold_compile_s == zero.cold_compile_s is not None
