@@ -93,8 +93,9 @@ def run_worker(
         except KeyboardInterrupt:
             kill_group(process)
             raise
-        _kill_stragglers(process)
-        reader.join(timeout=10)
+        finally:  # the pump done before its log is closed, on Ctrl-C too
+            _kill_stragglers(process)
+            reader.join(timeout=10)
     finally:
         try:
             log.close()
@@ -159,6 +160,8 @@ class Pump:
                 self.log.flush()
             except OSError as exc:
                 self.log_error, self.log = exc, None
+            except ValueError:  # closed: the run is over
+                self.log = None
         if self.echo is not None:
             try:
                 self.echo.write(line)
