@@ -104,10 +104,8 @@ def report_ranks(
     # a rank without a TORCH_TRACE log is compared from its full report: built first
     source_dir = previous.source_dir if previous is not None else str(folder.resolve())
     runs = _full_reports([r for r in plan if not r.logs], out_dir, title, source_dir, strict, draw)
-    light = _light(plan, runs)
-    summaries = [
-        light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan
-    ]
+    light = _light(plan)
+    summaries = [light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan]
     chosen = set(runs) | chosen_ranks(summaries) | {r for r in ranks if r in {p.rank for p in plan}}
     if previous is not None:  # re-rendered in place: every rank that had its full report keeps it
         chosen |= {r.rank for r in plan if r.source is not None}
@@ -128,7 +126,8 @@ def report_ranks(
     landing_s = time.perf_counter() - started
     runs.update(_full_reports([r for r in plan if r.rank in chosen and r.rank not in runs], out_dir, title,
                               source_dir, strict, draw))  # fmt: skip
-    summaries = [_summary(r, runs[r.rank]) if r.rank in runs else light[r.rank] for r in plan]
+    summaries = [_merged(light.get(r.rank), _summary(r, runs[r.rank])) if r.rank in runs else light[r.rank]
+                 for r in plan]  # fmt: skip
     index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return RankedResult(
         ranked, tuple(runs[r] for r in sorted(runs)), divergences(summaries), index,
@@ -235,7 +234,9 @@ def _report_ranked_capture(
         launch=captured.launch,
         error=captured.error.one_line() if captured.error is not None else None,
     )
-    summaries = _summaries(ranked, runs)
+    plan = [_Rank(e.rank, None, e.logs, e.status, e.error) for e in entries]
+    light = _light(plan)
+    summaries = [_merged(light.get(s.rank), s) for s in _summaries(ranked, runs)]
     index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return RankedResult(ranked, tuple(runs), divergences(summaries), index, captured.error,
                         report_s=time.perf_counter() - started, summaries=tuple(summaries))  # fmt: skip
@@ -375,6 +376,15 @@ def _capture_times(folder: Path) -> tuple[float | None, float | None]:
     return (result.cold_compile_s if result is not None else None), step
 
 
+def _merged(light: RankSummary | None, full: RankSummary) -> RankSummary:
+    """A rank compared as the light pass sees it (so every rank is compared alike: a debug folder's graphs may be
+    named and ordered otherwise than the trace's), with its full report's outcome and times."""
+    if light is None:
+        return full
+    return replace(light, status=full.status, error=full.error, cold_compile_s=full.cold_compile_s,
+                   step_ms=full.step_ms, step_device_us=full.step_device_us, kernel_us=full.kernel_us)  # fmt: skip
+
+
 def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
     capture = run.capture
     status = capture.status if capture is not None else rank.status
@@ -416,15 +426,16 @@ def _landing(
 ) -> tuple[Path, tuple[CompileRun, ...], tuple[Divergence, ...], tuple[RankSummary, ...]]:
     plan = _plan(out_dir, ranked)
     runs = {r.rank: load_run(r.source.folder) for r in plan if r.source is not None}
-    light = _light(plan, runs)
-    summaries = [_summary(r, runs[r.rank]) if r.rank in runs else light[r.rank] for r in plan]
+    light = _light(plan)
+    summaries = [_merged(light.get(r.rank), _summary(r, runs[r.rank])) if r.rank in runs else light[r.rank]
+                 for r in plan]  # fmt: skip
     index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return index, tuple(runs[r] for r in sorted(runs)), divergences(summaries), tuple(summaries)
 
 
-def _light(plan: Sequence[_Rank], runs: dict[int, CompileRun]) -> dict[int, RankSummary]:
-    """The light pass over the logs of the ranks not in ``runs``, with the times their capture.json holds."""
-    todo = [r for r in plan if r.rank not in runs]
+def _light(plan: Sequence[_Rank]) -> dict[int, RankSummary]:
+    """The light pass over the logs of the ranks that have some, with the times their capture.json holds."""
+    todo = [r for r in plan if r.logs]
     summaries = light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in todo])
     return {
         r.rank: replace(summary, cold_compile_s=r.cold_compile_s, step_ms=r.step_ms)
