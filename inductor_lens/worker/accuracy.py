@@ -121,8 +121,9 @@ def keep(torch: Any, value: Any) -> Any:
 
 
 # In a leaf's name: the leaf was a DTensor (FSDP2's parameters and gradients, tensor-parallel outputs) and only
-# this rank's shard of it is judged.
+# this rank's part of it is judged: a shard, or a replica where every placement is Replicate().
 SHARD_NOTE = "this rank's shard"
+REPLICA_NOTE = "this rank's replica"
 SHARD_METHOD = (
     "DTensors (FSDP2, tensor-parallel) judged shard by shard: each rank compares its own shard (to_local()), "
     "with no collective, so a rank's verdict never waits on another rank"
@@ -138,7 +139,8 @@ def kept_leaf(torch: Any, name: str, value: Any) -> tuple[str, Any]:
         return name, keep(torch, value)
     placements = ", ".join(repr(p) for p in value.placements)
     shape = ", ".join(str(s) for s in value.shape)
-    return f"{name} ({SHARD_NOTE}: {placements} of [{shape}])", keep(torch, value)
+    note = REPLICA_NOTE if all(p.is_replicate() for p in value.placements) else SHARD_NOTE
+    return f"{name} ({note}: {placements} of [{shape}])", keep(torch, value)
 
 
 def _is_dtensor(torch: Any, value: Any) -> bool:
@@ -235,7 +237,7 @@ def judge(
                 elif check is not None:
                     checks.append(check)
     accuracy = _accuracy(checks, findings, reference is not None, train, len(eager.outputs), why_no_reference)
-    if any(SHARD_NOTE in c.name for c in checks) or any(SHARD_NOTE in f for f in findings):
+    if any(note in text for text in (*(c.name for c in checks), *findings) for note in (SHARD_NOTE, REPLICA_NOTE)):
         accuracy = replace(accuracy, method=f"{accuracy.method}; {SHARD_METHOD}")
     relative = accuracy.max_abs_error / largest if largest > 0 else accuracy.max_abs_error
     return replace(accuracy, max_rel_error=relative, skipped=tuple(skipped[:CHECKS_KEPT]))

@@ -49,6 +49,10 @@ def test_a_dtensor_is_kept_as_this_ranks_shard_and_named_so(mesh: Any) -> None:
     assert type(value) is torch.Tensor and torch.equal(value, local)
     local.add_(1)  # kept: later in-place changes do not reach it
     assert value[0, 0] == 0
+    from torch.distributed.tensor import DTensor, Replicate
+
+    replicated = DTensor.from_local(torch.ones(4), mesh, [Replicate()], run_check=False)
+    assert accuracy.kept_leaf(torch, "output", replicated)[0] == "output (this rank's replica: Replicate() of [4])"
     assert accuracy.kept_leaf(torch, "loss", torch.ones(1))[0] == "loss"
     assert accuracy.kept_leaf(torch, "grad of frozen", None) == ("grad of frozen", None)
 
@@ -66,6 +70,14 @@ def test_sharded_gradients_are_judged_shard_by_shard(mesh: Any) -> None:
     wrong = accuracy.judge(torch, eager, _gradients(mesh, shard + 1.0), None, train=True)
     assert not wrong.within_tolerance and wrong.failed == 1
     assert wrong.checks[0].name.startswith("grad of layer.weight (this rank's shard")
+
+
+def test_a_replicated_output_alone_says_how_it_was_judged(mesh: Any) -> None:
+    from torch.distributed.tensor import DTensor, Replicate
+
+    leaf = accuracy.kept_leaf(torch, "output", DTensor.from_local(torch.ones(4), mesh, [Replicate()], run_check=False))
+    results = accuracy.Results(outputs=[[leaf]], gradients=[[]])
+    assert "judged shard by shard" in accuracy.judge(torch, results, results, None, train=False).method
 
 
 def test_unsharded_results_say_nothing_of_shards() -> None:
