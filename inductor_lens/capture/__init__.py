@@ -53,7 +53,7 @@ from ..worker.files import (
     read_capture_result,
     write_json_file,
 )
-from ..worker.supervisor import Finished, PhaseCallback, alive, is_no_space, run_worker
+from ..worker.supervisor import Finished, PhaseCallback, alive, is_no_space, process_stat, run_worker
 from .triton_cache import keep_compiled
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
@@ -288,14 +288,10 @@ def remove_stale_caches(temp_dir: Path | None = None) -> list[Path]:
 
 
 def _owner_stamp(pid: int) -> str | None:
-    """``"<pid> <start time>"``: the start time (clock ticks since boot, /proc/PID/stat) tells a reused pid
-    apart; None without /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return f"{pid} {fields[19]}" if len(fields) > 19 else None
+    """``"<pid> <start time>"``: the start time (clock ticks since boot) tells a reused pid apart; None without
+    /proc."""
+    fields = process_stat(pid)
+    return f"{pid} {fields[19]}" if fields is not None and len(fields) > 19 else None
 
 
 def full_disk(result: CaptureResult, finished: Finished, capture_dir: Path, caches: Path) -> str | None:
@@ -315,16 +311,10 @@ def full_disk(result: CaptureResult, finished: Finished, capture_dir: Path, cach
         for folder, what in where:
             if named.is_relative_to(folder):
                 return no_space_message(folder, f"{what}: the model process failed writing {named}")
-        return no_space_message(_existing(named), f"the model process failed writing {named}")
+        return no_space_message(named, f"the model process failed writing {named}")
     # no path in what it said: the fullest of the disks it writes to
     folder, what = min(where, key=lambda entry: _free_bytes(entry[0]))
     return no_space_message(folder, f"{what}: the model process failed")
-
-
-def _existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def _free_bytes(folder: Path) -> int:

@@ -248,16 +248,24 @@ def set_parent_death_signal(number: int) -> bool:
         return False
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs: a zombie (killed, not yet reaped by its own parent) does not."""
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, ... starttime at 19); None where
+    there is no such process, or no /proc."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
-    except FileNotFoundError:
-        return False
+            return stat.read().rpartition(")")[2].split()
     except OSError:
-        pass  # no /proc (macOS): ask the kernel
-    try:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (killed, not yet reaped by its own parent) does not."""
+    fields = process_stat(pid)
+    if fields is not None:
+        return fields[:1] not in (["Z"], ["X"])
+    if os.path.isdir("/proc"):
+        return False
+    try:  # no /proc (macOS): ask the kernel
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
