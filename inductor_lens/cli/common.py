@@ -84,16 +84,18 @@ def lens_command(function: F) -> F:
 @contextlib.contextmanager
 def signals_as_interrupts() -> Iterator[None]:
     """SIGTERM and SIGHUP raise ``Terminated`` (a KeyboardInterrupt) in the main thread, so every cleanup that
-    Ctrl-C runs runs for them too; a second one while that cleanup runs is ignored, so it completes."""
+    Ctrl-C runs runs for them too; a second one while that cleanup runs is ignored, so it completes. A signal
+    ignored when the tool started (``nohup``) stays ignored."""
     if threading.current_thread() is threading.main_thread():  # only there can handlers be set
         previous = {number: signal.getsignal(number) for number in STOPPING_SIGNALS}
+        previous = {number: handler for number, handler in previous.items() if handler is not signal.SIG_IGN}
 
         def stop(number: int, frame: Any) -> None:
             for other in STOPPING_SIGNALS:
                 signal.signal(other, signal.SIG_IGN)
             raise Terminated(number)
 
-        for number in STOPPING_SIGNALS:
+        for number in previous:
             signal.signal(number, stop)
         try:
             yield

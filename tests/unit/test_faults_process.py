@@ -195,6 +195,17 @@ def test_sigterm_and_sighup_raise_a_keyboard_interrupt_once_and_handlers_are_res
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_signal_ignored_at_start_stays_ignored() -> None:
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        with signals_as_interrupts():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.2)
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 @pytest.mark.parametrize(("name", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_a_stopping_signal_exits_as_a_shell_reports_it_with_one_line(name: str, code: int) -> None:
     @click.command()
