@@ -1,5 +1,6 @@
 """Several ranks of real models on a CPU (gloo), ``compile --nproc 2``: HF GPT-2 in DDP and HF Llama in FSDP2
-(``fully_shard``) trained, judged and compiled the same on every rank; divergences planted one at a time and
+(``fully_shard``) trained, judged and compiled the same on every rank, a tensor-parallel MLP judged by each
+rank's part; divergences planted one at a time and
 named on the landing page (a rank-dependent branch, a recompile on one rank, a warm compile cache on one rank
 only); a hung job's timeout naming where each rank waited. An HF model's job costs a minute or two on 2 cores,
 a small model's about 30 s."""
@@ -67,6 +68,23 @@ def test_llama_in_fsdp2_trains_judged_shard_by_shard(tmp_path: Path) -> None:
         assert "grad of model.embed_tokens.weight (this rank's shard: Shard(dim=0) of [1024, 128])" in names
     # helper 34a's fix (guards normalised: the module globals Dynamo names by address, _1400..._c14)
     assert SAME in result.stderr, result.stderr
+
+
+def test_a_tensor_parallel_model_is_judged_by_each_ranks_part(tmp_path: Path) -> None:
+    out = tmp_path / "tp"
+    result = _compile(SAMPLES / "tp_mlp.py", out, "--train", "--no-bench")
+    assert result.code == 0, result.stderr
+    for rank in (0, 1):
+        accuracy = _accuracy(out, rank)
+        assert accuracy["within_tolerance"] and accuracy["reference"] == "float64", accuracy
+        names = {str(c["name"]) for c in accuracy["checks"]}  # type: ignore[attr-defined]
+        assert names == {
+            "output (this rank's replica: Replicate() of [8, 32])",
+            "grad of up.weight (this rank's shard: Shard(dim=0) of [64, 32])",
+            "grad of up.bias (this rank's shard: Shard(dim=0) of [64])",
+            "grad of down.weight (this rank's shard: Shard(dim=1) of [32, 64])",
+            "grad of down.bias (this rank's replica: Replicate() of [32])",
+        }
 
 
 @pytest.mark.parametrize(
