@@ -257,7 +257,13 @@ def _run_worker(
 def private_cache_folder() -> Path:
     """A fresh folder in TMPDIR for the model process's caches, marked with this process as its owner."""
     folder = Path(tempfile.mkdtemp(prefix=PRIVATE_CACHE_PREFIX))
-    (folder / OWNER_FILE).write_text(_owner_stamp(os.getpid()) or str(os.getpid()), encoding="ascii")
+    try:
+        (folder / OWNER_FILE).write_text(_owner_stamp(os.getpid()) or str(os.getpid()), encoding="ascii")
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)  # an unowned folder would never be removed
+        if is_no_space(exc):
+            raise NoSpaceError(no_space_message(folder.parent, "TMPDIR: no private cache folder can be made")) from exc
+        raise
     return folder
 
 

@@ -125,6 +125,21 @@ def test_stale_private_caches_are_removed_and_live_ones_kept(tmp_path: Path, mon
     assert live.is_dir() and unowned.is_dir() and other.is_dir()
 
 
+def test_a_full_tmpdir_before_the_run_is_named_and_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(self: Path, *args: object, **kwargs: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(capture_stage.tempfile, "tempdir", None)
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(NoSpaceError, match=f"TMPDIR: .*no space left on the disk of {tmp_path}"):
+        private_cache_folder()
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_alive_tells_a_zombie_and_a_reaped_process_from_a_running_one() -> None:
     assert alive(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "pass"])
