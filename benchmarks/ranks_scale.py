@@ -33,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,10 +48,22 @@ def make_folder(target: Path, ranks: int, *, identical: bool) -> Path:
         with tarfile.open(FIXTURE) as archive:
             archive.extractall(unpacked, filter="data")
         logs = {int(p.name.split("_")[5]): p for p in (Path(unpacked) / LOGS).glob("*.log")}
-        target.mkdir(parents=True)
-        for rank in range(ranks):
-            source = logs[0 if identical else rank % 2]
-            shutil.copyfile(source, target / f"dedicated_log_torch_trace_rank_{rank}_copy{rank}.log")
+        return _copied(target, ranks, lambda rank: logs[0 if identical else rank % 2])
+
+
+def make_real_folder(target: Path, ranks: int, fixture: str) -> Path:
+    """``ranks`` copies of the TORCH_TRACE log of a real single-process capture (``tests/fixtures/<fixture>``)."""
+    with tempfile.TemporaryDirectory() as unpacked:
+        with tarfile.open(ROOT / "tests" / "fixtures" / f"{fixture}.tar.gz") as archive:
+            archive.extractall(unpacked, filter="data")
+        log = max(Path(unpacked).rglob("dedicated_log_torch_trace_*.log"), key=lambda p: p.stat().st_size)
+        return _copied(target, ranks, lambda rank: log)
+
+
+def _copied(target: Path, ranks: int, log_of: Callable[[int], Path]) -> Path:
+    target.mkdir(parents=True)
+    for rank in range(ranks):
+        shutil.copyfile(log_of(rank), target / f"dedicated_log_torch_trace_rank_{rank}_copy{rank}.log")
     return target
 
 
@@ -89,6 +102,37 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} s ({min(values):.1f}-{max(values):.1f})"
 
 
+def measure(label: str, folder: Path, n: int, args: argparse.Namespace, base: Path) -> tuple[tuple[str, ...], str]:
+    """One table row (ours and tlparse over the rounds) and the baseline's line, for one N-rank folder."""
+    size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+    totals, landings, theirs, verdict = [], [], [], ""
+    for round_ in range(args.rounds):
+        if args.tlparse:
+            out = base / f"tlp-{folder.name}-{round_}"
+            theirs.append(timed([args.tlparse, "--all-ranks-html", str(folder), "-o", str(out),
+                                 "--overwrite", "--no-browser"])[0])  # fmt: skip
+            shutil.rmtree(out, ignore_errors=True)
+        out = base / f"ours-{folder.name}-{round_}"
+        total, landing, verdict = ours(folder, out)
+        totals.append(total)
+        landings.append(landing)
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"{label}, {n} ranks, round {round_ + 1}: ours {total:.1f} s (landing {landing:.1f} s)"
+              + (f", tlparse {theirs[-1]:.1f} s" if theirs else ""), file=sys.stderr)  # fmt: skip
+    ratios = (
+        f"{statistics.median(landings) / statistics.median(theirs):.2f}x / "
+        f"{statistics.median(totals) / statistics.median(theirs):.2f}x" if theirs else "—"
+    )
+    baseline = ""
+    if args.baseline is not None:
+        before = ours(folder, base / f"before-{folder.name}", args.baseline)
+        baseline = f"{label}, {n} ranks: landing page after {before[1]:.1f} s, total {before[0]:.1f} s"
+        shutil.rmtree(base / f"before-{folder.name}", ignore_errors=True)
+    row = (label, str(n), f"{size:.1f} MB", spread(landings), spread(totals),
+           spread(theirs) if theirs else "not run", ratios, verdict)  # fmt: skip
+    return row, baseline
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[16, 64])
@@ -97,7 +141,10 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=None)
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a checkout of the version before the light pass (git worktree add DIR 4df5669): timed once "
-                        "per N, its landing page waits for every rank's full report")  # fmt: skip
+                        "per folder, its landing page waits for every rank's full report")  # fmt: skip
+    parser.add_argument("--real", default=None, help="also a real capture's log (a fixture's name, e.g. "
+                        "h100-resnet50-train) copied to --real-ranks ranks")  # fmt: skip
+    parser.add_argument("--real-ranks", type=int, default=16)
     args = parser.parse_args()
     rows, checks, baselines = [], [], []
     tlparse_version = ""
@@ -106,53 +153,42 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as work:
         base = Path(work)
+        jobs = [("two-rank capture", n, lambda n=n: make_folder(base / f"job{n}", n, identical=False)) for n in args.ranks]
+        if args.real:
+            jobs.append((f"{args.real} log", args.real_ranks,
+                         lambda: make_real_folder(base / "real", args.real_ranks, args.real)))  # fmt: skip
+        for label, n, make in jobs:
+            folder = make()
+            row, baseline = measure(label, folder, n, args, base)
+            rows.append(row)
+            if baseline:
+                baselines.append(baseline)
+            shutil.rmtree(folder)
         for n in args.ranks:
-            folder = make_folder(base / f"job{n}", n, identical=False)
-            size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-            totals, landings, theirs, verdict = [], [], [], ""
-            for round_ in range(args.rounds):
-                if args.tlparse:
-                    out = base / f"tlp{n}-{round_}"
-                    theirs.append(timed([args.tlparse, "--all-ranks-html", str(folder), "-o", str(out),
-                                         "--overwrite", "--no-browser"])[0])  # fmt: skip
-                    shutil.rmtree(out, ignore_errors=True)
-                out = base / f"ours{n}-{round_}"
-                total, landing, verdict = ours(folder, out)
-                totals.append(total)
-                landings.append(landing)
-                shutil.rmtree(out, ignore_errors=True)
-                print(f"{n} ranks, round {round_ + 1}: ours {total:.1f} s (landing {landing} s)"
-                      + (f", tlparse {theirs[-1]:.1f} s" if theirs else ""), file=sys.stderr)  # fmt: skip
-            ratios = (
-                f"{statistics.median(landings) / statistics.median(theirs):.2f}x / "
-                f"{statistics.median(totals) / statistics.median(theirs):.2f}x" if theirs else "—"
-            )
-            rows.append((n, f"{size:.1f} MB", spread(landings), spread(totals),
-                         spread(theirs) if theirs else "not run", ratios, verdict))  # fmt: skip
-            if args.baseline is not None:
-                before = ours(folder, base / f"before{n}", args.baseline)
-                baselines.append(f"{n} ranks: landing page after {before[1]:.1f} s, total {before[0]:.1f} s")
             same = make_folder(base / f"same{n}", n, identical=True)
-            _, _, same_verdict = ours(same, base / f"same-out{n}")
-            checks.append((n, same_verdict))
+            checks.append((n, ours(same, base / f"same-out{n}")[2]))
     lines = [
         "# CPU: the landing page of N ranks' TORCH_TRACE logs, inductor-lens against tlparse",
         "",
         f"Command: `PYTHONPATH=$PWD .venv/bin/python benchmarks/ranks_scale.py --ranks {' '.join(map(str, args.ranks))} "
         f"--rounds {args.rounds}" + (f" --tlparse {args.tlparse}" if args.tlparse else "")
-        + (f" --baseline {args.baseline}" if args.baseline else "") + "`",
+        + (f" --baseline {args.baseline}" if args.baseline else "")
+        + (f" --real {args.real} --real-ranks {args.real_ranks}" if args.real else "") + "`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"tlparse: {tlparse_version or 'not installed'}. The machine is shared: its 1-minute load average was "
         f"{load_before:.1f} before the run and {os.getloadavg()[0]:.1f} after it.",
         "Input: the two-rank capture's logs (tests/fixtures/cpu-torch2.13-two-ranks.tar.gz, torchrun-shared) copied "
-        "to N ranks, rank r getting rank r % 2's log. Times: median over the rounds (min-max), each command in a "
-        "fresh process, the interpreter's start included; ours to the landing page: until the page is on disk; "
-        "its total adds the full reports of one rank per group of identical ranks (in parallel).",
+        "to N ranks, rank r getting rank r % 2's log"
+        + (f"; and the TORCH_TRACE log of tests/fixtures/{args.real}.tar.gz (one process) copied to "
+           f"{args.real_ranks} ranks" if args.real else "") + ". Times: median over the rounds (min-max), each "
+        "command in a fresh process, the interpreter's start included; ours to the landing page: until the page is "
+        "on disk; its total adds the full reports of one rank per group of identical ranks (in parallel).",
         "",
-        "| ranks | logs | ours: landing page | ours: total | tlparse --all-ranks-html | ours / tlparse (landing / total) | verdict |",
-        "|---|---|---|---|---|---|---|",
-        *(f"| {' | '.join(str(c) for c in row)} |" for row in rows),
+        "| input | ranks | logs | ours: landing page | ours: total | tlparse --all-ranks-html | ours / tlparse "
+        "(landing / total) | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+        *(f"| {' | '.join(row)} |" for row in rows),
         "",
         "Identical logs (rank 0's copied to every rank), the verdict: "
         + "; ".join(f"{n} ranks: {verdict}" for n, verdict in checks) + ".",
