@@ -32,6 +32,9 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matmul_sweep_gpu import _tile
+
 SHAPES = {  # M, N, K, with bias
     "gpt2 c_attn": (4096, 2304, 768, True),
     "vit qkv": (12608, 1152, 384, True),
@@ -42,16 +45,6 @@ SHAPES = {  # M, N, K, with bias
     "llama 4096x1024x2816": (4096, 1024, 2816, False),
     "llama 4096x256x1024": (4096, 256, 1024, False),
 }
-
-
-@triton.jit
-def _tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
-    group_id = tile_id // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile_id % group_size_m)
-    pid_n = (tile_id % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
 
 
 @triton.jit
