@@ -355,3 +355,19 @@ def test_a_rank_without_a_full_report_keeps_its_capture_times(
     assert [e.report for e in result.ranked.ranks] == [True, False]
     zero, one = result.summaries
     assert one.step_ms == zero.step_ms is not None and one.cold_compile_s == zero.cold_compile_s is not None
+
+
+def test_report_rank_from_the_command_line(
+    unpacked: Callable[[str], Path], tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    logs = _copies(unpacked, tmp_path / "logs", {0: {}, 1: {}, 2: {}})
+    out = tmp_path / "report"
+    result = run_cli("report", logs, "--out", out, "--rank", "2")
+    assert result.code == 0, result.stderr
+    assert "inductor-lens: the ranks compiled the same (see the landing page)" in result.stderr
+    assert "full reports: rank(s) 0, 2" in result.stderr
+    assert (out / "rank2" / "lens.json").is_file() and not (out / "rank1").exists()
+    single = unpacked(FIXTURE) / "compile-nproc" / "rank0"
+    result = run_cli("report", single, "--out", tmp_path / "one", "--rank", "1")
+    assert result.code == 2
+    assert "error: --rank 1: " in result.stderr and "not several ranks; leave --rank out" in result.stderr
