@@ -415,27 +415,39 @@ def _groups(summaries: Sequence[RankSummary], value: Callable[[RankSummary], T])
 def paired(
     mine: Sequence[RankGraph], theirs: Sequence[RankGraph]
 ) -> list[tuple[RankGraph | None, RankGraph | None]]:
-    """The graphs of two ranks paired: within a key, equal code first (the order DDP's split graphs were
-    compiled in may differ), then the rest by their order; a graph without a partner is paired with None."""
+    """The graphs of two ranks paired within each compile id: equal code first (the order DDP's split graphs were
+    compiled in may differ), then the same kind in order, then the rest in order (a cache hit's trace may not
+    say a graph's kind); a graph without a partner is paired with None."""
     pairs: list[tuple[RankGraph | None, RankGraph | None]] = []
-    keys = list(dict.fromkeys([g.key for g in mine] + [g.key for g in theirs]))
-    for key in keys:
-        left = [g for g in mine if g.key == key]
-        right = [g for g in theirs if g.key == key]
-        rest_left = []
-        for graph in left:
-            twin = next((g for g in right if g.code_hash == graph.code_hash), None)
-            if twin is None:
-                rest_left.append(graph)
-            else:
-                right.remove(twin)
-                pairs.append((graph, twin))
-        for index in range(max(len(rest_left), len(right))):
-            pairs.append((
-                rest_left[index] if index < len(rest_left) else None,
-                right[index] if index < len(right) else None,
-            ))  # fmt: skip
+    for compile_id in dict.fromkeys([_compile_of(g) for g in mine] + [_compile_of(g) for g in theirs]):
+        left = [g for g in mine if _compile_of(g) == compile_id]
+        right = [g for g in theirs if _compile_of(g) == compile_id]
+        for match in (
+            lambda a, b: a.key == b.key and a.code_hash == b.code_hash,
+            lambda a, b: a.code_hash == b.code_hash,
+            lambda a, b: a.key == b.key,
+            lambda a, b: True,
+        ):
+            for graph in list(left):
+                partner = next((g for g in right if match(graph, g)), None)
+                if partner is not None:
+                    left.remove(graph)
+                    right.remove(partner)
+                    pairs.append((graph, partner))
+        pairs.extend([(g, None) for g in left] + [(None, g) for g in right])
     return pairs
+
+
+def _compile_of(graph: RankGraph) -> str:
+    return graph.key.split(" ")[0]
+
+
+def _same_collectives(mine: Sequence[Collective], theirs: Sequence[Collective]) -> bool:
+    """The same ops in the same order, on the same tensors where both say (a cache hit's trace has no FX graph
+    to read the tensors from)."""
+    return len(mine) == len(theirs) and all(
+        a.op == b.op and (a.tensor == b.tensor or not a.tensor or not b.tensor) for a, b in zip(mine, theirs, strict=True)
+    )
 
 
 def _status(summaries: Sequence[RankSummary]) -> list[Divergence]:
@@ -487,7 +499,7 @@ def _graphs(summaries: Sequence[RankSummary]) -> list[Divergence]:
         for mine, theirs in paired(reference.graphs, summary.graphs):
             if mine is None or (theirs is not None and theirs.code_hash == mine.code_hash):
                 continue
-            if theirs is None and mine.key.split(" ")[0] not in summary.compile_ids:
+            if theirs is None and _compile_of(mine) not in summary.compile_ids:
                 continue  # the whole compile is missing: the compile ids' divergence says it
             entry = (mine.name, theirs.code_hash if theirs is not None else None)
             groups.setdefault(entry, []).append(summary.rank)
@@ -510,7 +522,7 @@ def _graphs(summaries: Sequence[RankSummary]) -> list[Divergence]:
             f"graph {mine.name} was compiled to other code on {_ranks(ranks)} than on rank {reference.rank}"
             + (f": {'; '.join(what)}" if what else " (the same launches, other kernel code)")
         )
-        reads = [g for g in reference.guards.get(mine.key.split(" ")[0], ()) if "<rank>" in g]
+        reads = [g for g in reference.guards.get(_compile_of(mine), ()) if "<rank>" in g]
         if reads:
             text += f"; the compile reads the rank ({_listed(reads)}): code that branches on the rank"
         found.append(Divergence("graphs", text, tuple(ranks), details=tuple(only_other + only_ref),
@@ -563,7 +575,7 @@ def _cache(summaries: Sequence[RankSummary]) -> list[Divergence]:
             text = f"{compile_id}: {other} on {_ranks(ranks)}, {state} on rank {reference.rank}"
             hang = _hits(other) != _hits(state)
             if hang:
-                graphs = [g.name for g in reference.graphs if g.key.split(" ")[0] == compile_id]
+                graphs = [g.name for g in reference.graphs if _compile_of(g) == compile_id]
                 text = (
                     f"the compile cache served {compile_id} on {_ranks(ranks) if _hits(other) else f'rank {reference.rank}'}"
                     f" but not on {f'rank {reference.rank}' if _hits(other) else _ranks(ranks)} ({text}"
@@ -618,7 +630,7 @@ def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
         for mine, theirs in paired(reference.graphs, summary.graphs):
             if mine is None or theirs is None:
                 continue
-            if [c.label for c in theirs.collectives] != [c.label for c in mine.collectives]:
+            if not _same_collectives(mine.collectives, theirs.collectives):
                 groups.setdefault((mine.name, tuple(c.label for c in theirs.collectives)), []).append(summary.rank)
                 order.setdefault(mine.name, len(order))
     graphs = {g.name: g for g in reference.graphs}
@@ -632,10 +644,11 @@ def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
         found.append(Divergence("collectives", text, tuple(ranks), "bad", details=other_labels,
                                 title=TITLE_COLLECTIVES, action=_COLLECTIVE_ACTION))  # fmt: skip
     mine_all = [c.label for c in reference.collectives]
-    for labels, ranks in _groups(summaries, lambda s: tuple(sorted(c.label for c in s.collectives)))[1:]:
+    for _ops, ranks in _groups(summaries, lambda s: tuple(sorted(c.op for c in s.collectives)))[1:]:
+        peer = next(s for s in summaries if s.rank == ranks[0])
+        labels = tuple(c.label for c in peer.collectives)
         if sorted(set(labels)) == sorted(set(mine_all)) and found:
             continue
-        peer = next(s for s in summaries if s.rank == ranks[0])
         shared = {g.key for g in reference.graphs} & {g.key for g in peer.graphs}
         extra = [g.name for g in peer.graphs if g.key not in shared and g.collectives]
         missing = [g.name for g in reference.graphs if g.key not in shared and g.collectives]

@@ -371,3 +371,17 @@ def test_report_rank_from_the_command_line(
     result = run_cli("report", single, "--out", tmp_path / "one", "--rank", "1")
     assert result.code == 2
     assert "error: --rank 1: " in result.stderr and "not several ranks; leave --rank out" in result.stderr
+
+
+def test_a_cache_hit_whose_trace_says_no_kind_nor_tensor_is_paired_and_compared_alike(
+    unpacked: Callable[[str], Path],
+) -> None:
+    log = str(next((unpacked(FIXTURE) / "torchrun-shared" / "trace").glob("*_rank_0_*.log")))
+    zero = light_summary(0, "rank0", [log])
+    (graph,) = zero.graphs
+    # a warm rank: its trace logs the output code, not the AOT graphs (no kind) nor the FX graph (no tensor type)
+    served = dataclasses.replace(
+        graph, key="0/0 unknown", collectives=tuple(dataclasses.replace(c, tensor="") for c in graph.collectives)
+    )
+    warm = dataclasses.replace(zero, rank=1, graphs=(served,), cache={"0/0": "AOTAutograd hit"})
+    assert [d.title for d in divergences([zero, warm])] == [TITLE_CACHE]
