@@ -22,6 +22,7 @@ Schema history of the ranks document (bump RANKS_SCHEMA_VERSION on any change an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import statistics
@@ -173,7 +174,7 @@ class RankSummary:
         times = [t for t in self.compile_times.values() if t is not None]
         return sum(times) if times else None
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
         """Equal for ranks that compiled the same (status, compile ids, graphs, guards, cache, breaks)."""
         parts = (

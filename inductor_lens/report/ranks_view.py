@@ -237,7 +237,7 @@ def _facts(summaries: Sequence[RankSummary]) -> tuple[RankRow, ...]:
         _row("Status", summaries, lambda s: s.status if not s.error else f"{s.status}: {s.error}"),
         _row("Compile ids", summaries, lambda s: ", ".join(s.compile_ids) or "none",
              "Dynamo's compiles, frame/attempt: 0/1 is frame 0's first recompile"),
-        _row("Graphs", summaries, lambda s: "\n".join(f"{g.key} · {len(g.kernels)} launch(es) · code {g.code_hash}"
+        _row("Graphs", summaries, lambda s: "\n".join(f"{g.name} · {len(g.kernels)} launch(es) · code {g.code_hash}"
                                                     for g in s.graphs) or "none",
              "Each compiled graph with its launches and a hash of its output code (paths left out)"),
         _row("Kernels and library calls", summaries, lambda s: str(len(s.kernels))),
