@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..records.ranks import RankSummary, numbered, rank_graph, summary_of
+from ..records.ranks import RankSummary, code_hash, numbered, rank_graph, summary_of
 from .diagnostics import Diagnostics
 from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
 from .output_code import parse_output_code
@@ -27,6 +27,9 @@ __all__ = ["LightTask", "light_summaries", "light_summary"]
 LightTask = tuple[int, str, tuple[str, ...], str, "str | None"]
 # Below this many ranks the pass runs in this process: starting workers costs more than it saves.
 _PARALLEL_FROM = 4
+# The launches of each output code already read by this process, by its normalised hash: the ranks of a job
+# mostly compile the same code, and reading a graph's launches is most of the pass.
+_LAUNCHES: dict[str, tuple[str, ...]] = {}
 
 
 def light_summary(
@@ -44,10 +47,13 @@ def light_summary(
     graphs = []
     for traced in traces.traced_graphs:
         code = traced.files.get("output_code.py", "")
-        launches = parse_output_code(code, traced.where, diagnostics).launches if code else ()
+        digest = code_hash(code)
+        if digest not in _LAUNCHES:
+            launches = parse_output_code(code, traced.where, diagnostics).launches if code else ()
+            _LAUNCHES[digest] = tuple(launch.label for launch in launches)
         fx_text = traced.files.get("fx_graph_readable.py") or traced.files.get("fx_graph_transformed.py")
         key = f"{traced.compile_id} {traced.kind}"
-        graphs.append(rank_graph(key, key, code, [launch.label for launch in launches], fx_text))
+        graphs.append(rank_graph(key, key, code, _LAUNCHES[digest], fx_text, digest))
     return summary_of(rank, folder, frames, numbered(graphs), breaks, status=status, error=error)
 
 

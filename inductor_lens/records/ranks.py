@@ -272,16 +272,22 @@ def cache_state(lookups: Sequence[CacheLookup], metrics_state: str | None) -> st
 
 
 def rank_graph(
-    key: str, graph_id: str, output_code: str, kernels: Sequence[str], fx_text: str | None
+    key: str,
+    graph_id: str,
+    output_code: str,
+    kernels: Sequence[str],
+    fx_text: str | None,
+    digest: str | None = None,
 ) -> RankGraph:
-    """A graph as compared across ranks, from its output code, its launches and its FX graph's text."""
+    """A graph as compared across ranks, from its output code (``digest``: its code_hash, where known), its
+    launches and its FX graph's text."""
     found = [(_collective_op(t["target"]), t["type"]) for t in _FX_NODE.finditer(fx_text or "")]
     if fx_text is None:
         found = [(_collective_op(k), "") for k in kernels]
     return RankGraph(
         key=key,
         graph_id=graph_id,
-        code_hash=code_hash(output_code),
+        code_hash=digest if digest is not None else code_hash(output_code),
         kernels=tuple(kernels),
         collectives=tuple(Collective(op, key, _plain_type(tensor)) for op, tensor in found if op),
     )
