@@ -49,8 +49,8 @@ _OBJECT_ID = re.compile(r"\b\d{6,}\b")  # ``___check_obj_id(G['dist'], 140607858
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")  # ``<code object inner at 0x7f74...>``
 _DEVICE_INDEX = re.compile(
     r"\b(?P<name>(?:cuda|xpu|hpu|npu|mps):|(?:device|device_index)=|type='\w+', index=|"
-    r"(?:get_raw_stream|_DeviceGuard|set_device|device)\()\d+"
-)
+    r"(?:get_raw_stream|_DeviceGuard|set_device|device)\(|stream(?=\d+\b))\d+"
+)  # ``stream1 = get_raw_stream(1)``: Inductor names a GPU's stream variable after its index (torch 2.11, H100)
 _RANK_VALUE = re.compile(r"(?P<source>\w*rank\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
 _SEED_VALUE = re.compile(r"(?P<source>\w*seed\w*['\"]?\]?)\s*(?P<op>==|!=)\s*(?P<value>\d+)\b", re.I)
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")  # the user line the guard came from, after the guard
