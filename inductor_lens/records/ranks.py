@@ -45,7 +45,9 @@ T = TypeVar("T", bound=Hashable)
 _COLLECTIVE = re.compile(r"(?:^|\.)(?:_c10d_functional|c10d_functional|c10d)\.(?P<op>\w+)")
 _NOT_COLLECTIVES = {"wait_tensor", "wait"}
 # What differs between processes of one job without the compile being different (NORMALISED says it in words).
-_OBJECT_ID = re.compile(r"\b\d{6,}\b")  # ``___check_obj_id(G['dist'], 140607858087696)``
+# ``___check_obj_id(G['dist'], 140607858087696)``, and the ids Dynamo names globals after: ``G['_140003668582832_c14']``,
+# ``__dtensor_spec_140003668582832``, ``___check_opaque_guard_fn_139750064709264_c0`` (FSDP2, tensor parallel)
+_OBJECT_ID = re.compile(r"(?:\b|(?<=_))\d{6,}(?=\b|_)")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")  # ``<code object inner at 0x7f74...>``
 _DEVICE_INDEX = re.compile(
     r"\b(?P<name>(?:cuda|xpu|hpu|npu|mps):|(?:device|device_index)=|type='\w+', index=|"

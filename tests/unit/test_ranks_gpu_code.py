@@ -28,3 +28,15 @@ def test_the_same_graph_on_two_gpus_hashes_the_same() -> None:
     assert rank1 != RANK0 and "stream1 = get_raw_stream(1)" in rank1
     assert code_hash(rank1) == code_hash(RANK0)
     assert code_hash(RANK0.replace("tmp1 = 0.5", "tmp1 = 0.25")) != code_hash(RANK0)
+
+
+def test_globals_dynamo_names_after_object_ids_are_per_process() -> None:
+    """FSDP2's and tensor parallel's guards name globals after object ids (HF Llama, ``fully_shard``, gloo, two ranks
+    of torch 2.13): the same guard on both ranks, once normalised."""
+    from inductor_lens.records.ranks import normalized_guards
+
+    rank0 = ("ID_MATCH: ___check_obj_id(G['_139750064709264_c14'].Tensor, 94269139436384)\n"
+             "LAMBDA_GUARD: G['__dtensor_spec_139750064709264'] ___check_opaque_guard_fn_139750064709264_c0/0")  # fmt: skip
+    rank1 = rank0.replace("139750064709264", "140003668582832").replace("94269139436384", "94650071002080")
+    assert normalized_guards(rank0) == normalized_guards(rank1)
+    assert normalized_guards(rank0) != normalized_guards(rank0.replace("_c14", "_c15"))
