@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SAME = "inductor-lens: the ranks compiled the same"
-# The landing page's causes (records/ranks.py, helper 34a's)
+# The landing page's causes (records/ranks.py)
 RECOMPILE = "Recompile on some ranks only"
 RANK_CODE = "Rank-dependent code"
 CACHE_HANG_RISK = "HANG RISK: compile cache outcome differs across ranks"
@@ -52,7 +52,7 @@ def test_gpt2_in_ddp_trains_and_every_rank_compiles_the_same(tmp_path: Path) -> 
         # float64 kept each rank's own gradients, measured 1.5 apart on a small MLP)
         gradients = [c for c in accuracy["checks"] if c["kind"] == "gradient"]  # type: ignore[attr-defined]
         assert gradients and max(c["eager_rmse"] for c in gradients) < 1e-4, gradients
-    # helper 34a's fix (guards normalised: device index, code-object addresses; DDP graphs matched by place)
+    # guards normalised (device index, code-object addresses), DDP's split graphs matched by their place
     assert SAME in result.stderr, result.stderr
 
 
@@ -70,7 +70,7 @@ def test_llama_in_fsdp2_trains_judged_shard_by_shard(tmp_path: Path) -> None:
         assert "judged shard by shard" in str(accuracy["method"])
         names = [str(c["name"]) for c in accuracy["checks"]]  # type: ignore[attr-defined]
         assert "grad of model.embed_tokens.weight (this rank's shard: Shard(dim=0) of [1024, 128])" in names
-    # helper 34a's fix (guards normalised: the module globals Dynamo names by address, _1400..._c14)
+    # guards normalised: the globals Dynamo names after object ids (_1400..._c14) differ in every process
     assert SAME in result.stderr, result.stderr
 
 
@@ -119,7 +119,7 @@ def test_a_warm_cache_on_one_rank_only_is_named_a_hang_risk(tmp_path: Path, monk
     warm = _compile(SAMPLES / "ranks_diverge.py", tmp_path / "warm", "--no-bench")
     assert warm.code == 0, warm.stderr
     assert "inductor-lens: the ranks diverged" in warm.stderr
-    # the wording is helper 34a's (records/ranks.py)
+    # the wording is records/ranks.py's
     assert CACHE_HANG_RISK in (tmp_path / "warm" / "index.html").read_text(encoding="utf-8")
 
 
