@@ -37,10 +37,10 @@ RANKS_DIVERGE=none job warm_one compile samples/ranks_diverge.py --nproc $N --de
 unset INDUCTOR_LENS_RANK_CACHES
 python3 benchmarks/ranks_gpu_results.py ddp_mlp=$W/ddp_mlp gpt2_ddp=$W/gpt2_ddp llama_fsdp2=$W/llama_fsdp2 \
   torchrun_gpt2=$W/torchrun_gpt2 diverge=$W/diverge warm_first=$W/warm_first warm_one=$W/warm_one > $W/table.md 2>&1
-# the whole report folders where they fit what a call brings back (to re-render them elsewhere), else the pages
-cd $W && tar czf $OUT/ranks-full.tgz --exclude=rank-caches --exclude=triton_cache --exclude='*.pt' . 2>/dev/null
-if [ $(stat -c %s $OUT/ranks-full.tgz) -gt 15000000 ]; then
-  rm $OUT/ranks-full.tgz
+# the pages, ranks.json, the logs and each rank's TORCH_TRACE log (the landing page can be made again from those)
+cd $W && tar czf $OUT/ranks.tgz versions.txt *.log table.md */index.html */ranks.json */rank*/index.html \
+  */rank*/capture/capture.log */rank*/capture/trace 2>/dev/null
+if [ $(stat -c %s $OUT/ranks.tgz) -gt 15000000 ]; then
   tar czf $OUT/ranks.tgz versions.txt *.log table.md */index.html */ranks.json */rank*/index.html \
     */rank*/capture/capture.log 2>/dev/null
 fi
