@@ -208,6 +208,7 @@ class Divergence:
 # The named causes, stable words the pages and the tests rely on.
 TITLE_FAILED = "A rank failed"
 TITLE_CACHE = "HANG RISK: compile cache outcome differs across ranks"
+TITLE_CACHE_OTHER = "Compile cache lookups differ"  # both compiled, or both served, in other ways (a bypass)
 TITLE_RECOMPILE = "Recompile on some ranks only"
 TITLE_BREAK = "Graph break on some ranks only"
 TITLE_COLLECTIVES = "Collectives in another order or shape"
@@ -593,7 +594,7 @@ def _cache(summaries: Sequence[RankSummary]) -> list[Divergence]:
                     "past the watchdog's timeout"
                 )
             found.append(Divergence(
-                "cache", text, tuple(ranks), "bad" if hang else "warn", title=TITLE_CACHE if hang else "",
+                "cache", text, tuple(ranks), "bad" if hang else "warn", title=TITLE_CACHE if hang else TITLE_CACHE_OTHER,
                 action="warm every rank's cache the same way (the same TORCHINDUCTOR_CACHE_DIR contents on every "
                 "node, or none), or raise the process group's timeout for the first steps" if hang else "",
             ))  # fmt: skip
