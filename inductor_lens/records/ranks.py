@@ -67,8 +67,9 @@ _NOISE_SPREADS = 3.0
 _STRAGGLER_FLOOR_S = 0.005
 
 NORMALISED = (
-    "device indices (cuda:1, device=1, index=1, get_raw_stream(1)) read as the rank's own device",
-    "object addresses (0x7f74...) and object ids in guards left out",
+    "device indices (cuda:1, device=1, index=1, stream1 = get_raw_stream(1)) read as the rank's own device",
+    "object addresses (0x7f74...) and object ids in guards, also in the names Dynamo gives globals "
+    "(G['_140003668582832_c14']), left out",
     "rank numbers and seeds in guards (G['rank'] == 1, L['self'].seed == 1234) read as <rank>, <seed>: a "
     "branch on the rank shows as other code",
     "the paths of kernel files in output code left out (each process has its own cache folders)",
