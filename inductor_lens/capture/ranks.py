@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import sysconfig
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -46,7 +45,16 @@ from ..worker.ranked import (
     rank_capture_dir,
 )
 from ..worker.supervisor import Finished, PhaseCallback, run_worker
-from . import _ERROR_KINDS, Capture, _outcome, _settings, capture_environment, script_capture
+from . import (
+    _ERROR_KINDS,
+    Capture,
+    _outcome,
+    _settings,
+    capture_environment,
+    private_cache_folder,
+    remove_stale_caches,
+    script_capture,
+)
 from .triton_cache import keep_compiled
 
 __all__ = [
@@ -196,7 +204,9 @@ def _launch(
     spec_path = launch_dir / SPEC_FILE
     spec_path.write_text(spec_json, encoding="utf-8")
     kept = os.environ.get(KEEP_CACHES_VARIABLE)
-    caches = Path(kept).resolve() if kept else Path(tempfile.mkdtemp(prefix="inductor-lens-cache-"))
+    if not kept:
+        remove_stale_caches()  # a killed job's (its owner file names a dead process)
+    caches = Path(kept).resolve() if kept else private_cache_folder()
     caches.mkdir(parents=True, exist_ok=True)
     env = capture_environment(launch_dir, caches, bench=bench)
     env.update({REPORT_VARIABLE: str(report_dir), CACHES_VARIABLE: str(caches)})

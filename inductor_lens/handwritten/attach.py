@@ -91,9 +91,32 @@ def _tasks(
             if shape is not None:
                 task = tasks.setdefault(task_key(name, shape, match.dtype), HandwrittenTask(name, shape, match.dtype))
                 task.matches.append(verify_key(match))
+                task.start_config = task.start_config or inductor_choice(run, match)
                 stood_for, partly = weights.get(task.key, (0.0, 0.0))
                 weights[task.key] = (stood_for + time_us, partly) if whole else (stood_for, partly + time_us)
     return tasks, weights
+
+
+# What of a template kernel's launch configuration a hand-written kernel's search can start from.
+_CHOICE_FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+
+
+def inductor_choice(run: CompileRun, match: HandwrittenMatch) -> dict[str, int]:
+    """The launch configuration Inductor's autotuner chose for the matched kernel, where it is a template that
+    records one (``triton_tem_*``: its ``config_args`` and warps and stages, max-autotune); else {}."""
+    graph = run.graph(match.graph_id)
+    kernel = graph.kernel(match.target) if graph is not None else None
+    if kernel is None:
+        return {}
+    launch = kernel.launch_config
+    config_args = launch.get("config_args")
+    values = {**(config_args if isinstance(config_args, dict) else {}), **launch}
+    chosen: dict[str, int] = {}
+    for name in _CHOICE_FIELDS:
+        value = values.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            chosen[name] = value
+    return chosen if {"BLOCK_M", "BLOCK_N", "BLOCK_K"} <= chosen.keys() else {}
 
 
 def _verify_tasks(run: CompileRun, matches: tuple[HandwrittenMatch, ...]) -> tuple[list[VerifyTask], dict[str, str]]:

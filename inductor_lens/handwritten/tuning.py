@@ -311,6 +311,22 @@ def recording() -> Iterator[list[KernelConfig]]:
         _recorded = outer
 
 
+# The launch configuration Inductor's autotuner chose for the kernel the check stands in for (``starting_from``):
+# a search times a configuration of it first. Meta-parameter names it lacks (GROUP_M) take the list's values.
+_start: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def starting_from(config: Mapping[str, int]) -> Iterator[None]:
+    """Inside the block, a search times ``config`` (``BLOCK_M``..., ``num_warps``, ``num_stages``) first."""
+    global _start
+    outer, _start = _start, dict(config)
+    try:
+        yield
+    finally:
+        _start = outer
+
+
 @dataclass(frozen=True)
 class _Choice:
     config: Any  # a triton.Config of the kernel's list
@@ -610,13 +626,12 @@ class TunedKernel:
             choice = _Choice(listed, "table", shipped.time_ms, config_text(listed))
             launched = self._launch(listed, grid, args, switches)
         elif COMPILE_ONLY:
-            candidates = self._candidates(dict(zip(self._arg_names, args, strict=False)), switches)
+            candidates = self._ordered(dict(zip(self._arg_names, args, strict=False)), switches, key, folder)
             self._precompile(candidates, grid, args, switches)
             choice = _Choice(candidates[0], "tuned", None, config_text(candidates[0]), "compiled only")
             return choice, self._launch(candidates[0], grid, args, switches)
         else:
-            first = nearest_config(key, folder) if USE_TABLE else None
-            choice, launched = self._tune(grid, args, switches, first=self._known(first) if first else None)
+            choice, launched = self._tune(grid, args, switches, key, folder)
             tuned_on = {k: arguments[k] for k in self.key if k in arguments}
             store(key, folder, choice.config, choice.time_ms, tuned_on)
         self._by_tuning_key[key.file_name] = choice
@@ -631,17 +646,45 @@ class TunedKernel:
     def _launch(self, config: Any, grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> Any:
         return self._launcher[grid](*args, **switches, **config.all_kwargs())
 
+    def _ordered(self, named: dict[str, Any], switches: dict[str, Any], key: TuningKey, folder: Path) -> list[Any]:
+        """The pruned configurations in the order a search times them: Inductor's own choice for the kernel the
+        check stands in for (``starting_from``; added where the list lacks it and it fits), then the winner of the
+        nearest shape class (cache or table), then the list's order."""
+        candidates = self._candidates(named, switches)
+        nearest = nearest_config(key, folder) if USE_TABLE else None
+        for first in (self._known(nearest) if nearest else None, self._inductors(named, switches)):
+            if first is not None:
+                if first in candidates:
+                    candidates.remove(first)
+                candidates.insert(0, first)
+        return candidates
+
+    def _inductors(self, named: dict[str, Any], switches: dict[str, Any]) -> Any | None:
+        """Inductor's choice (``_start``) as a configuration of this kernel: the list's own where it has it; None
+        where it names none of the kernel's meta-parameters or the kernel's prune finds it does not fit."""
+        template = self.configs[0] if self.configs else None
+        if not _start or template is None or not set(template.kwargs) & set(_start):
+            return None
+        from triton import Config
+
+        kwargs = {name: _start.get(name, value) for name, value in template.kwargs.items()}
+        made = Config(kwargs, num_warps=_start.get("num_warps", template.num_warps),
+                      num_stages=_start.get("num_stages", template.num_stages))  # fmt: skip
+        listed = self._known(config_fields(made))
+        if listed is not None:
+            return listed
+        kept = self.prune([*self.configs, made], named, **switches) if self.prune else [made]
+        return made if any(c is made for c in kept) else None
+
     def _tune(
-        self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], *, first: Any = None
+        self, grid: Any, args: tuple[Any, ...], switches: dict[str, Any], key: TuningKey, folder: Path
     ) -> tuple[_Choice, Any]:
-        """Search the pruned configurations (``first`` first), compiled at once, timed until the budget is
-        spent; launch the best. A configuration that does not compile or fit counts as infinitely slow."""
+        """Search the pruned configurations (``_ordered``), compiled at once, timed until the budget is spent;
+        launch the best. A configuration that does not compile or fit counts as infinitely slow."""
         started = time.perf_counter()
         named = dict(zip(self._arg_names, args, strict=False))
-        candidates = self._candidates(named, switches)
-        if first is not None and first in candidates:
-            candidates.remove(first)
-            candidates.insert(0, first)
+        candidates = self._ordered(named, switches, key, folder)
+        inductors = self._inductors(named, switches)
         self._precompile(candidates, grid, args, switches)
         timings: dict[int, float] = {}
         failure: BaseException | None = None
@@ -668,6 +711,11 @@ class TunedKernel:
             note = f"{timed} timed; searched {seconds:.1f} s"
         if len(self.configs) > len(candidates):
             note += f" ({len(self.configs) - len(candidates)} pruned for this shape)"
+        if inductors is not None and inductors in candidates:
+            own = timings.get(candidates.index(inductors))
+            verdict = ("won" if best is inductors else f"timed {own:.4f} ms against the winner's {timings[best_index]:.4f}"
+                       if own is not None and not math.isinf(own) else "did not run")  # fmt: skip
+            note += f"; started from Inductor's own choice for this kernel ({config_text(inductors)}): it {verdict}"
         return _Choice(best, "tuned", timings[best_index], config_text(best), note), launched
 
     def _candidates(self, named: dict[str, Any], switches: dict[str, Any]) -> list[Any]:

@@ -274,6 +274,9 @@ class HandwrittenTask:
     dtype: str
     # The matches it stands in for (VerifyTask.match): not timed when every one of them was rejected.
     matches: list[str] = field(default_factory=list)
+    # The launch configuration Inductor's own autotuner chose for a kernel it stands in for (a template's
+    # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): a search of the hand-written kernel times it first.
+    start_config: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:

@@ -52,7 +52,7 @@ def run_task(
     if interpreter and task.dtype not in equivalent.interpreter_dtypes:
         return HandwrittenTaskResult(interpreter=True, error=f"not checked here: {equivalent.interpreter_note}")
     checked_shape = interpreter_shape(equivalent, shape) if interpreter else shape
-    with tuning.recording() as configs:
+    with tuning.recording() as configs, tuning.starting_from(task.start_config):
         if checked is not None:
             entry = HandwrittenTaskResult(
                 checked_shape=checked.checked_shape, interpreter=checked.interpreter, ok=checked.ok,

@@ -276,7 +276,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> SimpleNamespace:
 
         return call
 
-    def tune(grid: Any, args: Any, switches: Any, **_: Any) -> Any:
+    def tune(grid: Any, args: Any, switches: Any, *_: Any) -> Any:
         best = configs[0]
         return tuning._Choice(best, "tuned", 1.0, tuning.config_text(best)), kernel._launch(best, grid, args, switches)
 
@@ -562,3 +562,23 @@ def test_the_matmul_search_keeps_tiles_that_fit_and_pay_off() -> None:
     # 128x256x64 in three stages needs 288 KiB in float32 (not on any GPU), 144 KiB in bfloat16
     assert (128, 256, 64, 3) not in kept(4096, 2304, 768, torch.float32)
     assert (128, 256, 64, 3) in kept(4096, 2304, 768, torch.bfloat16)
+
+
+def test_a_search_starts_from_inductors_own_choice_listed_or_not(
+    cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
+) -> None:
+    """The configuration Inductor's autotuner chose for the kernel a check stands in for is timed first, before
+    the table's nearest shape class; one the list lacks is added; the note says how it did."""
+    table([_entry(4096, 16, 4)])  # the nearest class's winner would otherwise go first
+    with tuning.recording() as used, tuning.starting_from({"BLOCK": 32, "num_warps": 2, "num_stages": 3}):
+        _double(_doubling_kernel(), 1000)
+    assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"] and len(benchmarked) == 2
+    assert used[0].note.endswith(
+        "; started from Inductor's own choice for this kernel (BLOCK=32, num_warps=2, num_stages=3): it won")
+    with tuning.recording() as used, tuning.starting_from({"BLOCK": 64, "num_warps": 8, "GROUP_M": 8}):
+        _double(_doubling_kernel(), 2000)  # another shape class: searched again
+    assert [c.config for c in used] == ["BLOCK=64, num_warps=8, num_stages=3"] and len(benchmarked) == 5
+    with tuning.recording() as used, tuning.starting_from({"BLOCK_M": 128, "num_warps": 8}):
+        _double(_doubling_kernel(), 300)  # names none of the kernel's meta-parameters: the list's own order
+    assert len(benchmarked) == 7 and "Inductor" not in used[0].note
+    assert tuning._start == {}  # the block's choice ends with it
