@@ -53,7 +53,7 @@ from .records.ranks import (
     summarize,
 )
 from .report import write_report
-from .report.folders import LENS_JSON, REPORT_PAGES, named_out_dir, prepare_out_dir
+from .report.folders import LENS_JSON, REPORT_PAGES, locked_out_dir, named_out_dir, prepare_out_dir
 from .report.ranks_view import render_ranks
 from .version import __version__
 from .worker.files import RESULT_FILE, read_bench_data, read_capture_result
@@ -171,11 +171,12 @@ def compile_ranks(
     check_launcher(nproc)
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: no such model file")
-    prepare_ranked_out(out_dir, rerun=True)
-    captured = capture_ranks(spec, out_dir, nproc, progress=progress, echo=echo)
-    return _report_ranked_capture(captured, out_dir, spec.model_name, str(spec.model_path), spec.handwritten,
-                                  spec.timeout_s, strict=strict, draw=draw, progress=progress,
-                                  budget_s=spec.handwritten_budget_s)  # fmt: skip
+    with locked_out_dir(out_dir, f"compile --nproc {nproc} {spec.model_path}"):
+        prepare_ranked_out(out_dir, rerun=True)
+        captured = capture_ranks(spec, out_dir, nproc, progress=progress, echo=echo)
+        return _report_ranked_capture(captured, out_dir, spec.model_name, str(spec.model_path), spec.handwritten,
+                                      spec.timeout_s, strict=strict, draw=draw, progress=progress,
+                                      budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 def run_script_ranks(
@@ -191,11 +192,12 @@ def run_script_ranks(
     """``run -- torchrun OPTIONS script.py ARGS``: the script process in every rank torchrun starts, a report
     per rank and the landing page."""
     check_launcher(1)
-    prepare_ranked_out(out_dir, rerun=True)
-    captured = capture_script_ranks(spec, out_dir, launcher_options, progress=progress, echo=echo)
-    return _report_ranked_capture(captured, out_dir, spec.model_name, spec.command, spec.handwritten,
-                                  spec.timeout_s, strict=strict, draw=draw, progress=progress,
-                                  budget_s=spec.handwritten_budget_s)  # fmt: skip
+    with locked_out_dir(out_dir, f"run {spec.command}"):
+        prepare_ranked_out(out_dir, rerun=True)
+        captured = capture_script_ranks(spec, out_dir, launcher_options, progress=progress, echo=echo)
+        return _report_ranked_capture(captured, out_dir, spec.model_name, spec.command, spec.handwritten,
+                                      spec.timeout_s, strict=strict, draw=draw, progress=progress,
+                                      budget_s=spec.handwritten_budget_s)  # fmt: skip
 
 
 def _report_ranked_capture(

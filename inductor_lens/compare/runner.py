@@ -42,6 +42,7 @@ from ..report.folders import (
     COMPARISON_PAGES,
     CONFIGS_DIR,
     LENS_JSON,
+    locked_out_dir,
     named_out_dir,
     prepare_out_dir,
     relative_link,
@@ -105,7 +106,27 @@ def compare_models(
     if rounds < MIN_ROUNDS:
         raise UsageError(f"--rounds must be at least {MIN_ROUNDS}: the noise is the spread of the rounds")
     out_dir = out_dir or named_out_dir(f"{base.model_name}-compare")
-    prepare_out_dir(out_dir, replace=COMPARISON_PAGES)
+    with locked_out_dir(out_dir, f"compare {base.model_path}"):
+        prepare_out_dir(out_dir, replace=COMPARISON_PAGES)
+        return _compare(base, requests, out_dir, rounds=rounds, strict=strict, draw=draw, say=say, progress=progress,
+                        echo=echo, budget=budget, cold_scope=cold_scope)  # fmt: skip
+
+
+def _compare(
+    base: CompileSpec | ScriptSpec,
+    requests: Sequence[ConfigRequest],
+    out_dir: Path,
+    *,
+    rounds: int,
+    strict: bool,
+    draw: bool,
+    say: Callable[[str], None] | None,
+    progress: PhaseCallback | None,
+    echo: TextIO | None,
+    budget: Budget | None,
+    cold_scope: str,
+) -> ComparisonResult:
+    """``compare_models`` in a folder it holds alone."""
     announce = say or (lambda _: None)
     entries: dict[str, ConfigRun] = {}
     first_error: LensError | None = None

@@ -142,10 +142,9 @@ class Claim:
 
 
 @contextlib.contextmanager
-def claimed_out_dir(out_dir: Path, command: str, *, fresh_capture: bool = False) -> Iterator[Claim]:
-    """Write into ``out_dir``, alone: refused (InUseError) while another run holds it, as ``prepare_out_dir``
-    refuses a folder that is not a report. The run is registered for ``cache clear`` too. With ``fresh_capture``
-    the earlier ``capture/`` is set aside for the new one, and put back where the block raises."""
+def locked_out_dir(out_dir: Path, command: str) -> Iterator[None]:
+    """Write into ``out_dir``, alone: refused (InUseError) while another run holds it; the run is registered for
+    ``cache clear`` too. The folder is made where it is missing."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir} is a file, not a folder")
     _make_out_dir(out_dir)
@@ -158,10 +157,23 @@ def claimed_out_dir(out_dir: Path, command: str, *, fresh_capture: bool = False)
         raise InUseError(f"{out_dir} is in use by {holder.describe()}; wait for it or pass another --out")
     run = None
     try:
+        run = register_run(command)
+        yield
+    finally:
+        if run is not None:
+            run.release()
+        lock.release()
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: Path, command: str, *, fresh_capture: bool = False) -> Iterator[Claim]:
+    """Write into ``out_dir``, alone (``locked_out_dir``), as ``prepare_out_dir`` allows: a new or empty folder or
+    an earlier report. With ``fresh_capture`` the earlier ``capture/`` is set aside for the new one, and put back
+    where the block raises."""
+    with locked_out_dir(out_dir, command):
         _recover_leftovers(out_dir)
         prepare_out_dir(out_dir)
         claim = Claim(out_dir, (out_dir / LENS_JSON).is_file() or (out_dir / CAPTURE_DIR).is_dir())
-        run = register_run(command)
         if fresh_capture and (out_dir / CAPTURE_DIR).is_dir():
             claim.previous_capture = out_dir / f"{_PREVIOUS_CAPTURE}-{os.getpid()}"
             os.replace(out_dir / CAPTURE_DIR, claim.previous_capture)
@@ -173,10 +185,6 @@ def claimed_out_dir(out_dir: Path, command: str, *, fresh_capture: bool = False)
             raise
         if claim.previous_capture is not None:
             shutil.rmtree(claim.previous_capture, ignore_errors=True)
-    finally:
-        if run is not None:
-            run.release()
-        lock.release()
 
 
 def _put_back(out_dir: Path, previous: Path | None) -> None:

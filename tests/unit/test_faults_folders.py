@@ -210,3 +210,19 @@ def test_default_folders_tell_runs_of_one_model_apart() -> None:
     assert api.default_script_report_dir(script).name == "train-run"
     assert api.default_script_report_dir(replace(script, mode="reduce-overhead", dynamic=True)).name == (
         "train-run-reduce-overhead-dynamic")
+
+
+def test_a_multi_rank_run_and_a_comparison_take_their_folder_alone_too(run_cli, tmp_path: Path) -> None:
+    """``compile --nproc``, ``run -- torchrun`` and ``compare`` hold their ``--out`` as ``compile`` does: a second
+    run into it is refused in one line before anything starts."""
+    out = tmp_path / "job"
+    model = Path(__file__).resolve().parents[2] / "samples" / "ddp_mlp.py"
+    with folders.locked_out_dir(out, "compile --nproc 2 samples/ddp_mlp.py"):
+        for args in (("compile", model, "--nproc", "2", "--out", out),
+                     ("compare", model, "--mode", "default", "--mode", "max-autotune", "--out", out),
+                     ("run", "--out", out, "--", "torchrun", "--nproc-per-node", "2", model)):  # fmt: skip
+            result = run_cli(*args)
+            assert result.code == InUseError.exit_code, (args, result.stderr)
+            assert_one_line_error(result, f"{out} is in use by inductor-lens pid {os.getpid()} "
+                                  "(compile --nproc 2 samples/ddp_mlp.py, started ", "; wait for it or pass another --out")  # fmt: skip
+    assert not (out / folders.OUT_LOCK).exists()
