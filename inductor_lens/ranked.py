@@ -384,7 +384,8 @@ def _merged(light: RankSummary | None, full: RankSummary) -> RankSummary:
     if light is None:
         return full
     return replace(light, status=full.status, error=full.error, cold_compile_s=full.cold_compile_s,
-                   step_ms=full.step_ms, step_device_us=full.step_device_us, kernel_us=full.kernel_us)  # fmt: skip
+                   step_ms=full.step_ms, step_device_us=full.step_device_us, kernel_us=full.kernel_us,
+                   step_collectives=full.step_collectives)  # fmt: skip
 
 
 def _summary(rank: _Rank, run: CompileRun) -> RankSummary:

@@ -245,6 +245,7 @@ def _step(attribution: Attribution, device: str, window: str) -> StepTiming:
         approximate_us=statistics.median(attribution.approximate_us) if replayed else None,
         total_p10_us=quantile(attribution.step_total_us, 0.1),
         total_p90_us=quantile(attribution.step_total_us, 0.9),
+        collectives=attribution.collectives,
     )
 
 

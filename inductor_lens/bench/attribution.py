@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..parse import compat
-from ..records import GraphRecord, Launch
+from ..records import CollectiveTime, GraphRecord, Launch
 from ..worker.files import REGION_MARK, STEP_MARKS
+from .collectives import collectives_per_step
 from .graph_replay import LaunchKey, best_graph, tie_replay
 
 GPU_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -102,6 +103,8 @@ class Attribution:
     optimizer_device_us: list[float] = field(default_factory=list)
     optimizer_graphs: set[str] = field(default_factory=set)  # graphs called under them (a compiled optimizer)
     optimizer_ranges: int = 0  # the optimizer's outermost ranges inside the steps, all steps
+    # the collectives of the steps, in or outside the graphs (collectives.py)
+    collectives: tuple[CollectiveTime, ...] = ()
 
 
 # How a compiled-graph call in the trace was tied to a graph of the report.
@@ -393,6 +396,7 @@ def attribute(
         optimizer_device_us=optimizer_device_us if device == "cuda" else [],
         optimizer_graphs={graph.id for region, graph in region_graphs if under_optimizer(region)},
         optimizer_ranges=len(optimizer_ranges),
+        collectives=collectives_per_step(events, len(steps), device),
     )
 
 

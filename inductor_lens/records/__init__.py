@@ -118,6 +118,7 @@ from .stages import KernelStages, LineSpans, Occupancy, StageText
 from .timeline import CompileTimeline, SpanKind, TimelineProcess, TimelineSpan
 from .timing import (
     BenchResult,
+    CollectiveTime,
     CudaGraphUse,
     DeviceCeilings,
     EndToEnd,
@@ -151,6 +152,7 @@ __all__ = [
     "CaptureStatus",
     "ChangeKind",
     "ChoiceKind",
+    "CollectiveTime",
     "Comparison",
     "CompileCall",
     "CompilePhase",

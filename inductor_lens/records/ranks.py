@@ -33,6 +33,7 @@ from typing import Literal, TypeVar
 from .codec import dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphRecord
 from .run import CacheLookup, CompileRun, DynamoFrame, GraphBreak
+from .timing import CollectiveTime
 
 RANKS_SCHEMA_VERSION = 2
 RANKS_JSON = "ranks.json"
@@ -162,6 +163,8 @@ class RankSummary:
     cold_compile_s: float | None = None  # the first compiled call (a capture)
     step_ms: float | None = None  # the compiled step, end to end (median)
     step_device_us: float | None = None  # the profiled step's time in compiled code
+    # the profiled steps' collectives, in or outside the graphs (DDP's all-reduce runs in its hooks), from a full report
+    step_collectives: tuple[CollectiveTime, ...] = ()
     kernel_us: Mapping[str, float] = field(default_factory=dict)  # kernel -> in-context µs per step
 
     @property
@@ -237,6 +240,7 @@ def summarize(
         cold_compile_s=run.capture.cold_compile_s if run.capture else None,
         step_ms=end_to_end.compiled.median_ms if end_to_end is not None else None,
         step_device_us=step.total_us if step is not None else None,
+        step_collectives=step.collectives if step is not None else (),
         kernel_us=kernel_us,
     )
 

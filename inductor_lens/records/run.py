@@ -77,6 +77,8 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
   16: the report written before the slow stages and rewritten after them (issue 33): where the hand-written stage
      stood when the run was written (CompileRun.handwritten_status: "running" in the first report, "done" in the
      second; a run read back still "running" reads as "stopped"). A version 15 run reads as "" (not said).
+  17: the collectives of the profiled steps, wherever they ran (StepTiming.collectives: DDP's all-reduce, FSDP2's
+     all-gathers, from NCCL's kernels or gloo's ranges; issue 34). A version 16 run reads with none.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ from .timeline import CompileTimeline
 from .timing import BenchResult
 from .trials import Trials
 
-RUN_SCHEMA_VERSION = 16
+RUN_SCHEMA_VERSION = 17
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]

@@ -104,6 +104,18 @@ class EndToEnd:
 
 
 @dataclass(frozen=True)
+class CollectiveTime:
+    """A collective op of the profiled steps, wherever it ran (DDP's and FSDP2's run in hooks, outside the graphs):
+    its calls and time per step (bench/collectives.py)."""
+
+    op: str  # as torch names it: "all_reduce", "reduce_scatter"
+    backend: str  # "NCCL", "gloo"
+    calls_per_step: float
+    us_per_step: float
+    method: str
+
+
+@dataclass(frozen=True)
 class StepTiming:
     """The profiled compiled steps."""
 
@@ -124,6 +136,8 @@ class StepTiming:
     parts: tuple[StepPart, ...] = ()
     step_wall_us: float | None = None
     parts_method: str = ""
+    # The collectives of the profiled steps, in or outside the graphs (bench/collectives.py), the most time first.
+    collectives: tuple[CollectiveTime, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,7 @@ def _time_columns(
         ("First compiled call", lambda s: s.cold_compile_s, lambda s: format_seconds(s.cold_compile_s)),
         ("Compiled step", lambda s: s.step_ms, lambda s: _ms(s.step_ms)),
         ("Profiled step, in compiled code", lambda s: s.step_device_us, lambda s: _us(s.step_device_us)),
+        ("Collectives per step", lambda s: s.step_collectives or None, _collectives_text),
     )
     kept = [(label, show) for label, value, show in candidates if any(value(s) is not None for s in summaries)]
     return tuple(label for label, _ in kept), tuple(show for _, show in kept)
@@ -269,7 +270,17 @@ def _times(summaries: Sequence[RankSummary]) -> tuple[RankRow, ...]:
     if any(s.step_device_us is not None for s in summaries):
         rows.append(_row("Profiled step, in compiled code", summaries, lambda s: _us(s.step_device_us),
                          "Per profiled step: on a GPU all kernel time, on a CPU the time inside the compiled graphs"))  # fmt: skip
+    if any(s.step_collectives for s in summaries):
+        method = next(c.method for s in summaries for c in s.step_collectives)
+        rows.append(_row("Collectives per step", summaries, _collectives_text,
+                         "In or outside the compiled graphs (DDP's all-reduce and FSDP2's all-gathers run in their hooks, "
+                         f"outside them): {method}; they overlap the step's other work"))  # fmt: skip
     return tuple(rows)
+
+
+def _collectives_text(summary: RankSummary) -> str:
+    return "\n".join(f"{c.op} ({c.backend}) x{c.calls_per_step:g}: {_us(c.us_per_step)}"
+                     for c in summary.step_collectives) or "—"  # fmt: skip
 
 
 def _kernel_times(summaries: Sequence[RankSummary]) -> tuple[RankRow, ...]:

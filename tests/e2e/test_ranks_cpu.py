@@ -70,6 +70,8 @@ def test_compile_nproc_2_of_a_ddp_model(tmp_path: Path) -> None:
     landing = (out / "index.html").read_text(encoding="utf-8")
     assert "All ranks compiled the same (2 ranks)" in landing
     assert "Compiled step" in landing and "Profiled step, in compiled code" in landing
+    # DDP's gradient all-reduce runs in its hooks, outside the graphs: the profiled steps show it, once a step
+    assert landing.count("all_reduce (gloo) x1: ") >= 2
     assert [r["report"] for r in ranks["ranks"]] == [True, True]  # compile --nproc reports every rank it ran
 
 
