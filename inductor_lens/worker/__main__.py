@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -38,15 +39,18 @@ def main(argv: list[str]) -> int:
     return 2
 
 
-# Jobs whose every result is on disk when their main returns: they end there, without the interpreter's teardown
-# (Inductor's compile-worker pool shutting down, CUDA's context): on a GPU that took 14-16 s after a capture's
-# "done" (benchmarks/results/2026-11-27-h100-first-report.md), time the report waited on. The supervisor kills
-# what they leave (their process group). Not ``script``: an unchanged script's own exit handlers must run.
+# Jobs whose every result is on disk when their main returns: they end there, after the exit handlers (a model
+# file's own, torch's cache writes) but without the rest of the interpreter's teardown (freeing every module, CUDA's
+# context, waiting on threads). The supervisor kills what they leave (their process group). The 14-16 s between a
+# capture's "done" and its first report on an H100 were mostly the tool importing torch to read the capture's
+# autotune configs (benchmarks/exit_gap_probe.py, now the model process writes what it needs); this keeps the
+# process's own end short as well. Not ``script``: an unchanged script ends as it would on its own.
 ENDS_AT_ONCE = ("capture", "handwritten")
 
 
 def end_at_once(code: int) -> None:
-    """Flush what the process wrote (its output, torch's trace log) and end it now."""
+    """Run the exit handlers, flush what the process wrote (its output, torch's trace log) and end it now."""
+    atexit._run_exitfuncs()  # the handlers sys.exit would run; then no teardown
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
