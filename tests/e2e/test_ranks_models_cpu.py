@@ -141,3 +141,18 @@ def test_a_hung_job_names_where_each_rank_waited(tmp_path: Path) -> None:
     for rank in (0, 1):
         log = (out / f"rank{rank}" / "capture" / "capture.log").read_text(encoding="utf-8")
         assert "(most recent call first):" in log
+
+
+def test_an_unchanged_torchrun_ddp_script_compiles_the_same_on_every_rank(tmp_path: Path) -> None:
+    """``run -- torchrun`` of an ordinary DDP training script (no get_model: it builds, wraps and trains itself)."""
+    pytest.importorskip("transformers")
+    out = tmp_path / "train"
+    result = run_cli_process(
+        "run", "--no-handwritten", "--out", out, "--", "torchrun", "--standalone", "--nproc-per-node", "2",
+        SAMPLES / "real" / "train_gpt2_ddp.py", "--steps", "2", "--batch", "2", "--length", "32", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert SAME in result.stderr, result.stderr
+    for rank in (0, 1):
+        run = json.loads((out / f"rank{rank}" / "lens.json").read_text(encoding="utf-8"))["run"]
+        assert run["capture"]["status"] == "ok" and [c["target"] for c in run["capture"]["compile_calls"]]

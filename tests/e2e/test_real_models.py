@@ -36,7 +36,9 @@ REAL = SAMPLES / "real"
 CPU_MODELS = ("gpt2", "llama", "bert", "vit", "convnext")
 DYNAMIC_MODEL = "llama_dynamic"
 GPU_ONLY = {"torchvision_resnet50": "torchvision", "timm_vit": "timm"}  # file -> the library it needs
-SCRIPTS = ("train_gpt2",)
+SCRIPTS = ("train_gpt2", "train_gpt2_ddp")
+# Several ranks (tests/e2e/test_ranks_models_cpu.py): DDP, FSDP2 and an unchanged torchrun DDP script.
+RANKED = ("gpt2_ddp", "llama_fsdp2")
 # The versions the expected counts were taken with; other versions still get every raw-vs-lens check.
 PINNED = torch.__version__.startswith("2.13.") and transformers.__version__ == "5.17.0"
 
@@ -380,7 +382,7 @@ def test_training_script_two_lengths(tmp_path: Path) -> None:
 
 def test_every_corpus_file_is_tested_and_documented() -> None:
     files = {p.stem for p in REAL.glob("*.py")}
-    assert files == {*CPU_MODELS, DYNAMIC_MODEL, *GPU_ONLY, *SCRIPTS}
+    assert files == {*CPU_MODELS, DYNAMIC_MODEL, *GPU_ONLY, *SCRIPTS, *RANKED}
     for name in files:
         tree = ast.parse((REAL / f"{name}.py").read_text())
         docstring = ast.get_docstring(tree) or ""
