@@ -626,7 +626,7 @@ class TunedKernel:
             choice = _Choice(listed, "table", shipped.time_ms, config_text(listed))
             launched = self._launch(listed, grid, args, switches)
         elif COMPILE_ONLY:
-            candidates = self._ordered(dict(zip(self._arg_names, args, strict=False)), switches, key, folder)
+            candidates, _ = self._ordered(dict(zip(self._arg_names, args, strict=False)), switches, key, folder)
             self._precompile(candidates, grid, args, switches)
             choice = _Choice(candidates[0], "tuned", None, config_text(candidates[0]), "compiled only")
             return choice, self._launch(candidates[0], grid, args, switches)
@@ -646,18 +646,21 @@ class TunedKernel:
     def _launch(self, config: Any, grid: Any, args: tuple[Any, ...], switches: dict[str, Any]) -> Any:
         return self._launcher[grid](*args, **switches, **config.all_kwargs())
 
-    def _ordered(self, named: dict[str, Any], switches: dict[str, Any], key: TuningKey, folder: Path) -> list[Any]:
+    def _ordered(
+        self, named: dict[str, Any], switches: dict[str, Any], key: TuningKey, folder: Path
+    ) -> tuple[list[Any], Any | None]:
         """The pruned configurations in the order a search times them: Inductor's own choice for the kernel the
         check stands in for (``starting_from``; added where the list lacks it and it fits), then the winner of the
-        nearest shape class (cache or table), then the list's order."""
+        nearest shape class (cache or table), then the list's order; and that choice of Inductor's (None: none)."""
         candidates = self._candidates(named, switches)
         nearest = nearest_config(key, folder) if USE_TABLE else None
-        for first in (self._known(nearest) if nearest else None, self._inductors(named, switches)):
+        inductors = self._inductors(named, switches)
+        for first in (self._known(nearest) if nearest else None, inductors):
             if first is not None:
                 if first in candidates:
                     candidates.remove(first)
                 candidates.insert(0, first)
-        return candidates
+        return candidates, inductors
 
     def _inductors(self, named: dict[str, Any], switches: dict[str, Any]) -> Any | None:
         """Inductor's choice (``_start``) as a configuration of this kernel: the list's own where it has it; None
@@ -683,8 +686,7 @@ class TunedKernel:
         launch the best. A configuration that does not compile or fit counts as infinitely slow."""
         started = time.perf_counter()
         named = dict(zip(self._arg_names, args, strict=False))
-        candidates = self._ordered(named, switches, key, folder)
-        inductors = self._inductors(named, switches)
+        candidates, inductors = self._ordered(named, switches, key, folder)
         self._precompile(candidates, grid, args, switches)
         timings: dict[int, float] = {}
         failure: BaseException | None = None
@@ -711,8 +713,8 @@ class TunedKernel:
             note = f"{timed} timed; searched {seconds:.1f} s"
         if len(self.configs) > len(candidates):
             note += f" ({len(self.configs) - len(candidates)} pruned for this shape)"
-        if inductors is not None and inductors in candidates:
-            own = timings.get(candidates.index(inductors))
+        if inductors is not None:
+            own = timings.get(next(i for i, c in enumerate(candidates) if c is inductors))
             verdict = ("won" if best is inductors else f"timed {own:.4f} ms against the winner's {timings[best_index]:.4f}"
                        if own is not None and not math.isinf(own) else "did not run")  # fmt: skip
             note += f"; started from Inductor's own choice for this kernel ({config_text(inductors)}): it {verdict}"

@@ -578,6 +578,8 @@ def test_a_search_starts_from_inductors_own_choice_listed_or_not(
     with tuning.recording() as used, tuning.starting_from({"BLOCK": 64, "num_warps": 8, "GROUP_M": 8}):
         _double(_doubling_kernel(), 2000)  # another shape class: searched again
     assert [c.config for c in used] == ["BLOCK=64, num_warps=8, num_stages=3"] and len(benchmarked) == 5
+    assert used[0].note.endswith(
+        "; started from Inductor's own choice for this kernel (BLOCK=64, num_warps=8, num_stages=3): it won")
     with tuning.recording() as used, tuning.starting_from({"BLOCK_M": 128, "num_warps": 8}):
         _double(_doubling_kernel(), 300)  # names none of the kernel's meta-parameters: the list's own order
     assert len(benchmarked) == 7 and "Inductor" not in used[0].note
