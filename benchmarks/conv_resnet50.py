@@ -8,7 +8,7 @@ The shapes are the model's own: a forward pass of ``torchvision.models.resnet50(
 ``nn.Conv2d`` records its input size, weight size, stride, padding, dilation and groups, and how many times
 the model runs that shape. For each distinct shape and each memory format asked for (channels-last, NCHW):
 
-- the hand-written kernel (``handwritten/kernels/conv.py``), tuned over its whole configuration list, and
+- the hand-written kernel (``worker/handwritten/kernels/conv.py``), tuned over its whole configuration list, and
   torch's convolution (cuDNN; for float32 in TF32, as ``torch.backends.cudnn.allow_tf32`` allows by default)
   are timed with the bench stage's timer (``worker/measure.gpu_time``: ``triton.testing.do_bench`` medians,
   25 ms warm-up, L2 cleared before each call); p10-p90 given;
@@ -37,9 +37,9 @@ import torch
 import triton
 from torch.nn.grad import conv2d_input, conv2d_weight
 
-from inductor_lens.handwritten import tuning
-from inductor_lens.handwritten.kernels import conv, load, matmul
-from inductor_lens.handwritten.tuning import config_text
+from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten.kernels import conv, load, matmul
+from inductor_lens.worker.handwritten.tuning import config_text
 from inductor_lens.worker.measure import gpu_graph_time, gpu_time
 
 # (in_channels, height, width, out_channels, kernel, stride, padding, dilation, groups)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inductor_lens import capture
-from inductor_lens.worker import supervisor
+from inductor_lens.capture import supervisor
 
 STARTED = time.perf_counter()
 

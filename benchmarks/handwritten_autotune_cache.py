@@ -38,10 +38,10 @@ SHAPES = {
 
 def child(dtypes: list[str]) -> dict[str, object]:
     """One run of the stage in this process (the check process's loop, without its files)."""
-    from inductor_lens.handwritten import tuning
+    from inductor_lens.exchange.files import HandwrittenTask
     from inductor_lens.handwritten.catalog import EQUIVALENTS
-    from inductor_lens.worker.files import HandwrittenTask
-    from inductor_lens.worker.handwritten import run_task
+    from inductor_lens.worker.handwritten import tuning
+    from inductor_lens.worker.handwritten.job import run_task
 
     origins: Counter[str] = Counter()
     failures = []

@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 import triton
 
-from inductor_lens.handwritten import check
+from inductor_lens.exchange.files import CeilingsData
 from inductor_lens.handwritten.catalog import EQUIVALENTS, ITEMSIZE, get
-from inductor_lens.worker.files import CeilingsData
+from inductor_lens.worker.handwritten import check
 from inductor_lens.worker.measure import ceilings
 
 ODD_SHAPES = {

@@ -30,7 +30,7 @@ import torch
 from triton.testing import do_bench, do_bench_cudagraph
 
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.check import implementation, make_inputs
+from inductor_lens.worker.handwritten.check import implementation, make_inputs
 
 # The shapes the samples' kernels have (softmax_ln, block and mlp on the GPU).
 CASES = [

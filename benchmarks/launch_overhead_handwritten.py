@@ -30,9 +30,9 @@ from typing import Any
 import torch
 from triton.testing import do_bench, do_bench_cudagraph
 
-from inductor_lens.handwritten import tuning
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.check import as_tuple, implementation, make_inputs
+from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten.check import as_tuple, implementation, make_inputs
 from inductor_lens.worker.measure import quantile
 
 CASES = [
@@ -61,7 +61,7 @@ def cell(samples_us: list[float]) -> str:
 
 
 def direct(module: str) -> str:
-    tuned = [v for v in vars(sys.modules[f"inductor_lens.handwritten.kernels.{module}"]).values()
+    tuned = [v for v in vars(sys.modules[f"inductor_lens.worker.handwritten.kernels.{module}"]).values()
              if isinstance(v, tuning.TunedKernel) and v._launches]  # fmt: skip
     if not tuned:
         return "-"

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from inductor_lens.handwritten import tuning
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.check import implementation, make_inputs
+from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten.check import implementation, make_inputs
 from inductor_lens.worker.measure import gpu_graph_time, gpu_time
 
 SHAPES = {"GPT-2 c_attn": (4096, 2304, 768), "ViT-S/16 qkv": (12608, 1152, 384), "classifier head": (64, 1000, 384)}

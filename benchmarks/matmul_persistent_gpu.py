@@ -141,7 +141,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--deadline-s", type=float, default=400)
     args = parser.parse_args()
-    from inductor_lens.handwritten.kernels.matmul import matmul
+    from inductor_lens.worker.handwritten.kernels.matmul import matmul
     from inductor_lens.worker.measure import gpu_time
 
     started = time.time()

@@ -5,7 +5,7 @@ head, and ViT's MLP 12608x1536x384 / 12608x384x1536), in float32 (torch's defaul
 bfloat16, each with b an nn.Linear weight's transpose (K contiguous), this times in one process, side by side:
 
 - ``torch.addmm(bias, a, w.t())`` (cuBLAS, the call a Linear makes);
-- the hand-written kernel (``handwritten/kernels/matmul.py``) with every candidate configuration, each launched
+- the hand-written kernel (``worker/handwritten/kernels/matmul.py``) with every candidate configuration, each launched
   directly with its configuration (no autotuner): the time each would give, and the time to compile it;
 - variants of the kernel: ``pretransposed`` (the weight copied N-contiguous first, the copy timed with it) and,
   where Triton has them, TMA tensor descriptors (``tma``).
@@ -36,7 +36,7 @@ import triton.language as tl
 from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from inductor_lens.handwritten.kernels.matmul import matmul_kernel
+from inductor_lens.worker.handwritten.kernels.matmul import matmul_kernel
 
 SHAPES = {
     "gpt2 c_attn": (4096, 2304, 768),

@@ -24,9 +24,9 @@ from types import ModuleType
 import torch
 import triton
 
-from inductor_lens.handwritten import check, tuning
 from inductor_lens.handwritten.catalog import ITEMSIZE, get
-from inductor_lens.handwritten.kernels import batchnorm, norms
+from inductor_lens.worker.handwritten import check, tuning
+from inductor_lens.worker.handwritten.kernels import batchnorm, norms
 
 # (module, its constant, the tuned kernels to forget between settings, the entries and shapes timed)
 STUDIES: tuple[tuple[ModuleType, str, tuple[tuning.TunedKernel, ...], tuple[str, ...], tuple[tuple[int, ...], ...]], ...] = (

@@ -24,8 +24,8 @@ def cases():  # type: ignore[no-untyped-def]
     import torch
     import torch.nn.functional as F
 
-    from inductor_lens.handwritten import check
     from inductor_lens.handwritten.catalog import get
+    from inductor_lens.worker.handwritten import check
 
     device = torch.device("cuda")
     found = []

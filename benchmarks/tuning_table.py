@@ -1,14 +1,14 @@
 """Make the shipped table of tuned configurations for one GPU architecture (run on that GPU).
 
-The hand-written kernels look a launch's configuration up in ``inductor_lens/handwritten/tuned/<arch>.json``
-before searching (``handwritten/tuning.py``). This script writes that file from the autotune caches of full
+The hand-written kernels look a launch's configuration up in ``inductor_lens/worker/handwritten/tuned/<arch>.json``
+before searching (``worker/handwritten/tuning.py``). This script writes that file from the autotune caches of full
 searches (every configuration each kernel's prune keeps, no budget, the table itself not read), merged with
 the entries the table already has (a key searched again replaces its entry):
 
     INDUCTOR_LENS_TUNING_TABLE=0 INDUCTOR_LENS_TUNE_BUDGET=0 INDUCTOR_LENS_CACHE_DIR=/tmp/tt/gpt2 \\
         python3 benchmarks/handwritten_coverage.py --captures CAPTURE --handwritten-budget 0 ...
     python3 benchmarks/tuning_table.py --caches /tmp/tt/*/handwritten-autotune --arch sm_90 \\
-        --device-name H100 --out inductor_lens/handwritten/tuned/sm_90.json
+        --device-name H100 --out inductor_lens/worker/handwritten/tuned/sm_90.json
 
 Only entries tuned on a GPU whose name contains ``--device-name`` are taken (an H100's winners are an H100's;
 an H200 shares the architecture and the table). Each entry keeps the GPU, the Triton version and the kernel
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inductor_lens.handwritten.tuning import FORMAT
+from inductor_lens.worker.handwritten.tuning import FORMAT
 
 FIELDS = ("kernel", "version", "shape_class", "dtypes", "device", "triton", "config", "time_ms", "tuned_on")
 

@@ -42,9 +42,8 @@ from .compare.configs import ConfigRequest, requested_configs
 from .compare.runner import ComparisonResult, compare_models, diff_reports, rerender_comparison
 from .compare.trials import TryResult, try_suggestions
 from .errors import DeviceError, KernelCheckError, UsageError
-from .handwritten import catalog, check
+from .handwritten import catalog
 from .handwritten.catalog import Equivalent
-from .handwritten.check import CheckResult
 from .options import CompileSpec, ScriptSpec, check_inductor_options, normalize_dtype, script_spec
 from .pipeline import (
     Inspection,
@@ -61,6 +60,8 @@ from .pipeline import inspecting as pipeline_inspecting
 from .ranked import RankedResult, compile_ranks, is_ranked, report_ranks, run_script_ranks
 from .report.folders import find_index, is_comparison, named_out_dir, run_folder_name
 from .units import format_age, format_bytes
+from .worker.handwritten import check
+from .worker.handwritten.check import CheckResult
 
 __all__ = [
     "CLEARABLE_CACHES",

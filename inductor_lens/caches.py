@@ -128,7 +128,7 @@ def lens_cache_dir() -> tuple[Path, str]:
 
 
 def handwritten_dir() -> tuple[Path, str]:
-    """The autotune cache of the hand-written kernels (``handwritten/tuning.py``)."""
+    """The autotune cache of the hand-written kernels (``worker/handwritten/tuning.py``)."""
     base, source = lens_cache_dir()
     return base / HANDWRITTEN_FOLDER, source
 

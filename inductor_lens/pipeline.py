@@ -48,8 +48,9 @@ from .capture import (
 )
 from .capture import _outcome as capture_outcome
 from .capture import _settings as capture_settings
-from .capture.inprocess import in_process_capture
+from .capture.supervisor import Finished
 from .errors import InputFolderError, LensError, UsageError
+from .exchange.files import LOG_FILE, RESULT_FILE, SPEC_FILE, read_capture_result
 from .handwritten.attach import DEFAULT_TIMEOUT_S, attach_handwritten, checks_to_run
 from .options import CompileSpec, ScriptSpec
 from .parse import parse_debug_folder
@@ -67,8 +68,7 @@ from .report.folders import (
     write_input_stamp,
 )
 from .stages import attach_stages, stages_to_attach
-from .worker.files import LOG_FILE, RESULT_FILE, SPEC_FILE, read_capture_result
-from .worker.supervisor import Finished
+from .worker.inprocess import in_process_capture
 
 
 @dataclass(frozen=True)

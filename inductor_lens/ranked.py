@@ -36,6 +36,7 @@ from typing import TextIO
 from .capture import CAPTURE_DIR, PhaseCallback, find_capture_dir
 from .capture.ranks import RankedCapture, capture_ranks, capture_script_ranks, check_launcher
 from .errors import InputFolderError, LensError, UsageError
+from .exchange.files import RESULT_FILE, read_bench_data, read_capture_result
 from .options import CompileSpec, ScriptSpec
 from .parse.layout import DebugLayout, locate
 from .parse.rank_light import light_summaries
@@ -56,7 +57,6 @@ from .report import write_report
 from .report.folders import LENS_JSON, REPORT_PAGES, locked_out_dir, named_out_dir, prepare_out_dir
 from .report.ranks_view import render_ranks
 from .version import __version__
-from .worker.files import RESULT_FILE, read_bench_data, read_capture_result
 
 __all__ = [
     "RankedResult", "compile_ranks", "is_ranked", "report_rank", "report_ranks", "run_script_ranks", "write_landing"

@@ -14,6 +14,17 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
+from ..exchange.files import (
+    GRAPH_FREE_TRACE_FILE,
+    PROFILE_TRACE_FILE,
+    RESULT_FILE,
+    BenchData,
+    CeilingsData,
+    CudaGraphData,
+    EndToEndData,
+    IsolatedKernel,
+    read_bench_data,
+)
 from ..parse import compat
 from ..parse.diagnostics import unreadable_capture_file
 from ..records import (
@@ -28,17 +39,6 @@ from ..records import (
     Launch,
     LaunchTiming,
     StepTiming,
-)
-from ..worker.files import (
-    GRAPH_FREE_TRACE_FILE,
-    PROFILE_TRACE_FILE,
-    RESULT_FILE,
-    BenchData,
-    CeilingsData,
-    CudaGraphData,
-    EndToEndData,
-    IsolatedKernel,
-    read_bench_data,
 )
 from ..worker.measure import kernel_fingerprint, quantile
 from .attribution import Attribution, attribute

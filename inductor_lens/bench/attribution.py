@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..exchange.files import REGION_MARK, STEP_MARKS
 from ..parse import compat
 from ..records import CollectiveTime, GraphRecord, Launch
-from ..worker.files import REGION_MARK, STEP_MARKS
 from .collectives import collectives_per_step
 from .graph_replay import LaunchKey, best_graph, tie_replay
 

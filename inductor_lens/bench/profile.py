@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputFolderError
+from ..exchange.files import REGION_MARK
 from ..records import BenchResult, CompileRun, DeviceCeilings, GraphJoin, GraphRecord, ProfileSource
-from ..worker.files import REGION_MARK
 from . import time_steps
 from .attribution import GPU_WORK, Attribution, attribute, load_trace
 

@@ -1,7 +1,7 @@
 """Stage 1 of the pipeline (capture -> parse -> records -> bench -> report): run a model under torch.compile.
 
 ``capture(spec, capture_dir)`` runs the model file in the model process (``worker/capture.py``, under
-the supervisor of ``worker/supervisor.py``), ``capture_script`` an unchanged script in the script
+the supervisor of ``capture/supervisor.py``), ``capture_script`` an unchanged script in the script
 process (``worker/script.py``), and each turns what it reported into records: the
 CaptureOutcome, the measured Environment and the CompileSettings. The debug tree, the trace and the
 log stay in ``capture_dir`` for the parse stage, whether the run succeeded or not.
@@ -41,9 +41,7 @@ from ..errors import (
     UsageError,
     no_space_message,
 )
-from ..options import CompileSpec, ScriptSpec
-from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
-from ..worker.files import (
+from ..exchange.files import (
     CAPTURE_DIR,
     LOG_FILE,
     RESULT_FILE,
@@ -53,7 +51,9 @@ from ..worker.files import (
     read_capture_result,
     write_json_file,
 )
-from ..worker.supervisor import Finished, PhaseCallback, alive, is_no_space, process_stat, run_worker
+from ..options import CompileSpec, ScriptSpec
+from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
+from .supervisor import Finished, PhaseCallback, alive, is_no_space, process_stat, run_worker
 from .triton_cache import keep_compiled
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
@@ -176,7 +176,7 @@ def script_capture(spec: ScriptSpec, result: CaptureResult, finished: Finished, 
 def capture_in_process(spec: CompileSpec, capture_dir: Path, model: Any, inputs: Any) -> Capture:
     """The capture of ``capture``, made in this process on a model the caller holds (``inductor_lens.inspect``)."""
     from ..worker.capture import capture_in_process as run_here
-    from .inprocess import in_process_capture
+    from ..worker.inprocess import in_process_capture
 
     started = time.perf_counter()
     with in_process_capture(capture_dir) as capture_dir:

@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import CaptureTimeout, CompileError, LensError, UsageError
-from ..options import _PYTHON, CompileSpec, ScriptSpec
-from ..parse.ranks import RANK_FOLDER
-from ..worker.files import (
+from ..exchange.files import (
     CAPTURE_DIR,
     LOG_FILE,
     RESULT_FILE,
@@ -36,6 +34,8 @@ from ..worker.files import (
     FileShapeError,
     read_capture_result,
 )
+from ..options import _PYTHON, CompileSpec, ScriptSpec
+from ..parse.ranks import RANK_FOLDER
 from ..worker.ranked import (
     CACHES_VARIABLE,
     PID_FILE,
@@ -44,7 +44,6 @@ from ..worker.ranked import (
     STACKS_SIGNAL,
     rank_capture_dir,
 )
-from ..worker.supervisor import Finished, PhaseCallback, run_worker
 from . import (
     _ERROR_KINDS,
     Capture,
@@ -55,6 +54,7 @@ from . import (
     remove_stale_caches,
     script_capture,
 )
+from .supervisor import Finished, PhaseCallback, run_worker
 from .triton_cache import keep_compiled
 
 __all__ = [

@@ -35,8 +35,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..exchange.files import AUTOTUNE_KEY_FILE
 from ..parse.compat import TRITON_HELPER_MODULES
-from ..worker.files import AUTOTUNE_KEY_FILE
 
 KEPT_CACHE_DIR = "triton_cache"
 KEEP_LIMIT_BYTES = 256 * 1024 * 1024
@@ -49,7 +49,7 @@ RUNTIME_HELPERS_DIR = "triton_runtime"  # in the capture folder
 RUNTIME_HELPERS_INDEX = "kept.json"  # in it: {"torch_version": ..., "modules": [...]}
 # The modules of torch._inductor.runtime whose Triton functions the kernels inline (compat.py says which change):
 # hints and triton_heuristics, which the kernels import too, only build the launcher: the stages compile with the
-# installed torch's (``stages/compile_child.py``).
+# installed torch's (``worker/compile_child.py``).
 RUNTIME_HELPER_MODULES = TRITON_HELPER_MODULES
 _KERNEL_FILE_LIMIT = 5_000  # files read to tell whether the capture generated Triton kernels
 

@@ -33,6 +33,7 @@ from typing import TextIO
 
 from ..capture import Capture, PhaseCallback, capture, capture_script
 from ..errors import InputFolderError, LensError, UsageError
+from ..exchange.files import RESULT_FILE, FileShapeError, read_bench_data
 from ..options import CompileSpec, ScriptSpec
 from ..parse.layout import WARM_ROUNDS_DIR
 from ..pipeline import ReportResult, build_run, compile_model, load_run, report_folder, run_script
@@ -49,7 +50,6 @@ from ..report.folders import (
     report_name,
     safe_folder_name,
 )
-from ..worker.files import RESULT_FILE, FileShapeError, read_bench_data
 from . import build_comparison
 from .configs import ConfigRequest, settings_text
 from .noise import DEFAULT_ROUNDS, MIN_ROUNDS, rotated

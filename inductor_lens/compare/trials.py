@@ -30,13 +30,13 @@ from ..bench.diagnosis import NOT_FOR_SPEED, diagnose
 from ..bench.trials import write_trials
 from ..capture import PhaseCallback
 from ..errors import InputFolderError, LensError, UsageError
+from ..exchange.files import CAPTURE_DIR, SPEC_FILE
 from ..options import CompileSpec, ScriptSpec
 from ..pipeline import load_run, render
 from ..records import Accuracy, CompileRun, ConfigResult, Finding, SettingChange
 from ..records.trials import TRIALS_VERSION, Trial, Trials, TryVerdict, UntriedSuggestion
 from ..report.folders import CONFIGS_DIR, LENS_JSON
 from ..units import format_ms, format_percent, format_signed_percent
-from ..worker.files import CAPTURE_DIR, SPEC_FILE
 from .configs import ConfigRequest
 from .noise import DEFAULT_ROUNDS
 from .runner import Budget, compare_models

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..bench.roofline import place
-from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun
-from ..worker.files import (
+from ..capture.supervisor import PhaseCallback
+from ..exchange.files import (
     HANDWRITTEN_RESULTS_FILE,
     HandwrittenResults,
     HandwrittenTask,
@@ -23,7 +23,7 @@ from ..worker.files import (
     VerifyTask,
     task_key,
 )
-from ..worker.supervisor import PhaseCallback
+from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun
 from .catalog import ITEMSIZE, get
 from .match import match_run, shape_for, timed_launches
 from .runner import read_results, run_tasks

@@ -1,7 +1,7 @@
 """Stage 4 of the pipeline (bench), hand-written side: check and time the matched kernels in a worker.
 
 ``run_tasks`` writes a plan (``worker/files.HandwrittenPlan``): each distinct (hand-written kernel,
-shape, dtype) the matches need, and has the check process (``worker/handwritten.py``) run it under
+shape, dtype) the matches need, and has the check process (``worker/handwritten/job.py``) run it under
 the supervisor. On a GPU it checks and times each against its torch reference; on a CPU it runs them
 under Triton's interpreter, on a reduced shape (``catalog.interpreter_shape``), and times nothing. The
 worker writes its results after every task, so a crash or a timeout keeps what was done, and a hung
@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..worker.files import (
+from ..capture.supervisor import PhaseCallback, run_worker
+from ..exchange.files import (
     HANDWRITTEN_LOG_FILE,
     HANDWRITTEN_PLAN_FILE,
     HANDWRITTEN_RESULTS_FILE,
@@ -29,7 +30,6 @@ from ..worker.files import (
     load_json_file,
     write_json_file,
 )
-from ..worker.supervisor import PhaseCallback, run_worker
 
 
 def run_tasks(

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..records import HandwrittenKernel
 from .catalog import get
 
-KERNELS_DIR = Path(__file__).with_name("kernels")
+KERNELS_DIR = Path(__file__).parents[1] / "worker" / "handwritten" / "kernels"  # read as text, never imported here
 
 
 @functools.cache

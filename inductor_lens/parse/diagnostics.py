@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ParseError, printable
+from ..exchange.files import FileShapeError
 from ..records import CompileRun, Diagnostic, DiagnosticLevel, ParseStats
-from ..worker.files import FileShapeError
 
 
 class Diagnostics:

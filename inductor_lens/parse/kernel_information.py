@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..records import CompileRun, GraphRecord, LaunchTensors
-from ..records.codec import JsonValue
-from ..worker.files import (
+from ..exchange.files import (
     KERNEL_INFORMATION_FILE,
     CompileKernelInformation,
     KernelInformation,
     read_json_file,
 )
+from ..records import CompileRun, GraphRecord, LaunchTensors
+from ..records.codec import JsonValue
 from .call_flow import tensor_type
 from .diagnostics import unreadable_capture_file
 

@@ -22,8 +22,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..exchange.files import MODULE_STACKS_FILE, GraphModuleStacks, ModuleStacks, read_json_file
 from ..records import CompileRun, Diagnostic, GraphRecord, Launch, SourceLine
-from ..worker.files import MODULE_STACKS_FILE, GraphModuleStacks, ModuleStacks, read_json_file
 from . import compat
 from .diagnostics import unreadable_capture_file
 from .source_lines import from_traceback, is_tool_file, is_torch_file

@@ -11,7 +11,7 @@ from .timing import Roofline, Timing
 MatchKind = Literal["exact", "composed", "partial", "none"]
 # Where a launch configuration came from: searched for this shape in the run; searched earlier in the run
 # for a shape of the same class; read from the hand-written autotune cache, or from the table shipped for
-# the GPU's architecture (handwritten/tuned/sm_90.json): nothing benchmarked.
+# the GPU's architecture (worker/handwritten/tuned/sm_90.json): nothing benchmarked.
 ConfigOrigin = Literal["tuned", "reused", "cache", "table"]
 
 

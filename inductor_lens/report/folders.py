@@ -34,7 +34,7 @@ from ..errors import (
     UsageError,
     no_space_message,
 )
-from ..worker.files import CAPTURE_DIR, SPEC_FILE
+from ..exchange.files import CAPTURE_DIR, SPEC_FILE
 
 LENS_JSON = "lens.json"
 # The compile timeline as a Chrome trace, beside the pages (report/timeline_view.py).

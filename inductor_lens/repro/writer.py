@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputFolderError, UsageError
+from ..exchange.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, FileShapeError, SavedInputs, read_json_file
 from ..records import CompileRun, GraphRecord, KernelRecord
-from ..worker.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, FileShapeError, SavedInputs, read_json_file
 from .plan import ReproError, ReproPlan, plan_repro
 from .script import render_script
 

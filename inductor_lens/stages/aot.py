@@ -8,7 +8,7 @@ constants, divisibility attributes, fp fusion, ...) and the launch config the ru
 compile metadata and options built by torch's own ``_create_compile_meta`` and ``_create_compile_options``.
 No GPU is needed: Triton's wheel ships ptxas.
 
-The kernels compile in a child process (``python -m inductor_lens.stages.compile_child``, requests as JSON
+The kernels compile in a child process (``python -m inductor_lens.worker.compile_child``, requests as JSON
 on stdin):
 Triton must run without its interpreter (which the caller may have on), a kernel module's import runs its
 decorator, and a crash of the compiler must not take the report down. The child writes each kernel's source
@@ -67,7 +67,7 @@ def compile_kernels(
     payload = {"work": str(work), "requests": [r.__dict__ for r in requests], "helpers": helpers and str(helpers)}
     try:
         child = subprocess.run(
-            [sys.executable, "-m", "inductor_lens.stages.compile_child"],
+            [sys.executable, "-m", "inductor_lens.worker.compile_child"],
             input=json.dumps(payload),
             capture_output=True,
             text=True,

@@ -14,8 +14,8 @@ import logging
 import os
 import sys
 
+from ..capture.supervisor import restore_path, watch_supervisor
 from .ranked import rank_setup
-from .supervisor import restore_path, watch_supervisor
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
 
         return script_main(args)
     if job == "handwritten" and len(args) == 2:
-        from .handwritten import main as handwritten_main
+        from .handwritten.job import main as handwritten_main
 
         return handwritten_main(args)
     print("usage: python -m inductor_lens.worker capture|script SPEC RESULT | handwritten PLAN RESULT", file=sys.stderr)

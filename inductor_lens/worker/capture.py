@@ -25,11 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..options import CompileSpec, ScriptSpec
-from ..records.codec import JsonValue, as_json_value
-from ..records.run import Environment
-from . import accuracy
-from .files import (
+from ..exchange.files import (
     KERNEL_INFORMATION_FILE,
     PROFILE_TRACE_FILE,
     BenchData,
@@ -41,6 +37,10 @@ from .files import (
     write_autotune_key,
     write_json_file,
 )
+from ..options import CompileSpec, ScriptSpec
+from ..records.codec import JsonValue, as_json_value
+from ..records.run import Environment
+from . import accuracy
 from .measure import use_threads
 from .model_file import (
     Call,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .files import GRAPH_FREE_REGION, STEP_MARKS, CudaGraphData
+from ..exchange.files import GRAPH_FREE_REGION, STEP_MARKS, CudaGraphData
 from .measure import PROFILED_STEPS, gpu_step_time, recording_launches, replay_launches
 
 

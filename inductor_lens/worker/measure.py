@@ -34,9 +34,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from ..records.codec import int_or_none
-from ..records.timing import Timing
-from .files import (
+from ..exchange.files import (
     GRAPH_FREE_TRACE_FILE,
     STEP_MARKS,
     BenchData,
@@ -45,6 +43,8 @@ from .files import (
     IsolatedKernel,
     ProfileData,
 )
+from ..records.codec import int_or_none
+from ..records.timing import Timing
 from .load import host_window
 
 WARMUP_MS = 25

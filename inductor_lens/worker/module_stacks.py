@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .files import MODULE_STACKS_FILE, GraphModuleStacks, ModuleStacks, write_json_file
+from ..exchange.files import MODULE_STACKS_FILE, GraphModuleStacks, ModuleStacks, write_json_file
 
 
 @contextlib.contextmanager

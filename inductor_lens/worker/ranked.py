@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .files import LOG_FILE, PHASE_MARKER, RESULT_FILE, SPEC_FILE
+from ..exchange.files import LOG_FILE, PHASE_MARKER, RESULT_FILE, SPEC_FILE
 
 # Set by the parent: the multi-rank report folder (each rank's capture goes to <it>/rank<r>/capture).
 REPORT_VARIABLE = "INDUCTOR_LENS_RANKED_REPORT"

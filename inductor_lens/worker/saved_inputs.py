@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, SavedInputs, SavedLaunch, write_json_file
+from ..exchange.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, SavedInputs, SavedLaunch, write_json_file
 from .graph_free import _source_md5
 
 DEFAULT_CAP_MB = 256.0

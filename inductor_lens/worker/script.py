@@ -31,11 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ..options import ScriptSpec
-from ..records.codec import as_json_value
-from ..records.run import CompileCall
-from .capture import CAPTURE_OPTIONS, device_info, environment, run_settings
-from .files import (
+from ..exchange.files import (
     GRAPH_FREE_TRACE_FILE,
     PROFILE_TRACE_FILE,
     STEP_MARKS,
@@ -46,6 +42,10 @@ from .files import (
     ResultWriter,
     write_autotune_key,
 )
+from ..options import ScriptSpec
+from ..records.codec import as_json_value
+from ..records.run import CompileCall
+from .capture import CAPTURE_OPTIONS, device_info, environment, run_settings
 from .measure import use_threads
 from .model_file import first_line
 from .module_stacks import module_stacks

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.worker.files import (
+from inductor_lens.exchange.files import (
     HandwrittenResults,
     read_bench_data,
     read_capture_result,

@@ -46,7 +46,7 @@ def test_wheel_contains_templates_and_static_files(wheel: Path) -> None:
     assert {"inductor_lens/templates/base.html.j2", "inductor_lens/templates/static/lens.css"} <= expected
     assert expected <= names
     assert {"inductor_lens/worker/__main__.py", "inductor_lens/worker/capture.py"} <= names
-    assert "inductor_lens/handwritten/tuned/sm_90.json" in names  # the shipped tuning table
+    assert "inductor_lens/worker/handwritten/tuned/sm_90.json" in names  # the shipped tuning table
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "inductor-lens = inductor_lens.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inductor_lens.worker.files import SAVED_INPUTS_INDEX, SavedInputs, read_json_file
+from inductor_lens.exchange.files import SAVED_INPUTS_INDEX, SavedInputs, read_json_file
 
 from ..conftest import SAMPLES, run_cli_process
 

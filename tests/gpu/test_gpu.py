@@ -81,8 +81,8 @@ def test_handwritten_check_and_bench_on_cuda() -> None:
 
 # One task of the check process, in a fresh process: prints the origins of its launch configurations.
 _ONE_TASK = (
-    "import json; from inductor_lens.worker.files import HandwrittenTask; "
-    "from inductor_lens.worker.handwritten import run_task; "
+    "import json; from inductor_lens.exchange.files import HandwrittenTask; "
+    "from inductor_lens.worker.handwritten.job import run_task; "
     "e = run_task(HandwrittenTask('matmul_bias', {'M': 1000, 'N': 768, 'K': 256}, 'bfloat16'), 'cuda'); "
     "print(json.dumps({'ok': e.ok, 'origins': [c.origin for c in e.configs], 'configs': [c.config for c in e.configs]}))"
 )

@@ -18,14 +18,14 @@ torch = pytest.importorskip("torch")
 
 _TABLE_SHAPE = """
 import json, sys
-from inductor_lens.handwritten import tuning
-from inductor_lens.handwritten.check import check
+from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten.check import check
 with tuning.recording() as used:
     r = check("matmul_bias", {"M": 4096, "N": 2304, "K": 768}, sys.argv[1], "cuda")
 print(json.dumps({"ok": r.ok, "line": r.line(), "origins": [c.origin for c in used]}))
 """
 _TRANSPOSED = (
-    "import json, sys, torch; from inductor_lens.handwritten.kernels import load; "
+    "import json, sys, torch; from inductor_lens.worker.handwritten.kernels import load; "
     "matmul = load('matmul', interpret=False)['matmul_bias'].run; rows = int(sys.argv[1]); "
     "g = torch.Generator(device='cuda').manual_seed(0); a = torch.randn(rows, 384, device='cuda', generator=g); "
     "w = torch.randn(1152, 384, device='cuda', generator=g) * 384**-0.5; b = torch.randn(1152, device='cuda', generator=g); "

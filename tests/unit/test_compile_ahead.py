@@ -1,4 +1,4 @@
-"""Compiling the hand-written checks' kernels ahead, in helper processes (worker/handwritten.py compile_ahead).
+"""Compiling the hand-written checks' kernels ahead, in helper processes (worker/handwritten/job.py compile_ahead).
 
 On this CPU machine the helpers' checks fail (no GPU): what is tested is the mechanism a GPU run relies on, that
 spawned helpers import this package (from wherever it lives), run every task, report, and are stopped at their
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from inductor_lens.worker import handwritten
-from inductor_lens.worker.files import HandwrittenPlan, HandwrittenTask
+from inductor_lens.exchange.files import HandwrittenPlan, HandwrittenTask
+from inductor_lens.worker.handwritten import job as handwritten
 
 pytestmark = pytest.mark.unit
 
@@ -56,9 +56,9 @@ def test_helpers_past_their_share_of_the_budget_are_stopped(
 def test_a_helpers_check_is_reused_only_where_the_timings_launch_the_same_configurations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from inductor_lens.handwritten import tuning
+    from inductor_lens.exchange.files import HandwrittenTaskResult
     from inductor_lens.records import KernelConfig
-    from inductor_lens.worker.files import HandwrittenTaskResult
+    from inductor_lens.worker.handwritten import tuning
 
     monkeypatch.setattr(tuning, "COMPILE_ONLY", False)  # _compile_one switches it on: put back after the test
     task = _plan(1).tasks[0]
@@ -69,8 +69,8 @@ def test_a_helpers_check_is_reused_only_where_the_timings_launch_the_same_config
 
 
 def test_a_task_checked_ahead_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inductor_lens.handwritten import check
-    from inductor_lens.worker.files import HandwrittenTaskResult
+    from inductor_lens.exchange.files import HandwrittenTaskResult
+    from inductor_lens.worker.handwritten import check
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("checked twice")

@@ -14,10 +14,10 @@ import pytest
 
 from inductor_lens import api, caches
 from inductor_lens.errors import InUseError, NoSpaceError
-from inductor_lens.handwritten import tuning
 from inductor_lens.options import CompileSpec, ScriptSpec
 from inductor_lens.report import LENS_JSON, folders, highlight, render_cache, write_report
 from inductor_lens.report.folders import TIMELINE_EXPORT
+from inductor_lens.worker.handwritten import tuning
 
 from ..conftest import assert_one_line_error
 

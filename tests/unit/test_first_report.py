@@ -19,6 +19,7 @@ import pytest
 
 from inductor_lens import pipeline
 from inductor_lens.capture import CAPTURE_DIR, Capture
+from inductor_lens.exchange.files import HANDWRITTEN_RESULTS_FILE, HandwrittenResults
 from inductor_lens.handwritten import attach
 from inductor_lens.handwritten.runner import read_results
 from inductor_lens.pipeline import (
@@ -30,7 +31,6 @@ from inductor_lens.pipeline import (
     report_folder,
 )
 from inductor_lens.records import RUN_SCHEMA_VERSION, CompileRun
-from inductor_lens.worker.files import HANDWRITTEN_RESULTS_FILE, HandwrittenResults
 
 CASE = "cpu-torch2.13-gated-mlps"  # a CPU capture with hand-written results (capture/handwritten.json)
 RUNNING = "Hand-written: running"

@@ -10,7 +10,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from inductor_lens.handwritten.kernels import interpreter, load
+from inductor_lens.worker.handwritten.kernels import interpreter, load
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -20,7 +20,7 @@ F = torch.nn.functional
 @pytest.fixture(scope="module")
 def attention() -> ModuleType:
     load("attention", interpret=True)
-    return importlib.import_module("inductor_lens.handwritten.kernels.attention")
+    return importlib.import_module("inductor_lens.worker.handwritten.kernels.attention")
 
 
 def _qkv(attention: ModuleType, shape: tuple[int, int, int, int]) -> tuple[torch.Tensor, ...]:

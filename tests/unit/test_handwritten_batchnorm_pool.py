@@ -1,4 +1,4 @@
-"""The batch-norm and max-pool kernels (handwritten/kernels/batchnorm.py, pooling.py) on the cases the catalog's
+"""The batch-norm and max-pool kernels (worker/handwritten/kernels/batchnorm.py, pooling.py) on the cases the catalog's
 random checks do not reach: max-pool ties, all-negative and -inf windows, NaN, gradients against autograd,
 a training batch whose channels sit far from zero, mixed layouts, and the autotuned (GPU) launch path,
 all under Triton's interpreter on small shapes."""
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from inductor_lens.handwritten import check, tuning
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.handwritten.kernels import interpreter
+from inductor_lens.worker.handwritten import check, tuning
+from inductor_lens.worker.handwritten.kernels import interpreter
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -23,7 +23,7 @@ def _module(name: str) -> Any:
     import importlib
 
     check.implementation(get(name), "cpu")  # imports the module under the interpreter
-    return importlib.import_module(f"inductor_lens.handwritten.kernels.{get(name).module}")
+    return importlib.import_module(f"inductor_lens.worker.handwritten.kernels.{get(name).module}")
 
 
 def _pool(x: Any, kernel: int = 3, stride: int = 2, padding: int = 1) -> tuple[Any, Any]:

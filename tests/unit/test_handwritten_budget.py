@@ -13,13 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.handwritten import catalog
-from inductor_lens.handwritten.runner import read_results
-from inductor_lens.options import CompileSpec, ScriptSpec
-from inductor_lens.records import HandwrittenRun
-from inductor_lens.report import handwritten_view
-from inductor_lens.worker import handwritten as worker
-from inductor_lens.worker.files import (
+from inductor_lens.capture.supervisor import run_worker
+from inductor_lens.exchange.files import (
     PHASE_MARKER,
     HandwrittenPlan,
     HandwrittenTask,
@@ -28,7 +23,12 @@ from inductor_lens.worker.files import (
     VerifyTask,
     write_json_file,
 )
-from inductor_lens.worker.supervisor import run_worker
+from inductor_lens.handwritten import catalog
+from inductor_lens.handwritten.runner import read_results
+from inductor_lens.options import CompileSpec, ScriptSpec
+from inductor_lens.records import HandwrittenRun
+from inductor_lens.report import handwritten_view
+from inductor_lens.worker.handwritten import job as worker
 
 from ..conftest import CliResult
 
@@ -235,7 +235,7 @@ def test_matmul_shapes_keep_their_partial_tiles() -> None:
 
 def test_the_interpreter_tiles_are_the_kernels() -> None:
     pytest.importorskip("triton")
-    from inductor_lens.handwritten.kernels import conv, matmul
+    from inductor_lens.worker.handwritten.kernels import conv, matmul
 
     config = matmul.INTERPRETER_CONFIG
     assert (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) == catalog.MATMUL_TILE

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS
+from inductor_lens.worker.handwritten import check
 
 from ..conftest import assert_one_line_error
 

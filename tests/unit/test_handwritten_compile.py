@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS
+from inductor_lens.worker.handwritten import check
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")

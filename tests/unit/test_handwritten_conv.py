@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from inductor_lens.handwritten import catalog
-from inductor_lens.handwritten.kernels import interpreter, load
+from inductor_lens.worker.handwritten.kernels import interpreter, load
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -24,7 +24,7 @@ CONV_ENTRIES = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "co
 @pytest.fixture(scope="module")
 def conv() -> ModuleType:
     load("conv", interpret=True)  # the kernels made for the interpreter
-    from inductor_lens.handwritten.kernels import conv as module
+    from inductor_lens.worker.handwritten.kernels import conv as module
 
     return module
 
@@ -151,7 +151,7 @@ def test_float32_follows_cudnns_tf32_flag_and_is_checked_at_tf32s_tolerance(
     and a TF32 kernel is checked at float16's tolerance (TF32 keeps its 10-bit mantissa), saying why."""
     from dataclasses import replace
 
-    from inductor_lens.handwritten import check
+    from inductor_lens.worker.handwritten import check
 
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
     monkeypatch.setattr(conv, "interpreting", lambda: False)

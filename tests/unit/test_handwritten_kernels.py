@@ -11,9 +11,9 @@ import ast
 
 import pytest
 
-from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import EQUIVALENTS
 from inductor_lens.handwritten.source import KERNELS_DIR
+from inductor_lens.worker.handwritten import check
 
 SHAPES = {
     "elementwise": [(1, 1), (3, 5), (37, 1031), (2, 9000), (5, 48), (33, 1040)],

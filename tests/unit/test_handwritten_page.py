@@ -7,18 +7,18 @@ from collections import Counter
 from dataclasses import replace
 from html.parser import HTMLParser
 
-from inductor_lens.handwritten.attach import attach_handwritten
-from inductor_lens.parse import parse_debug_folder
-from inductor_lens.records import CompileRun, KernelConfig, LaunchTiming, Timing
-from inductor_lens.report import render_report
-from inductor_lens.report.handwritten_view import handwritten_page
-from inductor_lens.worker.files import (
+from inductor_lens.exchange.files import (
     HANDWRITTEN_RESULTS_FILE,
     HandwrittenResults,
     HandwrittenTaskResult,
     task_key,
     write_json_file,
 )
+from inductor_lens.handwritten.attach import attach_handwritten
+from inductor_lens.parse import parse_debug_folder
+from inductor_lens.records import CompileRun, KernelConfig, LaunchTiming, Timing
+from inductor_lens.report import render_report
+from inductor_lens.report.handwritten_view import handwritten_page
 
 from ..conftest import FIXED_TIME
 

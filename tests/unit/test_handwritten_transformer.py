@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from inductor_lens.handwritten import check
 from inductor_lens.handwritten.catalog import INTERPRETER_ELEMENTS, get, interpreter_shape
-from inductor_lens.handwritten.kernels import interpreter
 from inductor_lens.handwritten.match import shape_for
+from inductor_lens.worker.handwritten import check
+from inductor_lens.worker.handwritten.kernels import interpreter
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -1,4 +1,4 @@
-"""The hand-written kernels' autotune cache (handwritten/tuning.py), on CPU: Triton's real autotuner runs
+"""The hand-written kernels' autotune cache (worker/handwritten/tuning.py), on CPU: Triton's real autotuner runs
 under the interpreter with a counting fake for its benchmark, so a tuning, a memoised launch and a cache
 hit can be told apart by how many times the benchmark ran."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from inductor_lens import caches
-from inductor_lens.handwritten import tuning
-from inductor_lens.handwritten.kernels import interpreter
+from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten.kernels import interpreter
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -527,12 +527,12 @@ def test_every_entry_of_the_shipped_tables_names_a_configuration_its_kernel_stil
     """A table written before a kernel's list changed would be ignored entry by entry (searched instead):
     this says so when it happens, so the table is made again (benchmarks/tuning_table.py)."""
     from inductor_lens.handwritten.catalog import EQUIVALENTS
-    from inductor_lens.handwritten.kernels import load
+    from inductor_lens.worker.handwritten.kernels import load
 
     tuned: dict[str, tuning.TunedKernel] = {}
     for module in {e.module for e in EQUIVALENTS}:
         load(module, interpret=True)
-        found = vars(__import__(f"inductor_lens.handwritten.kernels.{module}", fromlist=["_"]))
+        found = vars(__import__(f"inductor_lens.worker.handwritten.kernels.{module}", fromlist=["_"]))
         tuned.update({k.name: k for k in found.values() if isinstance(k, tuning.TunedKernel)})
     tables = sorted(tuning.TABLE_DIR.glob("sm_*.json"))
     assert tables, "no shipped table"
@@ -547,10 +547,10 @@ def test_every_entry_of_the_shipped_tables_names_a_configuration_its_kernel_stil
 
 
 def test_the_matmul_search_keeps_tiles_that_fit_and_pay_off() -> None:
-    from inductor_lens.handwritten.kernels import load
+    from inductor_lens.worker.handwritten.kernels import load
 
     load("matmul", interpret=True)
-    from inductor_lens.handwritten.kernels import matmul
+    from inductor_lens.worker.handwritten.kernels import matmul
 
     def kept(m: int, n: int, k: int, dtype: Any) -> set[tuple[int, int, int, int]]:
         a = torch.empty(1, 1, dtype=dtype)

@@ -12,10 +12,11 @@ from inductor_lens.handwritten import attach as attach_module
 from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.handwritten.catalog import get
 from inductor_lens.handwritten.match import agrees, choose, concepts_of, coverage, match_run
-from inductor_lens.handwritten.verify import run_verify, verify_task
+from inductor_lens.handwritten.verify import verify_task
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import from_jsonable, to_jsonable
 from inductor_lens.records.handwritten import HandwrittenMatch
+from inductor_lens.worker.handwritten.verify import run_verify
 
 GATED = "cpu-torch2.13-gated-mlps"
 # The gate-times-up kernels of the fixture's four blocks: T5's NewGELU written out and F.gelu's tanh form decompose

@@ -12,10 +12,12 @@ import pytest
 import torch
 
 from inductor_lens.capture import script_capture
+from inductor_lens.capture.supervisor import Finished
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config
 from inductor_lens.compare.comparability import differences, headline, run_facts
 from inductor_lens.compare.configs import ConfigRequest, settings_text
 from inductor_lens.errors import UsageError
+from inductor_lens.exchange.files import CaptureResult, ReportedSettings
 from inductor_lens.options import (
     CompileSpec,
     ScriptSpec,
@@ -26,9 +28,7 @@ from inductor_lens.options import (
 from inductor_lens.records import CaptureOutcome, CompileRun, CompileSettings
 from inductor_lens.report import render_comparison
 from inductor_lens.worker.capture import forward, run_settings
-from inductor_lens.worker.files import CaptureResult, ReportedSettings
 from inductor_lens.worker.model_file import Call
-from inductor_lens.worker.supervisor import Finished
 
 
 def _spec(tmp_path: Path, **settings: object) -> CompileSpec:

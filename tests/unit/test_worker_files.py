@@ -1,4 +1,4 @@
-"""The process boundary's files: declared once, read back with their shape checked (see worker/files.py).
+"""The process boundary's files: declared once, read back with their shape checked (see exchange/files.py).
 
 What the model process itself imports is checked end to end in tests/e2e/test_model_process.py.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.worker.files import (
+from inductor_lens.exchange.files import (
     BenchData,
     CaptureResult,
     FileShapeError,
@@ -54,8 +54,8 @@ def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(tm
     result file is JSON, and a function is not. The option is recorded by name and reaches torch unchanged."""
     from types import SimpleNamespace
 
+    from inductor_lens.exchange.files import read_capture_result
     from inductor_lens.options import ScriptSpec
-    from inductor_lens.worker.files import read_capture_result
     from inductor_lens.worker.script import ScriptRun, wrap_compile
 
     def noop_pass(graph: object) -> None:

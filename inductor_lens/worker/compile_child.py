@@ -1,6 +1,6 @@
 """Compiler stages: the child process that compiles Inductor's Triton kernels for a GPU target (see ``aot.py``).
 
-``python -m inductor_lens.stages.compile_child`` reads ``{"work": folder, "requests": [CompileRequest],
+``python -m inductor_lens.worker.compile_child`` reads ``{"work": folder, "requests": [CompileRequest],
 "helpers": folder or null}`` on stdin and prints ``{key: {"folder": cache entry, "note", "config", "torch",
 "helpers"} or {"error": why, "torch", "helpers", "helper", "cause", "cause_type"}}`` as its last line.
 

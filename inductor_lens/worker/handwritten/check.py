@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import ITEMSIZE, TF32_TOLERANCE, Equivalent, Shape, get
+from ...handwritten.catalog import ITEMSIZE, TF32_TOLERANCE, Equivalent, Shape, get
 
 # Inputs are made from this seed, so a check is repeatable.
 SEED = 20261122
@@ -141,7 +141,7 @@ def time_kernel(fn: Any) -> float:
     """The do_bench median (ms), measured exactly as the bench stage times Inductor's kernels."""
     import torch
 
-    from ..worker.measure import gpu_time
+    from ..measure import gpu_time
 
     return gpu_time(torch, fn).median_ms
 
@@ -150,7 +150,7 @@ def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> Benc
     """Time the hand-written kernel next to torch eager and torch.compile of its reference (CUDA only)."""
     import torch
 
-    from ..worker.measure import ceilings
+    from ..measure import ceilings
 
     equivalent = get(name)
     impl = implementation(equivalent)

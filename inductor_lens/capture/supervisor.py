@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .files import PHASE_MARKER
+from ..exchange.files import PHASE_MARKER
 
 # The folder holding the ``inductor_lens`` package, put on the worker's path so that it runs from a
 # source checkout too; the worker takes it off again before running anything of the user's.

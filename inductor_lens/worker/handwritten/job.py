@@ -5,7 +5,7 @@ first verifies each match of the plan against what Inductor's kernel computes (`
 then, for each task of the plan (a ``files.HandwrittenPlan``), checks the hand-written kernel against its
 torch reference (under Triton's interpreter, on a reduced shape, when the device is a CPU) and, on a
 GPU, times it and torch's own op with ``do_bench``, noting the launch configurations its autotuned
-kernels ran with (``handwritten/tuning.py``: tuned, or read from the autotune cache). The results file
+kernels ran with (``worker/handwritten/tuning.py``: tuned, or read from the autotune cache). The results file
 (``files.HandwrittenResults``) is rewritten after every task, so a crash keeps what was done.
 
 The stage has a budget (``HandwrittenPlan.budget_s``, else ``DEFAULT_BUDGET_S`` of the device): a task not
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from .files import (
+from ...exchange.files import (
     PHASE_MARKER,
     HandwrittenPlan,
     HandwrittenResults,
@@ -42,9 +42,9 @@ def run_task(
 ) -> HandwrittenTaskResult:
     """Check the task's kernel against its torch reference and, on a GPU, time both; ``checked``: the check a
     helper already made of the same configurations (``compile_ahead``), then only the timings run here."""
-    from ..handwritten import check as checks
-    from ..handwritten import tuning
-    from ..handwritten.catalog import get, interpreter_shape
+    from ...handwritten.catalog import get, interpreter_shape
+    from . import check as checks
+    from . import tuning
 
     equivalent = get(task.name)
     shape = {d: int(task.shape[d]) for d in equivalent.dims}
@@ -70,7 +70,7 @@ def run_task(
         if device == "cuda" and timed:
             import torch
 
-            from .measure import gpu_graph_time, gpu_time
+            from ..measure import gpu_graph_time, gpu_time
 
             impl = checks.implementation(equivalent, device)
             inputs = checks.make_inputs(equivalent, shape, task.dtype, device)
@@ -163,16 +163,16 @@ def check_limit(clock: StageClock, interpreter: bool) -> tuple[float | None, str
 def load_outside_the_limit(task: HandwrittenTask, device: str) -> None:
     """Import what a check imports (torch, Triton, the kernel's module) before its time limit is armed: an import
     cut short leaves a half-initialised module behind, and every later check would fail on it."""
-    from ..handwritten import check as checks
-    from ..handwritten import tuning  # noqa: F401  (run_task's)
-    from ..handwritten.catalog import get
+    from ...handwritten.catalog import get
+    from . import check as checks
+    from . import tuning  # noqa: F401  (run_task's)
 
     checks.implementation(get(task.name), device)
 
 
 def run_verify(task: VerifyTask, device: str) -> VerifyResult:
     """Whether a match computes what Inductor's kernel computes; a failure is the match's note, not the end."""
-    from ..handwritten import verify
+    from . import verify
 
     try:
         return verify.run_verify(task, device)
@@ -278,7 +278,7 @@ def _compile_one(task: HandwrittenTask, device: str) -> tuple[str, HandwrittenTa
     """In a helper process: run the check, which compiles the kernels it launches into Triton's cache on disk
     (shared with the check process), searches none (``tuning.COMPILE_ONLY``) and times nothing. Its result
     where the check process will launch the same configurations (none was left to a search)."""
-    from ..handwritten import tuning
+    from . import tuning
 
     tuning.COMPILE_ONLY = True
     try:

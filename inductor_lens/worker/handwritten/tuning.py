@@ -66,8 +66,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..caches import handwritten_dir, write_entry
-from ..records import ConfigOrigin, JsonScalar, KernelConfig
+from ...caches import handwritten_dir, write_entry
+from ...records import ConfigOrigin, JsonScalar, KernelConfig
 
 # The layout of a cache file; another number is ignored.
 FORMAT = 1
