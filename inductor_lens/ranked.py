@@ -2,8 +2,11 @@
 
     is_ranked(folder)                      whether ``report FOLDER`` finds two ranks or more there
     compile_ranks(spec, out_dir, nproc)    ``compile --nproc``: the model file in N ranks under torchrun
-                                           (capture/ranks.py), then the report of every rank and the landing
-    run_script_ranks(spec, out_dir, opts)  ``run -- torchrun OPTS script.py``: the script process in every rank
+                                           (capture/ranks.py), then the landing page and the full reports as
+                                           ``report_ranks`` builds them, each from its rank's capture (rank 0's
+                                           always; the hand-written stage in these only)
+    run_script_ranks(spec, out_dir, opts)  ``run -- torchrun OPTS script.py``: the script process in every rank,
+                                           reported alike
     report_ranks(folder, out_dir)          the landing page first, from the light pass over every rank's
                                            TORCH_TRACE logs (parse/rank_light.py, in parallel); then, in parallel,
                                            the full report (as ``report_folder`` builds it) of one rank of each
@@ -15,8 +18,9 @@
 A multi-rank report folder::
 
     index.html  ranks.json           the landing page (report/ranks_view.py) and the ranks document
-    rank0/  rank1/ ...               each a full report: index.html, lens.json, capture/ (the rank's own);
-                                     only the ranks ranks.json marks ``report``: the others on demand
+    rank0/  rank1/ ...               capture/ (compile --nproc, run -- torchrun: the rank's own) and, for the
+                                     ranks ranks.json marks ``report``, the full report: index.html, lens.json;
+                                     the others on demand
     capture/                         compile --nproc: spec.json and launch.log (what torchrun printed)
 """
 
@@ -24,16 +28,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from .capture import CAPTURE_DIR, PhaseCallback, find_capture_dir
+from .capture import CAPTURE_DIR, Capture, PhaseCallback, find_capture_dir
 from .capture.ranks import RankedCapture, capture_ranks, capture_script_ranks, check_launcher
 from .errors import InputFolderError, LensError, UsageError
 from .exchange.files import RESULT_FILE, read_bench_data, read_capture_result
@@ -89,11 +94,13 @@ def report_ranks(
     strict: bool = False,
     draw: bool = True,
     ranks: Sequence[int] = (),
+    progress: PhaseCallback | None = None,
 ) -> RankedResult:
     """The landing page of every rank found in ``folder``, written first from the light pass over the ranks'
     TORCH_TRACE logs (parse/rank_light.py, the ranks spread over the cores); then the full report of one rank of
     each group that compiled the same (the ranks that differ among them), of every failed rank and of ``ranks``,
-    in parallel; the others are built on demand (``report FOLDER --rank R``, ``report_rank``)."""
+    in parallel; the others are built on demand (``report FOLDER --rank R``, ``report_rank``). ``progress`` is
+    told where the landing page is once it is written."""
     started = time.perf_counter()
     previous = read_ranked(folder)
     plan = _plan(folder, previous)
@@ -101,36 +108,61 @@ def report_ranks(
         out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
     prepare_ranked_out(out_dir)
     title = previous.title if previous is not None else folder.resolve().name
-    # a rank without a TORCH_TRACE log is compared from its full report: built first
     source_dir = previous.source_dir if previous is not None else str(folder.resolve())
-    runs = _full_reports([r for r in plan if not r.logs], out_dir, title, source_dir, strict, draw)
+    keep = {r for r in ranks if r in {p.rank for p in plan}}
+    if previous is not None:  # re-rendered in place: every rank that had its full report keeps it
+        keep |= {r.rank for r in plan if r.source is not None}
+    job = previous if previous is not None else RankedRun(title, "", __version__, source_dir)
+    build = functools.partial(_full_reports, out_dir=out_dir, title=title, source_dir=source_dir, strict=strict,
+                              draw=draw)  # fmt: skip
+    return _report_plan(plan, out_dir, job, build, keep=keep, started=started, progress=progress)
+
+
+def _report_plan(
+    plan: Sequence[_Rank],
+    out_dir: Path,
+    job: RankedRun,
+    build: Callable[[Sequence[_Rank]], dict[int, CompileRun]],
+    *,
+    keep: set[int],
+    started: float,
+    progress: PhaseCallback | None,
+    error: LensError | None = None,
+    handwritten: bool = False,
+) -> RankedResult:
+    """The landing page of ``plan``'s ranks (``job``: the ranks document's other fields), written first from the
+    light pass; then the full reports ``build`` makes, of the ranks in ``keep`` and of those ``chosen_ranks``
+    picks; the page written again with them. ``handwritten``: the full reports built here run the hand-written
+    stage (the page names their ranks)."""
+    # a rank without a TORCH_TRACE log is compared from its full report: built first
+    runs = build([r for r in plan if not r.logs])
     light = _light(plan)
     summaries = [light[r.rank] if r.rank in light else _summary(r, runs[r.rank]) for r in plan]
-    chosen = set(runs) | chosen_ranks(summaries) | {r for r in ranks if r in {p.rank for p in plan}}
-    if previous is not None:  # re-rendered in place: every rank that had its full report keeps it
-        chosen |= {r.rank for r in plan if r.source is not None}
-    ranked = RankedRun(
-        title=title,
+    chosen = set(runs) | chosen_ranks(summaries) | keep
+    ranked = replace(
+        job,
         created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         tool_version=__version__,
-        source_dir=source_dir,
         ranks=tuple(
             RankEntry(r.rank, rank_folder_name(r.rank), r.status, r.error, r.described, r.logs, r.rank in chosen)
             for r in plan
         ),
-        launch=previous.launch if previous is not None else "",
-        error=previous.error if previous is not None else None,
     )
+    if handwritten:
+        ranked = replace(ranked, handwritten=tuple(r.rank for r in plan if r.rank in chosen and r.status == "ok"))
     # the landing page first, from the light pass; written again once the full reports are built
-    write_report(render_ranks(ranked, summaries, str(out_dir.resolve()), building=True), out_dir)
+    index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve()), building=True), out_dir)
     landing_s = time.perf_counter() - started
-    runs.update(_full_reports([r for r in plan if r.rank in chosen and r.rank not in runs], out_dir, title,
-                              source_dir, strict, draw))  # fmt: skip
+    todo = [r for r in plan if r.rank in chosen and r.rank not in runs]
+    if progress is not None:
+        following = f" (next: the full report of rank(s) {rank_list(r.rank for r in todo)})" if todo else ""
+        progress(f"landing page written: {index}{following}", landing_s)
+    runs.update(build(todo))
     summaries = [_merged(light.get(r.rank), _summary(r, runs[r.rank])) if r.rank in runs else light[r.rank]
                  for r in plan]  # fmt: skip
     index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
     return RankedResult(
-        ranked, tuple(runs[r] for r in sorted(runs)), divergences(summaries), index,
+        ranked, tuple(runs[r] for r in sorted(runs)), divergences(summaries), index, error,
         report_s=time.perf_counter() - started, summaries=tuple(summaries), landing_s=landing_s,
     )  # fmt: skip
 
@@ -167,7 +199,8 @@ def compile_ranks(
     echo: TextIO | None = None,
 ) -> RankedResult:
     """``compile --nproc``: the model file in ``nproc`` ranks (a process group each joins before the model
-    is loaded), a report per rank and the landing page; a failed rank still gets its report."""
+    is loaded), the landing page, then the full reports ``report_ranks`` would choose and rank 0's; a failed
+    rank still gets its report."""
     check_launcher(nproc)
     if not spec.model_path.is_file():
         raise UsageError(f"{spec.model_path}: no such model file")
@@ -189,8 +222,8 @@ def run_script_ranks(
     progress: PhaseCallback | None = None,
     echo: TextIO | None = None,
 ) -> RankedResult:
-    """``run -- torchrun OPTIONS script.py ARGS``: the script process in every rank torchrun starts, a report
-    per rank and the landing page."""
+    """``run -- torchrun OPTIONS script.py ARGS``: the script process in every rank torchrun starts, then the
+    landing page and the full reports, as ``compile_ranks``."""
     check_launcher(1)
     with locked_out_dir(out_dir, f"run {spec.command}"):
         prepare_ranked_out(out_dir, rerun=True)
@@ -213,35 +246,57 @@ def _report_ranked_capture(
     progress: PhaseCallback | None,
     budget_s: float | None = None,
 ) -> RankedResult:
-    """Each rank's report from its capture (as ``compile`` writes one), then the landing page; ``budget_s``: each
-    rank's hand-written stage's (``--handwritten-budget``)."""
+    """The ranks' captures reported as ``report_ranks`` reports a job's logs: the landing page first, from the
+    light pass; then the full report (as ``compile`` writes one) of rank 0, which reports its progress, and of the
+    ranks ``chosen_ranks`` picks or whose compiled model was not accurate, the hand-written stage in theirs only
+    (``budget_s``: each one's, ``--handwritten-budget``); the others built on demand (``report OUT --rank R``)."""
     started = time.perf_counter()
-    entries, runs = [], []
-    for capture in captured.captures:
-        number = int(capture.capture_dir.parent.name.removeprefix("rank"))
-        folder = rank_folder_name(number)
-        result = _report_capture(capture, out_dir / folder, f"{title} · rank {number}", handwritten, timeout_s,
-                                 strict=strict, draw=draw, progress=progress if number == 0 else None,
-                                 budget_s=budget_s)  # fmt: skip
-        outcome = capture.outcome
-        logs = _logs(RankSource(number, out_dir / folder))
-        entries.append(RankEntry(number, folder, outcome.status, outcome.error, f"{folder}/{CAPTURE_DIR}", logs))
-        runs.append(result.run)
-    ranked = RankedRun(
-        title=title,
-        created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__,
-        source_dir=source,
-        ranks=tuple(entries),
-        launch=captured.launch,
-        error=captured.error.one_line() if captured.error is not None else None,
-    )
-    plan = [_Rank(e.rank, None, e.logs, e.status, e.error) for e in entries]
-    light = _light(plan)
-    summaries = [_merged(light.get(s.rank), s) for s in _summaries(ranked, runs)]
-    index = write_report(render_ranks(ranked, summaries, str(out_dir.resolve())), out_dir)
-    return RankedResult(ranked, tuple(runs), divergences(summaries), index, captured.error,
-                        report_s=time.perf_counter() - started, summaries=tuple(summaries))  # fmt: skip
+    captures = {int(c.capture_dir.parent.name.removeprefix("rank")): c for c in captured.captures}
+    plan = [_captured(number, capture, out_dir) for number, capture in sorted(captures.items())]
+    inaccurate = {n for n, c in captures.items() if c.outcome.accuracy is not None
+                  and not c.outcome.accuracy.within_tolerance}  # fmt: skip
+    error = captured.error.one_line() if captured.error is not None else None
+    job = RankedRun(title, "", __version__, source, launch=captured.launch, error=error)
+    build = _CaptureReports(captures, out_dir, title, handwritten, timeout_s, strict, draw, progress, budget_s)
+    return _report_plan(plan, out_dir, job, build, keep={0} & set(captures) | inaccurate, started=started,
+                        progress=progress, error=captured.error, handwritten=handwritten)  # fmt: skip
+
+
+def _captured(number: int, capture: Capture, out_dir: Path) -> _Rank:
+    """A rank of a capture just made: its outcome as the launcher saw it, its TORCH_TRACE logs and times."""
+    folder = out_dir / rank_folder_name(number)
+    source = RankSource(number, folder)
+    outcome = capture.outcome
+    return _Rank(number, source, _logs(source), outcome.status, outcome.error, f"{folder.name}/{CAPTURE_DIR}",
+                 *_capture_times(folder))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _CaptureReports:
+    """The full reports of a capture's ranks, as ``compile`` writes one (``budget_s``: each hand-written stage's):
+    rank 0's here, reporting its progress, the others in parallel meanwhile; one after another where the
+    hand-written stage runs (its checks time kernels on the device every rank's check uses: side by side they
+    would slow each other)."""
+
+    captures: Mapping[int, Capture]
+    out_dir: Path
+    title: str
+    handwritten: bool
+    timeout_s: float
+    strict: bool
+    draw: bool
+    progress: PhaseCallback | None
+    budget_s: float | None
+
+    def __call__(self, ranks: Sequence[_Rank]) -> dict[int, CompileRun]:
+        quiet = replace(self, progress=None)  # what crosses to another process: no callback
+        jobs = {r.rank: (self if r.rank == 0 else quiet, r.rank) for r in ranks}
+        return _in_parallel(_CaptureReports.report, jobs, here=0, parallel=not self.handwritten)
+
+    def report(self, rank: int) -> CompileRun:
+        return _report_capture(self.captures[rank], self.out_dir / rank_folder_name(rank), f"{self.title} · rank {rank}",
+                               self.handwritten, self.timeout_s, strict=self.strict, draw=self.draw,
+                               progress=self.progress, budget_s=self.budget_s).run  # fmt: skip
 
 
 def write_landing(
@@ -290,13 +345,6 @@ def prepare_ranked_out(out_dir: Path, *, rerun: bool = False) -> None:
                 and (child.name == CAPTURE_DIR or RANK_FOLDER.match(child.name))
             ):
                 shutil.rmtree(child)
-
-
-def _summaries(ranked: RankedRun, runs: tuple[CompileRun, ...] | list[CompileRun]) -> list[RankSummary]:
-    return [
-        summarize(entry.rank, entry.folder, run, status=entry.status, error=entry.error)
-        for entry, run in zip(ranked.ranks, runs, strict=True)
-    ]
 
 
 @dataclass(frozen=True)
@@ -395,10 +443,14 @@ def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
     return summarize(rank.rank, rank_folder_name(rank.rank), run, status=status, error=error)
 
 
-def _source(rank: _Rank, source_dir: str) -> RankSource:
-    """Where a rank's full report is built from: its own folder, the job's folder again, else its logs alone."""
+def _source(rank: _Rank, source_dir: str, out_dir: Path) -> RankSource:
+    """Where a rank's full report is built from: its own folder, its capture beside the landing page (``compile
+    --nproc``, ``run -- torchrun``), the job's folder again, else its logs alone."""
     if rank.source is not None:
         return rank.source
+    own = out_dir / rank_folder_name(rank.rank)
+    if find_capture_dir(own) is not None:
+        return RankSource(rank.rank, own)
     found = next((s for s in find_ranks(Path(source_dir)) if s.rank == rank.rank), None)
     if found is not None:
         return found
@@ -412,16 +464,32 @@ def _full_reports(
     ranks: Sequence[_Rank], out_dir: Path, title: str, source_dir: str, strict: bool, draw: bool
 ) -> dict[int, CompileRun]:
     """The full reports of ``ranks``, in parallel over the cores where there are several."""
-    jobs = [
-        (_source(r, source_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}", strict, draw)
+    jobs = {
+        r.rank: (_source(r, source_dir, out_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}",
+                 strict, draw)
         for r in ranks
-    ]
-    workers = min(len(jobs), os.cpu_count() or 1)
-    if workers < 2:
-        return {r.rank: _report_rank(*job) for r, job in zip(ranks, jobs, strict=True)}
+    }  # fmt: skip
+    return _in_parallel(_report_rank, jobs)
+
+
+def _in_parallel(
+    work: Callable[..., CompileRun],
+    jobs: Mapping[int, tuple[object, ...]],
+    *,
+    here: int | None = None,
+    parallel: bool = True,
+) -> dict[int, CompileRun]:
+    """``work(*job)`` for each rank's job, in parallel over the cores where there are several (and ``parallel``);
+    rank ``here``'s job in this process meanwhile (what it reports reaches the caller's callbacks)."""
+    home = jobs.get(here) if here is not None else None
+    away = {rank: job for rank, job in jobs.items() if rank != here}
+    workers = min(len(away), (os.cpu_count() or 1) - (home is not None)) if parallel else 0
+    if workers < (1 if home is not None else 2):
+        return {rank: work(*jobs[rank]) for rank in sorted(jobs, key=lambda r: (r != here, r))}
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_report_rank, *job) for job in jobs]
-        return {r.rank: future.result() for r, future in zip(ranks, futures, strict=True)}
+        futures = {rank: pool.submit(work, *job) for rank, job in away.items()}
+        built = {here: work(*home)} if here is not None and home is not None else {}
+        return built | {rank: future.result() for rank, future in futures.items()}
 
 
 def _landing(

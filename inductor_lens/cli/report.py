@@ -17,6 +17,7 @@ from .common import (
     lens_command,
     open_option,
     out_option,
+    show_progress,
     strict_option,
 )
 
@@ -69,7 +70,7 @@ def report_command(
         if rank is not None:
             finish_ranked(report_rank(folder, out_dir, rank, strict=strict), open_browser)
         else:
-            finish_ranked(api.report_ranks(folder, out_dir, strict=strict), open_browser)
+            finish_ranked(api.report_ranks(folder, out_dir, strict=strict, progress=show_progress), open_browser)
         return
     if rank is not None:
         raise UsageError(f"--rank {rank}: {folder} holds one process's output, not several ranks; leave --rank out")

@@ -18,6 +18,8 @@ Schema history of the ranks document (bump RANKS_SCHEMA_VERSION on any change an
   1: first version: the ranks with their report folders and outcomes, the launch and its error.
   2: each rank's TORCH_TRACE logs (``logs``, for the light pass and ``report --rank``) and whether its full
      report was built (``report``).
+  3: the ranks whose full report ran the hand-written stage (``handwritten``: compile --nproc and run -- torchrun
+     run it for the ranks reported at once only).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .graph import GraphRecord
 from .run import CacheLookup, CompileRun, DynamoFrame, GraphBreak
 from .timing import CollectiveTime
 
-RANKS_SCHEMA_VERSION = 2
+RANKS_SCHEMA_VERSION = 3
 RANKS_JSON = "ranks.json"
 
 Severity = Literal["bad", "warn"]
@@ -103,6 +105,7 @@ class RankedRun:
     ranks: tuple[RankEntry, ...] = ()
     launch: str = ""  # how the ranks were started: "compile --nproc 2 (gloo)", a torchrun command line, or ""
     error: str | None = None  # the job's failure, one line naming the rank
+    handwritten: tuple[int, ...] = ()  # the ranks whose full report ran the hand-written stage (none: it was off)
 
     def to_json(self) -> str:
         return dumps({"schema_version": RANKS_SCHEMA_VERSION, "ranks": to_jsonable(self)})

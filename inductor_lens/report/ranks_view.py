@@ -93,6 +93,7 @@ class RanksPage:
     stragglers: AspectVerdict | None = None
     normalised: tuple[str, ...] = NORMALISED
     reports: str = ""  # which ranks have a full report, and which ranks each stands for
+    handwritten: str = ""  # the ranks whose full report ran the hand-written stage ("": it was off)
     time_labels: tuple[str, ...] = ()
     lines: tuple[RankLine, ...] = ()
     nav: tuple[RankColumn, ...] = ()
@@ -166,6 +167,7 @@ def ranks_page(ranked: RankedRun, summaries: Sequence[RankSummary], report_dir: 
         bad=any(d.severity == "bad" for d in found),
         stragglers=AspectVerdict(_TIMING, not slow, slow),
         reports=_reports(members, reported),
+        handwritten=rank_list(ranked.handwritten),
         time_labels=time_labels,
         lines=lines,
         nav=report_columns[:_NAV_RANKS],
