@@ -443,14 +443,14 @@ def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
     return summarize(rank.rank, rank_folder_name(rank.rank), run, status=status, error=error)
 
 
-def _source(rank: _Rank, source_dir: str, out_dir: Path) -> RankSource:
-    """Where a rank's full report is built from: its own folder, its capture beside the landing page (``compile
-    --nproc``, ``run -- torchrun``), the job's folder again, else its logs alone."""
+def _source(rank: _Rank, source_dir: str) -> RankSource:
+    """Where a rank's full report is built from: its own folder, the capture its logs lie in (``compile --nproc``,
+    ``run -- torchrun``: ``rank<r>/capture/trace/``), the job's folder again, else its logs alone."""
     if rank.source is not None:
         return rank.source
-    own = out_dir / rank_folder_name(rank.rank)
-    if find_capture_dir(own) is not None:
-        return RankSource(rank.rank, own)
+    above = Path(rank.logs[0]).parents if rank.logs else ()
+    if len(above) > 2 and find_capture_dir(above[2]) == above[1]:
+        return RankSource(rank.rank, above[2])
     found = next((s for s in find_ranks(Path(source_dir)) if s.rank == rank.rank), None)
     if found is not None:
         return found
@@ -465,8 +465,8 @@ def _full_reports(
 ) -> dict[int, CompileRun]:
     """The full reports of ``ranks``, in parallel over the cores where there are several."""
     jobs = {
-        r.rank: (_source(r, source_dir, out_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}",
-                 strict, draw)
+        r.rank: (_source(r, source_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}", strict,
+                 draw)
         for r in ranks
     }  # fmt: skip
     return _in_parallel(_report_rank, jobs)

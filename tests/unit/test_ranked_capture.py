@@ -79,6 +79,10 @@ def test_identical_ranks_get_the_landing_first_and_rank_0_alone_a_full_report(
     run = json.loads((out / "rank1" / "lens.json").read_text(encoding="utf-8"))["run"]
     assert run["capture"]["status"] == "ok" and run["bench"]["end_to_end"] is not None
     assert 'href="rank1/index.html"' in (out / "index.html").read_text(encoding="utf-8")
+    # into another folder: rank 1's report from the capture its logs lie in, as in place
+    report_rank(out, tmp_path / "other", 1, draw=False)
+    run = json.loads((tmp_path / "other" / "rank1" / "lens.json").read_text(encoding="utf-8"))["run"]
+    assert run["capture"]["status"] == "ok" and run["bench"]["end_to_end"] is not None
 
 
 def test_ranks_that_diverged_each_get_their_full_report(
