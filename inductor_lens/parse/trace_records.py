@@ -33,6 +33,7 @@ from typing import Any
 
 from ..records import CacheLookup, IrStage, ShapeGuard, ShapeSpecialization, ShapeSymbol, SourceLine
 from ..records.codec import int_or_none
+from ..records.wording import CACHE_COMPONENT_CHARS, CACHE_COMPONENTS_KEPT
 from . import compat, registry
 from .diagnostics import Diagnostics
 from .trace_timeline import TimelineCollector
@@ -40,10 +41,6 @@ from .trace_timeline import TimelineCollector
 _PLACEHOLDER = re.compile(r'(\w+): "([^"]*)"')
 # An IR stage's text is kept up to this many characters (a report of a 48-layer model stays small).
 IR_STAGE_LIMIT = 1 << 20
-# A cache lookup keeps the first components of its key, each cut to this many characters (an FX graph's first
-# component is the whole graph's code; its key has some 600 of them).
-CACHE_COMPONENTS_KEPT = 100
-CACHE_COMPONENT_CHARS = 1000
 _NUMBER = (int, float)
 
 
@@ -163,6 +160,8 @@ class TraceState:
     last_graph: GraphTrace | None = None
     # A bare trace: per compile id, the graph files logged since its last output code.
     pending_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    # A bare trace: per compile id, how many of its IR stages were logged up to its last output code.
+    stages_closed: dict[str, int] = field(default_factory=dict)
 
 
 def format_compile_id(meta: dict[str, Any]) -> str | None:
@@ -374,8 +373,7 @@ def read_chromium_event(record: TraceRecord, state: TraceState, diagnostics: Dia
 
 def keep_graph_file(record: TraceRecord, state: TraceState, file_name: str) -> None:
     """A payload that stands for a graph folder's file: held for the compile id until its output code,
-    which closes the graph. Its kind follows the AOTAutograd graphs among the compile's IR stages: inference,
-    or forward first and then backward; unknown without any."""
+    which closes the graph; its kind is ``traced_graph_kind``'s."""
     compile_id = record.compile_id
     if compile_id is None or record.payload is None:
         return
@@ -384,17 +382,39 @@ def keep_graph_file(record: TraceRecord, state: TraceState, file_name: str) -> N
     if file_name != "output_code.py":
         return
     del state.pending_files[compile_id]
-    frame = state.summary.frames.get(compile_id)
-    stages = frame.stages if frame else []
-    kinds = {compat.TRACE_AOT_GRAPH_KINDS[s.name] for s in stages if s.name in compat.TRACE_AOT_GRAPH_KINDS}
-    if not kinds:
-        kind = "unknown"
-    elif "inference" in kinds:
-        kind = "inference"
-    else:
-        kind = "backward" if any(g.compile_id == compile_id for g in state.summary.traced_graphs) else "forward"
+    kind = traced_graph_kind(compile_id, files, state)
     where = f"{record.where}:{record.line}"
     state.summary.traced_graphs.append(TracedGraph(compile_id, kind, where, files))
+
+
+def traced_graph_kind(compile_id: str, files: dict[str, str], state: TraceState) -> str:
+    """The kind of the graph whose output code closes now, from the AOTAutograd graphs logged since the compile
+    id's last output code. One compile id can make several graphs: DDP's optimizer splits a frame into one
+    submodule per bucket, each traced by AOTAutograd (joint, forward and backward graphs logged) and its forward
+    compiled at once, while each backward is compiled when it first runs, with no AOTAutograd graph logged
+    before it. So: an inference graph logged since: inference; a forward graph: forward. With none (a backward,
+    or graphs served from AOTAutograd's cache), the graph's own inputs tell: a backward takes the gradients of
+    the forward's outputs (``tangents_1``), a forward its inputs as ``primals_1``; else a graph after a forward
+    of this compile id is its backward; else unknown."""
+    frame = state.summary.frames.get(compile_id)
+    stages = frame.stages if frame else []
+    since = stages[state.stages_closed.get(compile_id, 0):]
+    state.stages_closed[compile_id] = len(stages)
+    kinds = {compat.TRACE_AOT_GRAPH_KINDS[s.name] for s in since if s.name in compat.TRACE_AOT_GRAPH_KINDS}
+    if "inference" in kinds:
+        return "inference"
+    if "forward" in kinds:
+        return "forward"
+    texts = (files.get("fx_graph_readable.py"), files.get("fx_graph_transformed.py"))
+    signature = next((line for text in texts for line in (text or "").splitlines()
+                      if line.strip().startswith("def forward(self")), "")  # fmt: skip
+    if "tangents_" in signature:
+        return "backward"
+    if "primals_" in signature:
+        return "forward"
+    if any(g.compile_id == compile_id and g.kind == "forward" for g in state.summary.traced_graphs):
+        return "backward"
+    return "unknown"
 
 
 # --- artifacts -------------------------------------------------------------------------------
