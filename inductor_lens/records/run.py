@@ -79,6 +79,9 @@ Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an old
      second; a run read back still "running" reads as "stopped"). A version 15 run reads as "" (not said).
   17: the collectives of the profiled steps, wherever they ran (StepTiming.collectives: DDP's all-reduce, FSDP2's
      all-gathers, from NCCL's kernels or gloo's ranges; issue 34). A version 16 run reads with none.
+  18: the collectives' bytes per step (CollectiveTime.bytes_per_step, .bytes_method: each call's input message,
+     from torch's record_param_comms metadata on NCCL's kernels or a gloo range's recorded shapes; issue 34). A
+     version 17 run reads with no bytes, said as not measured.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ from .timeline import CompileTimeline
 from .timing import BenchResult
 from .trials import Trials
 
-RUN_SCHEMA_VERSION = 17
+RUN_SCHEMA_VERSION = 18
 
 CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]

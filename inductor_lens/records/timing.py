@@ -106,13 +106,26 @@ class EndToEnd:
 @dataclass(frozen=True)
 class CollectiveTime:
     """A collective op of the profiled steps, wherever it ran (DDP's and FSDP2's run in hooks, outside the graphs):
-    its calls and time per step (bench/collectives.py)."""
+    its calls, bytes and time per step (bench/collectives.py)."""
 
     op: str  # as torch names it: "all_reduce", "reduce_scatter"
     backend: str  # "NCCL", "gloo"
     calls_per_step: float
     us_per_step: float
     method: str
+    # The bytes of the calls' input messages per step (for an all-gather the rank's shard, for a reduce-scatter
+    # its whole input); None where the trace gives no size for some call. ``bytes_method``: how they were
+    # counted, or why there are none.
+    bytes_per_step: float | None = None
+    bytes_method: str = ""
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        """The algorithm bandwidth on a GPU: the bytes over NCCL's kernel time (which holds its wait for the last
+        peer too). None on a CPU, where gloo's range is its thread's whole work, and without bytes or time."""
+        if self.backend != "NCCL" or self.bytes_per_step is None or self.us_per_step <= 0:
+            return None
+        return self.bytes_per_step / (self.us_per_step * 1e-6)
 
 
 @dataclass(frozen=True)

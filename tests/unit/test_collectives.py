@@ -5,9 +5,16 @@ events below are those of a real two-rank ``compile samples/ddp_mlp.py --nproc 2
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from inductor_lens.bench.collectives import collectives_per_step
+from inductor_lens.bench.collectives import collectives_per_step, dtype_bytes, message_bytes
+from inductor_lens.report.ranks_view import collective_text
 
 
 def _event(name: str, cat: str, dur: float) -> dict[str, object]:
@@ -34,3 +41,67 @@ def test_nccls_kernels_per_step_by_op_the_most_time_first() -> None:
         ("reduce_scatter", "NCCL", 1.0, 120.0), ("all_reduce", "NCCL", 2.0, 100.0), ("all_gather", "NCCL", 1.0, 10.0)]  # fmt: skip
     assert collectives_per_step(events, 0, "cuda") == ()
     assert collectives_per_step([_event("triton_poi_fused_add_0", "kernel", 9.0)], 2, "cuda") == ()
+
+
+# --- bytes ------------------------------------------------------------------------------------------------------
+# tests/fixtures/cpu-torch2.13-ddp-split.tar.gz (PROVENANCE.md): rank 0 of a real two-rank DDP job on gloo (torch
+# 2.13), two profiled steps, its collectives' events as the profiler wrote them: once as the project profiles
+# (no shapes), once with record_shapes=True. DDP's four 1 MB buckets: four all_reduce calls a step.
+
+
+def _profile(unpacked: Callable[[str], Path], shapes: bool) -> list[dict[str, Any]]:
+    path = unpacked("cpu-torch2.13-ddp-split") / f"profile-shapes{int(shapes)}.json"
+    events: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["traceEvents"]
+    return events
+
+
+def test_gloos_bytes_are_its_ranges_recorded_shapes(unpacked: Callable[[str], Path]) -> None:
+    events = _profile(unpacked, shapes=True)
+    ranges = [e for e in events if e["name"] == "gloo:all_reduce"]
+    assert len(ranges) == 8 and {e["args"]["Input type"][0] for e in ranges} == {"float"}
+    expected = sum(math.prod(e["args"]["Input Dims"][0]) * 4 for e in ranges) / 2  # float32: 4 bytes
+    (found,) = collectives_per_step(events, 2, "cpu")
+    assert (found.op, found.backend, found.calls_per_step) == ("all_reduce", "gloo", 4.0)
+    assert found.bytes_per_step == expected == (262656 * 4 + 262144 * 2 + 512 * 2) * 4 / 2
+    assert found.bytes_per_s is None  # gloo's range is its thread's whole work, waits included: no bandwidth
+    assert "Input Dims x Input type" in found.bytes_method
+    assert collective_text(found) == f"all_reduce (gloo) x4: {found.us_per_step:.1f} µs, 3.2 MB"
+
+
+def test_without_recorded_shapes_gloo_has_no_bytes_and_says_why(unpacked: Callable[[str], Path]) -> None:
+    (found,) = collectives_per_step(_profile(unpacked, shapes=False), 2, "cpu")
+    assert (found.calls_per_step, found.bytes_per_step) == (4.0, None)
+    assert "record_shapes=True" in found.bytes_method
+    assert collective_text(found).endswith("µs, — bytes")
+
+
+def _nccl(dur: float, **args: object) -> dict[str, object]:
+    return {"ph": "X", "cat": "kernel", "dur": dur, "args": args,
+            "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"}  # fmt: skip
+
+
+def test_nccls_bytes_are_the_record_param_comms_metadata_on_its_kernels() -> None:
+    """No committed trace holds an NCCL kernel (the GPU runs kept their pages, not their profiles): the args below
+    are the keys torch's profiler lists for a collective's kernel (torch/autograd/profiler_util.py,
+    _EVENT_METADATA_KEYS: "Collective name", "dtype" as c10 names it, "In msg nelems", ...)."""
+    meta = {"Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": 4_194_304,
+            "Out msg nelems": 4_194_304, "In split size": "[]", "Out split size": "[]", "Group size": 2,
+            "Process Group Name": "0", "Process Group Ranks": "[0, 1]"}  # fmt: skip
+    (found,) = collectives_per_step([_nccl(400.0, **meta), _nccl(200.0, **meta)], 2, "cuda")
+    assert (found.op, found.calls_per_step, found.us_per_step) == ("all_reduce", 1.0, 300.0)
+    assert found.bytes_per_step == 4_194_304 * 2  # bfloat16: 2 bytes
+    assert found.bytes_per_s == pytest.approx(4_194_304 * 2 / 300e-6)
+    assert collective_text(found) == "all_reduce (NCCL) x1: 300.0 µs, 8.4 MB, 28.0 GB/s"
+    # a coalesced collective's kernel carries no metadata: the op's bytes are not known
+    (partial,) = collectives_per_step([_nccl(400.0, **meta), _nccl(200.0)], 2, "cuda")
+    assert partial.bytes_per_step is None and partial.bytes_per_s is None
+    assert partial.bytes_method.startswith("no bytes: 1 of 2 calls")
+
+
+def test_dtype_sizes_by_every_name_a_trace_gives() -> None:
+    names = {"Float": 4, "BFloat16": 2, "Half": 2, "Long": 8, "Double": 8, "Byte": 1, "Float8_e4m3fn": 1,
+             "float": 4, "c10::BFloat16": 2, "c10::Half": 2, "long int": 8, "signed char": 1, "bfloat16": 2}  # fmt: skip
+    assert {name: dtype_bytes(name) for name in names} == names
+    assert dtype_bytes("Undefined") is None
+    assert message_bytes({"Input Dims": [[3, 4], []], "Input type": ["c10::Half", "Scalar"]}) == 24
+    assert message_bytes({"Input Dims": [[3]], "Input type": ["QInt8x"]}) is None
