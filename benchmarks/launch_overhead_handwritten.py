@@ -30,10 +30,10 @@ from typing import Any
 import torch
 from triton.testing import do_bench, do_bench_cudagraph
 
+from inductor_lens.exchange.shared import quantile
 from inductor_lens.handwritten.catalog import get
 from inductor_lens.worker.handwritten import tuning
 from inductor_lens.worker.handwritten.check import as_tuple, implementation, make_inputs
-from inductor_lens.worker.measure import quantile
 
 CASES = [
     ("relu", (64, 64), "float32"),

@@ -113,7 +113,7 @@ class CompileSpec:
         check_mode(self.mode)
         check_run_settings(self.matmul_precision, self.cudnn_allow_tf32, self.autocast, self.dynamo_options)
         if self.preview_gpu is not None:
-            from .worker.gpu_preview import check_spec, gpu_key
+            from .exchange.shared import check_spec, gpu_key
 
             try:
                 gpu_key(self.preview_gpu)

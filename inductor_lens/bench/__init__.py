@@ -25,6 +25,7 @@ from ..exchange.files import (
     IsolatedKernel,
     read_bench_data,
 )
+from ..exchange.shared import kernel_fingerprint, quantile
 from ..parse import compat
 from ..parse.diagnostics import unreadable_capture_file
 from ..records import (
@@ -40,7 +41,6 @@ from ..records import (
     LaunchTiming,
     StepTiming,
 )
-from ..worker.measure import kernel_fingerprint, quantile
 from .attribution import Attribution, attribute
 from .roofline import extern_cost, flags, kernel_cost, place
 from .step_parts import step_parts

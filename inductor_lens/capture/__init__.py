@@ -51,9 +51,10 @@ from ..exchange.files import (
     read_capture_result,
     write_json_file,
 )
+from ..exchange.shared import alive, process_stat
 from ..options import CompileSpec, ScriptSpec
 from ..records import CaptureOutcome, CaptureStatus, CompileSettings, Environment
-from .supervisor import Finished, PhaseCallback, alive, is_no_space, process_stat, run_worker
+from .supervisor import Finished, PhaseCallback, is_no_space, run_worker
 from .triton_cache import keep_compiled
 
 __all__ = ["CAPTURE_DIR", "Capture", "PhaseCallback", "capture", "capture_in_process", "capture_script", "find_capture_dir"]
@@ -175,7 +176,7 @@ def script_capture(spec: ScriptSpec, result: CaptureResult, finished: Finished, 
 
 def capture_in_process(spec: CompileSpec, capture_dir: Path, model: Any, inputs: Any) -> Capture:
     """The capture of ``capture``, made in this process on a model the caller holds (``inductor_lens.inspect``)."""
-    from ..worker.capture import capture_in_process as run_here
+    from ..worker.inprocess import capture_in_process as run_here
     from ..worker.inprocess import in_process_capture
 
     started = time.perf_counter()

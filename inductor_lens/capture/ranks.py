@@ -34,9 +34,7 @@ from ..exchange.files import (
     FileShapeError,
     read_capture_result,
 )
-from ..options import _PYTHON, CompileSpec, ScriptSpec
-from ..parse.ranks import RANK_FOLDER
-from ..worker.ranked import (
+from ..exchange.shared import (
     CACHES_VARIABLE,
     PID_FILE,
     PROCESS_GROUP_VARIABLE,
@@ -44,6 +42,8 @@ from ..worker.ranked import (
     STACKS_SIGNAL,
     rank_capture_dir,
 )
+from ..options import _PYTHON, CompileSpec, ScriptSpec
+from ..parse.ranks import RANK_FOLDER
 from . import (
     _ERROR_KINDS,
     Capture,

@@ -421,23 +421,6 @@ def decode(declared: type[T], data: object, where: str) -> T:
 AUTOTUNE_KEY_FILE = "inductor_lens_autotune_key.json"
 
 
-def write_autotune_key() -> None:
-    """In the model process, once Inductor has run: ``AUTOTUNE_KEY_FILE`` into ``TORCHINDUCTOR_CACHE_DIR``, from the
-    ``torch_key()`` Inductor computed for its own caches. Nothing when Inductor never loaded; never raises."""
-    codecache = sys.modules.get("torch._inductor.codecache")
-    folder = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if codecache is None or not folder:
-        return
-    try:
-        from torch.compiler import config
-
-        key = {"torch_key": codecache.torch_key().hex(), "cache_key_tag": str(config.cache_key_tag)}
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        (Path(folder) / AUTOTUNE_KEY_FILE).write_text(json.dumps(key), encoding="utf-8")
-    except Exception:  # a torch without them: the tool works the key out itself
-        return
-
-
 class ResultWriter:
     """The model process's side of capture.json: each phase announced on stderr (the parent's progress line
     reads ``PHASE_MARKER``) and the file rewritten after it, so a crash still leaves how far it got."""

@@ -22,13 +22,22 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from ..records import CompileTimeline, JsonScalar, SpanKind, TimelineProcess, TimelineSpan
 from .diagnostics import Diagnostics
 
-if TYPE_CHECKING:
-    from .trace_records import TraceRecord
+
+class TimelineRecord(Protocol):
+    """What the timeline reads of a TORCH_TRACE record (``trace_records.TraceRecord`` is one)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def process(self) -> int | None: ...
+
+    def skip(self, diagnostics: Diagnostics, problem: str) -> None: ...
 
 # A big log stays small in lens.json: spans past this many are counted, not kept.
 MAX_SPANS = 50_000
@@ -72,7 +81,7 @@ class TimelineCollector:
     _unmatched_ends: Counter[tuple[int, str]] = field(default_factory=Counter)
     _order: int = 0
 
-    def add(self, event: dict[str, Any], record: TraceRecord, diagnostics: Diagnostics) -> None:
+    def add(self, event: dict[str, Any], record: TimelineRecord, diagnostics: Diagnostics) -> None:
         """One chromium_event payload."""
         name, ts, phase, tid = event.get("name"), event.get("ts"), event.get("ph"), event.get("tid", 0)
         if not isinstance(name, str) or not _is_number(ts) or not isinstance(phase, str):
@@ -145,7 +154,7 @@ class TimelineCollector:
             unmatched_ends=sum(self._unmatched_ends.values()),
         )
 
-    def _process(self, record: TraceRecord) -> int:
+    def _process(self, record: TimelineRecord) -> int:
         key = (record.where, record.process)
         index = self._process_index.get(key)
         if index is None:

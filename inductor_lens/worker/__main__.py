@@ -14,8 +14,8 @@ import logging
 import os
 import sys
 
-from ..capture.supervisor import restore_path, watch_supervisor
 from .ranked import rank_setup
+from .supervised import restore_path, watch_supervisor
 
 
 def main(argv: list[str]) -> int:

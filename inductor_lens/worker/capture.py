@@ -34,13 +34,13 @@ from ..exchange.files import (
     KernelInformation,
     ReportedSettings,
     ResultWriter,
-    write_autotune_key,
     write_json_file,
 )
 from ..options import CompileSpec, ScriptSpec
 from ..records.codec import JsonValue, as_json_value
 from ..records.run import Environment
 from . import accuracy
+from .inductor_cache import write_autotune_key
 from .measure import use_threads
 from .model_file import (
     Call,
@@ -79,13 +79,6 @@ def main(argv: list[str]) -> int:
         return guarded(run, lambda torch: execute(run, torch), catch_all=True)
     finally:
         end_process_group()
-
-
-def capture_in_process(spec: CompileSpec, result_path: Path, model: Any, inputs: Any) -> int:
-    """The same capture on a model the caller holds (``inductor_lens.inspect``), in the caller's process;
-    ``inputs`` as ``get_inputs()`` would return them. Returns 0, or 1 when it failed (the result says why)."""
-    run = Run(spec, result_path)
-    return guarded(run, lambda torch: capture_model(run, torch, model, calls_from(torch, inputs)), catch_all=False)
 
 
 def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
@@ -410,7 +403,7 @@ def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: b
     """Time the compiled model, a step being every call once (see measure.py); a failure here is reported, not
     fatal. The eager and the compiled steps alike run under ``autocast`` (a dtype, or None)."""
     try:
-        from .measure import measure
+        from .benchmark import measure
 
         # CUDA-graph trees: each timed step is a new iteration
         mark_step = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)

@@ -90,15 +90,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..exchange.shared import GPUS
 from .model_file import first_line
 
-# Properties of the GPUs a preview can target, as torch.cuda.get_device_properties reports them (SXM parts).
-GPUS: dict[str, dict[str, Any]] = {
-    "H100": dict(name="NVIDIA H100 80GB HBM3", total_memory=85_029_158_912, L2_cache_size=50 * 2**20,
-                 memory_clock_rate=2_619_000, memory_bus_width=5120),
-    "H200": dict(name="NVIDIA H200", total_memory=150_110_011_392, L2_cache_size=60 * 2**20,
-                 memory_clock_rate=3_201_000, memory_bus_width=6144),
-}
 HOPPER: dict[str, Any] = dict(
     major=9, minor=0, multi_processor_count=132, regs_per_multiprocessor=65536,
     max_threads_per_multi_processor=2048, max_threads_per_block=1024, warp_size=32,
@@ -112,39 +106,14 @@ HOPPER: dict[str, Any] = dict(
 # (a looped reduction over 2048 x 4096 takes minutes there); the environment variable overrides it.
 INTERPRETER_BUDGET_S = float(os.environ.get("INDUCTOR_LENS_INTERPRETER_BUDGET_S", "60"))
 
-# Inductor options a preview cannot honour: Inductor settles them by timing candidates on the GPU.
-TIMED_OPTIONS = ("max_autotune", "max_autotune_gemm", "max_autotune_pointwise", "coordinate_descent_tuning")
-
 GUARD_SOURCE = """#include <c10/core/impl/FakeGuardImpl.h>
 C10_REGISTER_GUARD_IMPL(CUDA, c10::impl::FakeGuardImpl<c10::DeviceType::CUDA>);
 """
 
 
-def gpu_key(name: str) -> str:
-    """``h200`` -> ``H200``; a name not in the table is a usage error for the caller to report."""
-    key = name.upper()
-    if key not in GPUS:
-        raise ValueError(f"unknown GPU {name!r} to preview; choose one of {', '.join(GPUS)}")
-    return key
-
-
 def describe(gpu: str) -> str:
     """What the report says this capture is."""
     return f"{GPUS[gpu]['name']} (sm_90), previewed on the CPU"
-
-
-def check_spec(mode: str, train: bool, dynamic: bool | None, options: Mapping[str, Any]) -> str | None:
-    """Why a preview cannot honour this request, or None."""
-    if train:
-        return ("--preview-gpu previews inference only: AOTAutograd's joint graph would run the autograd engine on a "
-                "CUDA device this machine lacks")  # fmt: skip
-    if dynamic:
-        return "--preview-gpu needs static shapes (no --dynamic)"
-    timed = [k for k in TIMED_OPTIONS if options.get(k)] + (["mode " + mode] if "autotune" in mode else [])
-    if timed:
-        return (f"--preview-gpu cannot honour {', '.join(timed)}: Inductor settles it by timing candidates on the "
-                "GPU (use the default mode)")  # fmt: skip
-    return None
 
 
 @dataclass

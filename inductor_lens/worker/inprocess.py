@@ -9,7 +9,10 @@ torch is imported), provenance tracking, kernel metadata, ``comment_origin``, an
 and after, so code compiled earlier in the process neither hides this capture's graphs nor sees its
 settings. Each capture's trace defines every file name its stacks use, however many captures the process
 made before, and Inductor's lines naming each graph folder's compile id are kept in ``inductor_debug.log``.
-Unlike the model process, nothing here is protected from a crash or a hang.
+``capture_in_process(spec, result_path, model, inputs)`` then runs the model process's capture
+(``capture.py``) on a model the caller holds. Unlike the model process, nothing here is protected from a
+crash or a hang. With ``handwritten/check.py``, this module is one of the two doors the tool side uses into
+``worker/`` (``tests/unit/test_imports.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from ..options import CompileSpec
 
 TRACE_DIR = "trace"
 # Inductor's logger of its debug folders, and where a capture here keeps its lines.
@@ -109,3 +114,12 @@ def _remove(handler: logging.Handler) -> None:
 
     trace_log.removeHandler(handler)
     handler.close()
+
+
+def capture_in_process(spec: CompileSpec, result_path: Path, model: Any, inputs: Any) -> int:
+    """The same capture on a model the caller holds (``inductor_lens.inspect``), in the caller's process;
+    ``inputs`` as ``get_inputs()`` would return them. Returns 0, or 1 when it failed (the result says why)."""
+    from .capture import Run, calls_from, capture_model, guarded
+
+    run = Run(spec, result_path)
+    return guarded(run, lambda torch: capture_model(run, torch, model, calls_from(torch, inputs)), catch_all=False)

@@ -1,6 +1,6 @@
 """Stage 4 of the pipeline (bench), in the model process: time the compiled model where it lives.
 
-After the model has been compiled and checked, ``measure(...)`` times it on the device it ran on and
+After the model has been compiled and checked, ``benchmark.measure(...)`` times it on the device it ran on and
 returns a ``files.BenchData`` (the parent turns it into records, see ``bench/__init__.py``):
 
 - ceilings (GPU): the device's real bandwidth (a large device-to-device copy) and compute (a large
@@ -23,29 +23,24 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import operator
 import os
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from ..exchange.files import (
-    GRAPH_FREE_TRACE_FILE,
     STEP_MARKS,
-    BenchData,
     CeilingsData,
     EndToEndData,
     IsolatedKernel,
     ProfileData,
 )
+from ..exchange.shared import kernel_fingerprint, quantile
 from ..records.codec import int_or_none
 from ..records.timing import Timing
-from .load import host_window
 
 WARMUP_MS = 25
 REP_MS = 100
@@ -66,29 +61,6 @@ PROFILED_STEPS = 20
 CPU_REPEATS = 20
 COPY_BYTES = 1 << 31  # 2 GiB, far beyond any L2
 MATMUL_SIZE = 8192
-
-
-def kernel_fingerprint(source: str) -> str:
-    """A hash of a Triton kernel's text from its ``def`` line on, blind to blank lines and trailing spaces.
-
-    The child sees the kernel as Triton holds it (``JITFunction.src``), the parent as output_code.py
-    prints it (imports and decorators above, the benchmark harness below): the function itself,
-    from ``def`` to the next top-level line, is the same text in both.
-    """
-    start = re.search(r"^def\s", source, re.MULTILINE)
-    lines: list[str] = []
-    for line in (source[start.start() :] if start else source).splitlines():
-        if lines and line.strip() and not line[0].isspace() and not line.startswith(")"):
-            break
-        if line.strip():
-            lines.append(line.rstrip())
-    return hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The value at quantile ``q`` (nearest rank): every p10 and p90 of the project is taken this way."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def stat(samples_ms: list[float], method: str) -> Timing:
@@ -367,36 +339,3 @@ def replay_launches(torch: Any, launches: list[RecordedLaunch]) -> dict[str, lis
         results.setdefault(kernel.fn.__name__, []).append(entry)
     torch.cuda.empty_cache()
     return results
-
-
-
-def measure(
-    torch: Any,
-    step: Callable[[Any], Any],
-    eager: Any,
-    compiled: Any,
-    device: Any,
-    dtype: Any,
-    trace_path: str,
-    scope: str = "full",
-) -> BenchData:
-    data = BenchData(device=device.type)
-    if scope == "end_to_end":
-        with host_window(torch, "eager and compiled steps", data.host):
-            data.end_to_end = end_to_end(torch, step, eager, compiled, device)
-        return data
-    if device.type == "cuda":
-        data.ceilings = ceilings(torch, device, dtype)
-    # the machine's load around each timed window (worker/load.py), for the stability judgement
-    with host_window(torch, "eager and compiled steps", data.host):
-        data.end_to_end = end_to_end(torch, step, eager, compiled, device)
-    with host_window(torch, "profiled steps", data.host):
-        data.profile = profile_steps(torch, step, compiled, device, trace_path)
-    if device.type == "cuda":
-        data.isolated = isolated_kernels(torch, step, compiled, device)
-        from .graph_free import graph_free, graphs_replayed
-
-        if graphs_replayed(trace_path):
-            free_trace = str(Path(trace_path).with_name(GRAPH_FREE_TRACE_FILE))
-            data.cudagraph = graph_free(torch, device, free_trace)
-    return data

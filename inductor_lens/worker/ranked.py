@@ -27,30 +27,23 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..exchange.files import LOG_FILE, PHASE_MARKER, RESULT_FILE, SPEC_FILE
+from ..exchange.shared import (
+    CACHES_VARIABLE,
+    PID_FILE,
+    PROCESS_GROUP_VARIABLE,
+    RANK_DEVICE_VARIABLE,
+    REPORT_VARIABLE,
+    STACKS_SIGNAL,
+    rank_capture_dir,
+)
 
-# Set by the parent: the multi-rank report folder (each rank's capture goes to <it>/rank<r>/capture).
-REPORT_VARIABLE = "INDUCTOR_LENS_RANKED_REPORT"
-# Set by the parent: where each rank's private caches go (<it>/rank<r>/inductor, .../triton).
-CACHES_VARIABLE = "INDUCTOR_LENS_RANKED_CACHES"
-# Set by the parent for a model file: the worker joins the process group itself (a script does its own).
-PROCESS_GROUP_VARIABLE = "INDUCTOR_LENS_PROCESS_GROUP"
-# Set by the worker for the model file: the device of this rank's model ("cpu", "cuda:<local rank>"), where a
-# model is placed before DDP or fully_shard wraps it.
-RANK_DEVICE_VARIABLE = "INDUCTOR_LENS_RANK_DEVICE"
 _WATCH_S = 0.5
-# In a rank's capture folder: its process id, for the parent to ask it for its stacks.
-PID_FILE = "rank.pid"
-STACKS_SIGNAL = signal.SIGUSR1
 
 
 def rank() -> int | None:
     """This process's rank, where it was started as one of several by the tool."""
     value = os.environ.get("RANK")
     return int(value) if value is not None and value.isdigit() and REPORT_VARIABLE in os.environ else None
-
-
-def rank_capture_dir(report_dir: Path, number: int) -> Path:
-    return report_dir / f"rank{number}" / "capture"
 
 
 def rank_setup(args: list[str]) -> list[str]:

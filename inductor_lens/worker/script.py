@@ -40,12 +40,12 @@ from ..exchange.files import (
     ProfileData,
     ReportedSettings,
     ResultWriter,
-    write_autotune_key,
 )
 from ..options import ScriptSpec
 from ..records.codec import as_json_value
 from ..records.run import CompileCall
 from .capture import CAPTURE_OPTIONS, device_info, environment, run_settings
+from .inductor_cache import write_autotune_key
 from .measure import use_threads
 from .model_file import first_line
 from .module_stacks import module_stacks

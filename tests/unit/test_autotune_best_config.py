@@ -262,7 +262,8 @@ def test_the_model_process_names_the_autotune_key_so_the_tool_needs_no_torch_to_
 
     import torch._inductor.codecache as codecache
 
-    from inductor_lens.exchange.files import AUTOTUNE_KEY_FILE, write_autotune_key
+    from inductor_lens.exchange.files import AUTOTUNE_KEY_FILE
+    from inductor_lens.worker.inductor_cache import write_autotune_key
 
     inductor = tmp_path / "inductor"
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)

@@ -32,7 +32,8 @@ from inductor_lens.bench.roofline import (
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timing, to_jsonable
 from inductor_lens.report import render_report
-from inductor_lens.worker.measure import _snapshot, kernel_fingerprint, stat
+from inductor_lens.exchange.shared import kernel_fingerprint
+from inductor_lens.worker.measure import _snapshot, stat
 
 from ..conftest import CPU_CASE, FIXED_TIME, TIMED_CASE
 

@@ -27,10 +27,11 @@ from inductor_lens.capture import (
     private_cache_folder,
     remove_stale_caches,
 )
-from inductor_lens.capture.supervisor import PACKAGE_ROOT, SUPERVISOR_VARIABLE, Finished, Pump, alive
+from inductor_lens.capture.supervisor import PACKAGE_ROOT, Finished, Pump
 from inductor_lens.cli.common import check_out_dir, lens_command, os_fault, signals_as_interrupts
 from inductor_lens.errors import NoSpaceError, RenderError, Terminated
 from inductor_lens.exchange.files import PHASE_MARKER, CaptureResult
+from inductor_lens.exchange.shared import SUPERVISOR_VARIABLE, alive
 from inductor_lens.options import CompileSpec
 
 from ..conftest import SAMPLES
@@ -156,7 +157,7 @@ def test_alive_tells_a_zombie_and_a_reaped_process_from_a_running_one() -> None:
 WORKER = textwrap.dedent("""
     import subprocess, sys, time
     sys.path.insert(0, {root!r})
-    from inductor_lens.capture.supervisor import watch_supervisor
+    from inductor_lens.worker.supervised import watch_supervisor
     watch_supervisor()
     grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     print(grandchild.pid, flush=True)

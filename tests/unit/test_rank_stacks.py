@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from inductor_lens.capture.ranks import dump_stacks, waited_at
-from inductor_lens.worker.ranked import PID_FILE
+from inductor_lens.exchange.shared import PID_FILE
 
 SITE = "/venv/lib/python3.11/site-packages"
 DUMP = f"""[inductor-lens] phase eager run
