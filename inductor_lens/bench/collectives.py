@@ -6,7 +6,8 @@ every compiled graph, and only the profiler sees them. ``collectives_per_step(ev
 from the profiled steps' Chrome trace:
 
 - on a GPU, NCCL's kernels (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``, ``ncclKernel_...``): their device time,
-  which runs on NCCL's own stream, beside the step's compute;
+  which runs on NCCL's own stream, beside the step's compute; each named by the op torch's metadata on it names
+  (``Collective name``), else by the kernel's name;
 - on a CPU, gloo's work ranges (``gloo:all_reduce``), recorded on the thread that does the work, beside the step.
 
 Each op's calls, bytes and time per step are the totals over the trace divided by its profiled steps (the profiler
@@ -35,6 +36,11 @@ _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_(?P<op>[A-Z][A-Za-z]*)")
 # The process group's own ranges around its work: "gloo:all_reduce", "nccl:all_reduce" (torch's ProcessGroup).
 _BACKEND_RANGE = re.compile(r"^(?P<backend>gloo|nccl|ucc|mpi):(?P<op>\w+)$")
 _GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# record_param_comms' collective names (ProcessGroupNCCL's methods: "allreduce", "_allgather_base",
+# "allgather_into_tensor_coalesced", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced"), the op named as
+# the kernels' and gloo's ranges are, once "_base", "_coalesced" and "_into_tensor" are left out.
+_TORCH_COLLECTIVES = {"allreduce": "all_reduce", "allgather": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+                      "alltoall": "all_to_all", "all_to_allv": "all_to_all", "alltoall_base": "all_to_all"}  # fmt: skip
 # The profiler's "Input type" of an argument that is no tensor of the message.
 _NOT_TENSORS = ("Scalar", "ScalarList", "TensorList", "GenericList", "Tensor?", "None")
 # Bytes per element, by the names torch writes for a dtype: c10's ScalarType (record_param_comms' "dtype"), the
@@ -72,7 +78,7 @@ def collectives_per_step(events: Iterable[Mapping[str, Any]], steps: int, device
         category = event.get("cat")
         if gpu and category in _GPU_WORK:
             found = _NCCL_KERNEL.match(name)
-            op = _snake(found["op"]) if found else None
+            op = _collective_op(event.get("args"), _snake(found["op"])) if found else None
         elif not gpu and category == "user_annotation":
             found = _BACKEND_RANGE.match(name)
             op = found["op"] if found else None
@@ -155,6 +161,16 @@ def _bytes_method(gpu: bool, backend: str, calls: int, sized: int) -> str:
                 "(In msg nelems, dtype), which coalesced collectives and older torch releases lack")  # fmt: skip
     return (f"no bytes: {missing} in this trace are {backend or 'the backend'}'s ranges without their tensors' "
             "sizes, which the profiler records only with record_shapes=True (the profiled steps do not)")  # fmt: skip
+
+
+def _collective_op(args: object, kernel_op: str) -> str:
+    """The op torch's metadata names (``Collective name``), else the kernel's: NCCL names a kernel after one op it
+    was built for, and one kernel can run others (``ncclDevKernel_Generic``, grouped calls)."""
+    named = args.get("Collective name") if isinstance(args, Mapping) else None
+    if not isinstance(named, str) or not named:
+        return kernel_op
+    plain = named.strip("_").removesuffix("_coalesced").removesuffix("_base").removesuffix("_into_tensor")
+    return _TORCH_COLLECTIVES.get(plain, plain)
 
 
 def _snake(camel: str) -> str:

@@ -96,6 +96,11 @@ def test_nccls_bytes_are_the_record_param_comms_metadata_on_its_kernels() -> Non
     (partial,) = collectives_per_step([_nccl(400.0, **meta), _nccl(200.0)], 2, "cuda")
     assert partial.bytes_per_step is None and partial.bytes_per_s is None
     assert partial.bytes_method.startswith("no bytes: 1 of 2 calls")
+    # the op is the one torch's metadata names: one NCCL kernel can run several ops
+    generic = {**_nccl(50.0, **{**meta, "Collective name": "_allgather_base", "In msg nelems": 1024}),
+               "name": "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"}  # fmt: skip
+    (gather,) = collectives_per_step([generic], 1, "cuda")
+    assert (gather.op, gather.bytes_per_step) == ("all_gather", 2048)
 
 
 def test_dtype_sizes_by_every_name_a_trace_gives() -> None:
