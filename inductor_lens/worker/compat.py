@@ -1,0 +1,157 @@
+"""Stage 1 of the pipeline (capture), in the model process: torch's private APIs the worker uses, in one place.
+
+The model-process side of ``parse/compat.py``: each entry is a constant or a small function standing for one
+private API (``torch._dynamo``, ``torch._inductor``, ``torch._C``, ``torch._guards``, ``torch._functorch``,
+``torch._logging``, ...), with the torch versions it was checked on and, where they differ, what changed.
+"checked" means called on that version: torch 2.13.0+cpu (``.venv``) and 2.14.1+cu130 run on a CPU
+(``.venv-torch-newest``); 2.11.0+cu130 (the GPU machines) where a capture there used it. The worker's modules
+import these names from here and call no private API of their own.
+
+Private submodules are imported inside the functions: this module is imported once torch is, but before
+Dynamo and Inductor are (``capture.run_settings`` imports Dynamo's config first, the in-process API imports
+nothing until a capture starts).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+# --- Dynamo and Inductor, their configs and entry points ----------------------------------------------------
+
+
+def dynamo_config() -> Any:
+    """``torch._dynamo.config`` (a ConfigModule: ``.patch(dict)``, attributes). Checked 2.11, 2.13, 2.14.1."""
+    return importlib.import_module("torch._dynamo.config")
+
+
+def inductor_config() -> Any:
+    """``torch._inductor.config``: ``.patch(dict)``, ``_config`` (name -> entry with ``.default``, every option
+    this torch knows), ``_post_fusion_custom_pass``, ``compile_threads``. Checked 2.11, 2.13, 2.14.1."""
+    return importlib.import_module("torch._inductor.config")
+
+
+def functorch_config() -> Any:
+    """``torch._functorch.config``: ``enable_autograd_cache`` (AOTAutograd's cache). Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._functorch.config")
+
+
+def inductor_options() -> dict[str, Any]:
+    """Every Inductor option this torch knows, by name, each with its ``.default`` (``config._config``, a dict
+    of ``_ConfigEntry`` in 2.13 and 2.14.1)."""
+    return dict(inductor_config()._config)
+
+
+# The Inductor option that runs a pass over the scheduler's nodes after fusion (a callable, None by default;
+# checked 2.13, 2.14.1). Inductor pickles its config for its cache key: the pass must be a module-level function.
+POST_FUSION_PASS_OPTION = "_post_fusion_custom_pass"
+
+
+def list_mode_options(mode: str | None, dynamic: bool | None) -> dict[str, Any]:
+    """The Inductor options a ``torch.compile`` mode stands for (``torch._inductor.list_mode_options``).
+    Checked 2.11, 2.13, 2.14.1."""
+    return dict(torch._inductor.list_mode_options(mode, dynamic))
+
+
+def reset_dynamo() -> None:
+    """Forget every compiled frame and graph (``torch._dynamo.reset``). Checked 2.11, 2.13, 2.14.1."""
+    torch._dynamo.reset()
+
+
+def compile_fx_module() -> Any:
+    """``torch._inductor.compile_fx``: ``compile_fx`` (Inductor's backend, patched by module_stacks.py) and
+    ``compile_fx_inner`` (its per-graph compile, an ``inner_compile``). Checked 2.11, 2.13, 2.14.1."""
+    return importlib.import_module("torch._inductor.compile_fx")
+
+
+def fresh_cache() -> Any:
+    """A context manager giving Inductor fresh private caches (``torch._inductor.utils.fresh_cache``; called
+    ``fresh_inductor_cache`` before 2.6). Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._inductor.utils").fresh_cache()
+
+
+def optimized_module() -> type[torch.nn.Module]:
+    """The module ``torch.compile`` returns for an nn.Module (``torch._dynamo.eval_frame.OptimizedModule``,
+    the compiled module's ``_orig_mod``). Checked 2.11, 2.13, 2.14.1."""
+    found: type[torch.nn.Module] = importlib.import_module("torch._dynamo.eval_frame").OptimizedModule
+    return found
+
+
+def cast_to_fp64(model: torch.fx.GraphModule, inputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
+    """A graph and its inputs cast to float64 as the accuracy minifier casts them
+    (``torch._dynamo.debug_utils.cast_to_fp64``). Checked 2.13, 2.14.1."""
+    cast: Callable[..., tuple[torch.fx.GraphModule, list[Any]]]
+    cast = importlib.import_module("torch._dynamo.debug_utils").cast_to_fp64
+    return cast(model, inputs)
+
+
+def tree_leaves(value: Any) -> list[Any]:
+    """Every leaf of nested lists, tuples and dicts (``torch.utils._pytree.tree_leaves``). Checked 2.13, 2.14.1."""
+    return list(torch.utils._pytree.tree_leaves(value))
+
+
+# --- the compile being traced ----------------------------------------------------------------------------------
+
+
+def current_compile_id() -> str | None:
+    """The compile id of the frame being compiled, as the trace and the parser name it ("0/0", "0/0_1" for a
+    restarted compile), or None outside a compile (``torch._guards.CompileContext.current_trace_id``).
+    Checked 2.11, 2.13, 2.14.1."""
+    compile_id = torch._guards.CompileContext.current_trace_id()
+    return str(compile_id) if compile_id else None
+
+
+def inductor_debug() -> Any:
+    """``torch._inductor.debug``, whose kernel information (a library call's input and output shapes and
+    dtypes) capture's ``kernel_information`` keeps: ``reset_provenance_globals`` (a context manager each compile
+    enters), ``create_kernel_information_json()`` and ``_inductor_kernel_extern_info``. Checked 2.14.1: all
+    three. 2.13: the first two, without the shapes (no ``_inductor_kernel_extern_info``: see
+    ``has_kernel_information``)."""
+    return importlib.import_module("torch._inductor.debug")
+
+
+def has_kernel_information(debug: Any) -> bool:
+    """Whether this torch's Inductor keeps the kernel information (2.14 and later; 2.13: no)."""
+    return hasattr(debug, "reset_provenance_globals") and hasattr(debug, "_inductor_kernel_extern_info")
+
+
+# --- the TORCH_TRACE log -----------------------------------------------------------------------------------------
+
+
+def trace_logger() -> logging.Logger:
+    """The logger of torch's structured trace (``torch._logging._internal.trace_log``, "torch.__trace"). Without
+    TORCH_TRACE, torch's own handler removes itself on its first record. Checked 2.13, 2.14.1."""
+    found: logging.Logger = importlib.import_module("torch._logging._internal").trace_log
+    return found
+
+
+def trace_file_handler(folder: str) -> logging.Handler:
+    """A handler writing the structured trace into ``folder`` as TORCH_TRACE would
+    (``torch._logging._internal.LazyTraceHandler`` with ``TorchLogsFormatter(trace=True)``). Checked 2.13, 2.14.1."""
+    internal = importlib.import_module("torch._logging._internal")
+    handler: logging.Handler = internal.LazyTraceHandler(folder)
+    handler.setFormatter(internal.TorchLogsFormatter(trace=True))
+    return handler
+
+
+def torch_logs_formatter() -> logging.Formatter:
+    """The formatter of torch's own log lines (``torch._logging._internal.TorchLogsFormatter``: "W1121 21:49:57
+    ... torch/_inductor/debug.py:520] [0/0] ..."). Checked 2.13, 2.14.1."""
+    found: logging.Formatter = importlib.import_module("torch._logging._internal").TorchLogsFormatter()
+    return found
+
+
+def interned_strings() -> dict[str, int]:
+    """The strings the trace has numbered in this process, each logged once as a ``str`` record
+    (``torch._logging.structured.INTERN_TABLE``). Checked 2.13, 2.14.1."""
+    return dict(importlib.import_module("torch._logging.structured").INTERN_TABLE)
+
+
+def trace_structured(kind: str, metadata: Callable[[], Any]) -> None:
+    """Log one structured trace record (``torch._logging.trace_structured``, without the compile context).
+    Checked 2.13, 2.14.1."""
+    torch._logging.trace_structured(kind, metadata, suppress_context=True)
