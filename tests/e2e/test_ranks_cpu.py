@@ -50,6 +50,9 @@ def test_compile_nproc_2_of_a_ddp_model(tmp_path: Path) -> None:
     assert result.code == 0, result.stderr
     assert "inductor-lens: the ranks compiled the same" in result.stderr
     assert result.stdout.strip() == f"report: {out / 'index.html'}"
+    # the landing page first, from the light pass; then rank 0's full report alone, standing for rank 1
+    assert f"] landing page written: {out / 'index.html'} (next: the full report of rank(s) 0)\n" in result.stderr
+    assert "; full reports: rank(s) 0\n" in result.stderr
     ranks = json.loads((out / "ranks.json").read_text(encoding="utf-8"))["ranks"]
     assert [(r["rank"], r["folder"], r["status"]) for r in ranks["ranks"]] == [
         (0, "rank0", "ok"),
@@ -63,16 +66,25 @@ def test_compile_nproc_2_of_a_ddp_model(tmp_path: Path) -> None:
             p.name.startswith(f"dedicated_log_torch_trace_rank_{rank}_")
             for p in (capture / "trace").iterdir()
         ] == [True]
-        run = json.loads((out / f"rank{rank}" / "lens.json").read_text(encoding="utf-8"))["run"]
-        assert [g["kind"] for g in run["graphs"]] == ["forward", "backward"]
-        assert run["capture"]["status"] == "ok" and run["capture"]["accuracy"]["within_tolerance"]
-        assert run["title"] == f"ddp_mlp · rank {rank}"
+    run = json.loads((out / "rank0" / "lens.json").read_text(encoding="utf-8"))["run"]
+    assert [g["kind"] for g in run["graphs"]] == ["forward", "backward"]
+    assert run["capture"]["status"] == "ok" and run["capture"]["accuracy"]["within_tolerance"]
+    assert run["title"] == "ddp_mlp · rank 0"
     landing = (out / "index.html").read_text(encoding="utf-8")
     assert "All ranks compiled the same (2 ranks)" in landing
     assert "Compiled step" in landing and "Profiled step, in compiled code" in landing
     # DDP's gradient all-reduce runs in its hooks, outside the graphs: the profiled steps show it, once a step
     assert landing.count("all_reduce (gloo) x1: ") >= 2
-    assert [r["report"] for r in ranks["ranks"]] == [True, True]  # compile --nproc reports every rank it ran
+    assert [r["report"] for r in ranks["ranks"]] == [True, False]  # rank 0 stands for rank 1
+    assert not (out / "rank1" / "lens.json").exists()
+    # `report OUT --rank 1`: rank 1's report on demand, from its capture beside the landing page
+    again = run_cli_process("report", out, "--rank", "1")
+    assert again.code == 0, again.stderr
+    assert "full reports: rank(s) 0, 1" in again.stderr and "the ranks compiled the same" in again.stderr
+    run = json.loads((out / "rank1" / "lens.json").read_text(encoding="utf-8"))["run"]
+    assert [g["kind"] for g in run["graphs"]] == ["forward", "backward"]
+    assert run["capture"]["status"] == "ok" and run["capture"]["accuracy"]["within_tolerance"]
+    assert 'href="rank1/index.html"' in (out / "index.html").read_text(encoding="utf-8")
 
 
 def test_run_under_torchrun_where_one_rank_compiles_differently(tmp_path: Path) -> None:

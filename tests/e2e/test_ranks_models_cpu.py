@@ -31,11 +31,23 @@ def _compile(sample: Path, out: Path, *options: str) -> CliResult:
     )
 
 
+def _captured(out: Path, rank: int) -> dict[str, object]:
+    """What the rank's model process reported (capture.json), whether or not its full report was built."""
+    result: dict[str, object] = json.loads((out / f"rank{rank}" / "capture" / "capture.json").read_text(encoding="utf-8"))
+    assert result["status"] == "ok"
+    return result
+
+
 def _accuracy(out: Path, rank: int) -> dict[str, object]:
-    run = json.loads((out / f"rank{rank}" / "lens.json").read_text(encoding="utf-8"))["run"]
-    assert run["capture"]["status"] == "ok"
-    accuracy: dict[str, object] = run["capture"]["accuracy"]
+    accuracy: dict[str, object] = _captured(out, rank)["accuracy"]  # type: ignore[assignment]
     return accuracy
+
+
+def _full_reports(out: Path) -> list[bool]:
+    """Which ranks have their full report: ranks.json says so, and their folder holds it."""
+    ranks = json.loads((out / "ranks.json").read_text(encoding="utf-8"))["ranks"]["ranks"]
+    assert [r["report"] for r in ranks] == [(out / r["folder"] / "lens.json").is_file() for r in ranks]
+    return [r["report"] for r in ranks]
 
 
 def test_gpt2_in_ddp_trains_and_every_rank_compiles_the_same(tmp_path: Path) -> None:
@@ -54,6 +66,7 @@ def test_gpt2_in_ddp_trains_and_every_rank_compiles_the_same(tmp_path: Path) -> 
         assert gradients and max(c["eager_rmse"] for c in gradients) < 1e-4, gradients
     # guards normalised (device index, code-object addresses), DDP's split graphs matched by their place
     assert SAME in result.stderr, result.stderr
+    assert _full_reports(out) == [True, False]  # rank 0's report stands for rank 1
 
 
 def test_llama_in_fsdp2_trains_judged_shard_by_shard(tmp_path: Path) -> None:
@@ -105,6 +118,7 @@ def test_a_planted_divergence_is_named(
     landing = (out / "index.html").read_text(encoding="utf-8")
     assert named in landing
     assert not_named not in landing
+    assert _full_reports(out) == [True, True]  # ranks that compiled differently each get their full report
 
 
 def test_a_warm_cache_on_one_rank_only_is_named_a_hang_risk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,12 +129,14 @@ def test_a_warm_cache_on_one_rank_only_is_named_a_hang_risk(tmp_path: Path, monk
     assert cold.code == 0, cold.stderr
     assert sorted(p.name for p in caches.iterdir()) == ["rank0", "rank1"]
     assert CACHE_HANG_RISK not in (tmp_path / "cold" / "index.html").read_text(encoding="utf-8")
+    assert _full_reports(tmp_path / "cold") == [True, False]  # rank 0's report stands for rank 1
     shutil.rmtree(caches / "rank1")  # rank 0 keeps its warm cache, rank 1 compiles cold
     warm = _compile(SAMPLES / "ranks_diverge.py", tmp_path / "warm", "--no-bench")
     assert warm.code == 0, warm.stderr
     assert "inductor-lens: the ranks diverged" in warm.stderr
     # the wording is records/ranks.py's
     assert CACHE_HANG_RISK in (tmp_path / "warm" / "index.html").read_text(encoding="utf-8")
+    assert _full_reports(tmp_path / "warm") == [True, True]
 
 
 def test_a_hung_job_names_where_each_rank_waited(tmp_path: Path) -> None:
@@ -154,5 +170,5 @@ def test_an_unchanged_torchrun_ddp_script_compiles_the_same_on_every_rank(tmp_pa
     assert result.code == 0, result.stderr
     assert SAME in result.stderr, result.stderr
     for rank in (0, 1):
-        run = json.loads((out / f"rank{rank}" / "lens.json").read_text(encoding="utf-8"))["run"]
-        assert run["capture"]["status"] == "ok" and [c["target"] for c in run["capture"]["compile_calls"]]
+        assert [c["target"] for c in _captured(out, rank)["compile_calls"]]  # type: ignore[attr-defined]
+    assert _full_reports(out) == [True, False]
