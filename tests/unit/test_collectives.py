@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from inductor_lens.bench.collectives import collectives_per_step, dtype_bytes, message_bytes
-from inductor_lens.report.ranks_view import collective_text
+from inductor_lens.records.ranks import RankedRun, RankSummary
+from inductor_lens.report.ranks_view import collective_text, ranks_page
 
 
 def _event(name: str, cat: str, dur: float) -> dict[str, object]:
@@ -110,3 +112,23 @@ def test_dtype_sizes_by_every_name_a_trace_gives() -> None:
     assert dtype_bytes("Undefined") is None
     assert message_bytes({"Input Dims": [[3, 4], []], "Input type": ["c10::Half", "Scalar"]}) == 24
     assert message_bytes({"Input Dims": [[3]], "Input type": ["QInt8x"]}) is None
+
+
+def test_the_landing_page_gives_each_ranks_collectives_with_their_bytes_and_how_they_were_counted(
+    unpacked: Callable[[str], Path],
+) -> None:
+    sized = collectives_per_step(_profile(unpacked, shapes=True), 2, "cpu")
+    unsized = collectives_per_step(_profile(unpacked, shapes=False), 2, "cpu")
+    older = tuple(replace(c, bytes_method="") for c in unsized)  # a report of run schema 17
+    summaries = [RankSummary(rank, f"rank{rank}", step_collectives=found)
+                 for rank, found in enumerate((sized, unsized, older))]  # fmt: skip
+    page = ranks_page(RankedRun(title="t", created="c", tool_version="v", source_dir="s"), summaries)
+    column = page.time_labels.index("Collectives per step")
+    cells = [line.cells[column] for line in page.lines]
+    assert cells == [collective_text(c) for found in (sized, unsized, older) for c in found]
+    assert cells[0].endswith("µs, 3.2 MB") and cells[1].endswith("µs, — bytes")
+    (row,) = [r for r in page.times if r.label == "Collectives per step"]  # the ranks' one group: rank 0's
+    assert sized[0].bytes_method in row.title
+    old_page = ranks_page(page.ranked, [summaries[2]])
+    (row,) = [r for r in old_page.times if r.label == "Collectives per step"]
+    assert "Bytes: not read by the version that wrote this report" in row.title
