@@ -37,7 +37,8 @@ from ..records.codec import JsonValue, from_jsonable, to_jsonable
 from ..records.graph import SourceLine
 from ..records.handwritten import KernelConfig
 from ..records.numerics import NumericDivergence
-from ..records.run import Accuracy, CompileCall, Environment
+from ..records.outcome import Accuracy, CompileCall
+from ..records.run import Environment
 from ..records.timing import HostLoad, Timing
 
 CAPTURE_DIR = "capture"

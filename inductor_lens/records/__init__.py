@@ -6,8 +6,13 @@ documents, each with its own schema version:
 
     answers.py      Answers: the first page's answers (operation groups, module and line time, bound verdict,
                     findings), built from the other records
-    run.py          CompileRun: one model compiled once (settings, environment, capture outcome, Dynamo
-                    frames, graph breaks, autotuning, parse diagnostics), RUN_SCHEMA_VERSION
+    run.py          CompileRun: one model compiled once (settings, environment, source files, parse
+                    diagnostics, and the parts below), RUN_SCHEMA_VERSION and the run's schema history
+    outcome.py      CaptureOutcome: what the child process that ran the model did; Accuracy against eager;
+                    CompileCall, each torch.compile call of a script
+    frames.py       DynamoFrame: each Dynamo compile (phases, shape guards, IR stages, cache lookups);
+                    GraphBreak
+    autotune.py     AutotuneTable: each AUTOTUNE table Inductor printed, its choices and failed choices
     graph.py        GraphRecord: one compiled graph's kernels, launches, FX graphs, IR, provenance
     timing.py       BenchResult and the timings of launches and kernels
     timeline.py     CompileTimeline: the compile's chromium_event spans, per process and thread
@@ -33,6 +38,7 @@ from .answers import (
     OperationGroup,
     StepPart,
 )
+from .autotune import AutotuneChoice, AutotuneFailure, AutotuneTable, ChoiceKind
 from .codec import (
     JsonScalar,
     JsonValue,
@@ -57,6 +63,15 @@ from .comparison import (
     KernelChange,
     RoundMeasure,
     Verdict,
+)
+from .frames import (
+    CacheLookup,
+    CompilePhase,
+    DynamoFrame,
+    GraphBreak,
+    IrStage,
+    ShapeGuard,
+    ShapeSpecialization,
 )
 from .graph import (
     FxGraph,
@@ -87,32 +102,17 @@ from .handwritten import (
     MatchKind,
     shape_text,
 )
+from .outcome import Accuracy, CaptureOutcome, CaptureStatus, CompileCall, TensorCheck
 from .run import (
     RUN_SCHEMA_VERSION,
-    Accuracy,
-    AutotuneChoice,
-    AutotuneFailure,
-    AutotuneTable,
-    CacheLookup,
-    CaptureOutcome,
-    CaptureStatus,
-    ChoiceKind,
-    CompileCall,
-    CompilePhase,
     CompileRun,
     CompileSettings,
     Diagnostic,
     DiagnosticLevel,
-    DynamoFrame,
     Environment,
-    GraphBreak,
     HandwrittenStatus,
-    IrStage,
     ParseStats,
-    ShapeGuard,
-    ShapeSpecialization,
     SourceFile,
-    TensorCheck,
 )
 from .stages import KernelStages, LineSpans, Occupancy, StageText
 from .timeline import CompileTimeline, SpanKind, TimelineProcess, TimelineSpan

@@ -32,9 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .autotune import ChoiceKind
 from .codec import JsonValue, dumps, from_jsonable, lens_document, to_jsonable
 from .graph import GraphKind
-from .run import CaptureStatus, ChoiceKind
+from .outcome import CaptureStatus
 from .timing import Timing
 
 COMPARISON_SCHEMA_VERSION = 9

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from .codec import dumps, from_jsonable, lens_document, to_jsonable
+from .frames import CacheLookup, DynamoFrame, GraphBreak
 from .graph import GraphRecord
-from .run import CacheLookup, CompileRun, DynamoFrame, GraphBreak
+from .run import CompileRun
 from .timing import CollectiveTime
 
 RANKS_SCHEMA_VERSION = 3

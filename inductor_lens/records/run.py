@@ -1,4 +1,7 @@
-"""Records, the run: one model compiled once under one configuration (the document of a report's lens.json).
+"""Records, the run: one model compiled once under one configuration (the document of a report's lens.json):
+CompileRun, its settings and environment, its source files and parse diagnostics. Its parts each have a
+module: the capture's outcome (outcome.py), the Dynamo compiles and graph breaks (frames.py), the autotune
+tables (autotune.py), the graphs (graph.py), the timings (timing.py) and the rest named below.
 
 Schema history of the run document (bump RUN_SCHEMA_VERSION on any change an older reader would misread):
   1: first version: run settings, environment, capture outcome, Dynamo frames, graphs with
@@ -91,10 +94,12 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .answers import Answers
-from .codec import JsonScalar, JsonValue, dumps, from_jsonable, lens_document, to_jsonable
-from .graph import GraphRecord, KernelRecord, ShapeSymbol, SourceLine
+from .autotune import AutotuneTable
+from .codec import JsonValue, dumps, from_jsonable, lens_document, to_jsonable
+from .frames import DynamoFrame, GraphBreak
+from .graph import GraphRecord, KernelRecord
 from .handwritten import HandwrittenKernel, HandwrittenMatch
-from .numerics import NumericDivergence
+from .outcome import CaptureOutcome
 from .stages import KernelStages
 from .timeline import CompileTimeline
 from .timing import BenchResult
@@ -102,9 +107,7 @@ from .trials import Trials
 
 RUN_SCHEMA_VERSION = 18
 
-CaptureStatus = Literal["ok", "failed", "timeout"]
 DiagnosticLevel = Literal["warning", "note"]
-ChoiceKind = Literal["extern", "triton", "other"]
 # Where the hand-written stage stood when the run was written: "running" (the first report, written before it
 # ran; the second replaces it), "done" (it ran for this run), "stopped" (read back still "running": the process
 # that was to rewrite it ended first), "" (not run for this run: off, or its results read from the capture).
@@ -160,290 +163,6 @@ class CompileSettings:
     cudnn_allow_tf32: bool | None = None
     autocast: str | None = None
     dynamo_options: Mapping[str, JsonValue] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TensorCheck:
-    """One output or gradient, compiled against eager, both judged against a float64 run where there is one.
-
-    The rule is that of ``torch._dynamo.utils.same`` with a float64 reference: the compiled tensor
-    passes when it is within ``tolerance`` of eager, or when its RMSE against float64 is at most
-    ``multiplier`` times eager's RMSE against float64, plus ``tolerance / 10``.
-    """
-
-    name: str  # "logits", "[0]", "grad of self.fc1.weight"; "call 2: ..." with several calls
-    kind: Literal["output", "gradient"]
-    tensor: str  # "float32[4, 256, 2048]"
-    within: bool
-    tolerance: float
-    max_abs_error: float | None = None  # max |compiled - eager|
-    compiled_rmse: float | None = None  # against float64
-    eager_rmse: float | None = None  # against float64
-    multiplier: float | None = None
-    note: str = ""  # how it passed or failed: "close to eager", "as close to float64 as eager", ...
-
-    @property
-    def limit(self) -> float | None:
-        """The largest compiled RMSE that passes."""
-        if self.eager_rmse is None or self.multiplier is None:
-            return None
-        return self.multiplier * self.eager_rmse + self.tolerance / 10
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """Agreement of the compiled model with eager on the same inputs."""
-
-    compared: str
-    tensors: int
-    max_abs_error: float
-    max_rel_error: float  # max |compiled - eager| / max |eager|
-    within_tolerance: bool
-    rtol: float
-    atol: float
-    grad_max_abs_error: float | None = None
-    grad_max_rel_error: float | None = None
-    # How the verdict was reached: against a float64 run, or (without one) eager with per-dtype tolerances.
-    method: str = ""
-    reference: Literal["float64", "eager", ""] = ""
-    # The tensors checked, the worst first (worker/accuracy.py keeps the 40 worst); ``checked`` counts all.
-    checks: tuple[TensorCheck, ...] = ()
-    checked: int = 0
-    failed: int = 0
-    # Outputs of another structure, count or shape than eager's: findings, not errors of the tool.
-    findings: tuple[str, ...] = ()
-    # Output leaves that could not be compared, each with its type and why ("past_key_values: Foo, holds no
-    # tensor"); a cache's tensors are judged like any output's (issue 30).
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def worst(self) -> TensorCheck | None:
-        return self.checks[0] if self.checks else None
-
-
-@dataclass(frozen=True)
-class CompileCall:
-    """One ``torch.compile`` call an unchanged script made (``inductor-lens run``), and what it compiled with."""
-
-    target: str  # what was compiled: "GPT2LMHeadModel", "train_step", ...
-    where: str  # the script's line that called torch.compile: "train.py:42"
-    backend: str  # "inductor", or another backend (then nothing is captured from it)
-    # The script's own mode and options, as it passed them (None: it passed none).
-    script_mode: str | None = None
-    script_options: Mapping[str, JsonValue] | None = None
-    # What the compile ran with in the end: the script's own settings win over ``run --mode/--option``.
-    applied: str = ""
-
-
-@dataclass(frozen=True)
-class CaptureOutcome:
-    """What happened in the child process that ran the model."""
-
-    model_path: str
-    model_name: str
-    status: CaptureStatus
-    phase: str
-    error: str | None = None
-    error_kind: str | None = None
-    exit_code: int | None = None
-    wall_s: float | None = None
-    cold_compile_s: float | None = None
-    eager_first_call_s: float | None = None
-    second_call_s: float | None = None
-    # Each call of the model (get_inputs() can ask for several): how long the first compiled pass took.
-    calls: int = 1
-    call_seconds: tuple[float, ...] = ()
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    parameters: int | None = None
-    # Where get_model() built the model and each of its modules, from lines of the model file (the model
-    # itself first): for a model of torch's own modules (nn.Sequential), the only lines of it that are the
-    # user's (issue 30). Empty in reports from before, and for a model that is not an nn.Module.
-    model_built: tuple[SourceLine, ...] = ()
-    accuracy: Accuracy | None = None
-    # compile --find-divergence: the first kernel whose output went wrong, and the options that fix it.
-    divergence: NumericDivergence | None = None
-    log_file: str | None = None
-    # A script run unchanged (``inductor-lens run``): its command line, its torch.compile calls, and which
-    # steps were profiled ("10 calls of train_step after 3 warm-up calls").
-    command: str = ""
-    compile_calls: tuple[CompileCall, ...] = ()
-    profiled: str = ""
-
-
-@dataclass(frozen=True)
-class CompilePhase:
-    """One slice of a frame's compile time, from the trace's compilation metrics."""
-
-    name: str
-    seconds: float
-    how: str
-    # True for an item that is part of one of the other phases (not added to the total).
-    within: bool = False
-
-
-@dataclass(frozen=True)
-class ShapeGuard:
-    """A guard the frame's symbolic sizes added (``Eq(s70, s53)``, ``s27 >= 5``): a condition on the
-    input sizes the compiled code relies on, and the user line being traced when it was added."""
-
-    expr: str
-    user_line: SourceLine | None = None
-
-
-@dataclass(frozen=True)
-class ShapeSpecialization:
-    """A symbol Dynamo turned back into a constant (``s27`` -> 4096): that size is static after all."""
-
-    symbol: str
-    value: str
-    reason: str  # torch's own words: "range_refined_to_singleton", "trivial_lhs", ...
-    sources: tuple[str, ...] = ()  # what the symbol stood for: "L['x'].size()[1]"
-    guard: str = ""  # the guard the specialization added: "Eq(s27, 4096)"
-    user_line: SourceLine | None = None
-
-
-@dataclass(frozen=True)
-class IrStage:
-    """One form of a compile's graph as the TORCH_TRACE log holds it (Dynamo's graph, the pre-grad graph, the
-    AOT joint/forward/backward graphs, the post-grad graph...), in the order it was logged."""
-
-    name: str  # the trace's name for it: "dynamo_output_graph", "aot_forward_graph", "before_pre_grad_graph"
-    text: str
-    lines: int
-    cut_chars: int = 0  # characters left out past the parser's limit (0: whole)
-
-
-@dataclass(frozen=True)
-class CacheLookup:
-    """One lookup of a compile's graph in a compile cache: AOTAutograd's or Inductor's FX graph cache (the
-    trace's ``aotautograd_cache_*`` and ``fx_graph_cache_*`` artifacts), in the order logged."""
-
-    cache: str  # "AOTAutograd" or "FX graph"
-    result: str  # "hit", "miss" or "bypass"
-    compile_id: str = ""  # the attempt that looked up (a restarted one may have, before it restarted)
-    key: str | None = None  # None on a bypass: no key could be made
-    detail: str = ""  # torch's cache_status_detailed: "full_miss", "guard_miss", "hit"
-    bypass_reason: str = ""
-    # A miss: the compile it cost (time_taken_ns); a hit: the compile it saved (time_saved_ns).
-    seconds: float | None = None
-    # What the key hashes ("[hash] name: value"), the first ones kept and each cut to a limit; components_total
-    # is how many torch listed, components_cut how many of those kept were cut.
-    components: tuple[str, ...] = ()
-    components_total: int = 0
-    components_cut: int = 0
-
-
-@dataclass(frozen=True)
-class DynamoFrame:
-    """One Dynamo compile of a Python frame (a compile id such as ``0/0`` or ``1/0``)."""
-
-    compile_id: str
-    function: str | None = None
-    filename: str | None = None
-    line: int | None = None
-    compile_time_s: float | None = None
-    graph_breaks: int | None = None
-    fail_reason: str | None = None
-    call_site: SourceLine | None = None
-    phases: tuple[CompilePhase, ...] = ()
-    guard_count: int | None = None
-    guards: str = ""
-    recompile_reasons: tuple[str, ...] = ()
-    restart_reasons: tuple[str, ...] = ()
-    cache: str | None = None
-    cudagraph_skip_reason: str | None = None
-    # Dynamic shapes (from the trace): symbols created, specializations, and the guards on sizes.
-    symbols: tuple[ShapeSymbol, ...] = ()
-    specializations: tuple[ShapeSpecialization, ...] = ()
-    shape_guards: tuple[ShapeGuard, ...] = ()
-    # CUDA graphs recorded for this compile's graphs (cudagraph trees), from the trace: how many recordings
-    # (``CUDAGraphNode.record`` spans) and their time; None where the trace logged none.
-    cudagraph_recordings: int | None = None
-    cudagraph_record_s: float | None = None
-    stages: tuple[IrStage, ...] = ()
-    # The Python stack that triggered the compile (dynamo_start), outermost first.
-    stack: tuple[SourceLine, ...] = ()
-    # A failed compile (compilation_metrics): the exception's type and the user line it was raised at, if any.
-    fail_type: str | None = None
-    fail_user_frame: SourceLine | None = None
-    # The attempts that restarted into this one (``0/0`` for ``0/0_1``); restart_reasons says why.
-    restarted: tuple[str, ...] = ()
-    # Dynamo's graph (compilation_metrics): its ops, nodes and inputs; how many compiled entries this code object
-    # (cache_size) and all code objects of the frame (accumulated_cache_size) had before this compile.
-    graph_op_count: int | None = None
-    graph_node_count: int | None = None
-    graph_input_count: int | None = None
-    cache_size: int | None = None
-    accumulated_cache_size: int | None = None
-    non_compliant_ops: tuple[str, ...] = ()
-    compliant_custom_ops: tuple[str, ...] = ()
-    cache_lookups: tuple[CacheLookup, ...] = ()
-
-    @property
-    def frame_key(self) -> str:
-        """The Python frame compiled: ``0`` for the compiles ``0/0``, ``0/1`` and ``0/1_1``."""
-        head, _, _ = self.compile_id.rpartition("/")
-        return head or self.compile_id
-
-
-@dataclass(frozen=True)
-class GraphBreak:
-    """A place where Dynamo stopped tracing and split the model into several graphs."""
-
-    compile_id: str
-    reason: str
-    detail: str = ""
-    location: SourceLine | None = None
-    # The frames that led to it: the user's own; for a break inside a library, with no user frame, the library's.
-    user_stack: tuple[SourceLine, ...] = ()
-    # Its entry in torch's graph-break registry: "GB0124", what it means and what to do.
-    code: str | None = None
-    explanation: str = ""
-    hints: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class AutotuneChoice:
-    name: str
-    ms: float
-    percent: float | None = None
-    kind: ChoiceKind = "other"
-    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # a Triton template's BLOCK_M=64, ...
-
-
-@dataclass(frozen=True)
-class AutotuneFailure:
-    """A choice that could not be compiled or run while autotuning (Inductor logs it and ignores it)."""
-
-    reason: str  # short: "out of shared memory: needs 262144 bytes, the limit is 232448"
-    message: str = ""  # torch's own words
-    stage: Literal["precompile", "benchmark"] = "precompile"
-    config: Mapping[str, JsonScalar] = field(default_factory=dict)  # the failed template config, where named
-
-
-@dataclass(frozen=True)
-class AutotuneTable:
-    """One ``AUTOTUNE op(shapes)`` table Inductor printed while choosing an implementation."""
-
-    op: str
-    shapes: tuple[str, ...]
-    choices: tuple[AutotuneChoice, ...]
-    strides: str = ""
-    dtypes: str = ""
-    num_choices: int | None = None
-    benchmark_s: float | None = None
-    precompile_s: float | None = None
-    graph_id: str | None = None
-    # What the winner became in the graph: a kernel name (Triton template) or a launch position.
-    chosen_kernel: str | None = None
-    chosen_launch: int | None = None
-    # Choices that failed (logged before the table, never in it): their reasons.
-    failed: tuple[AutotuneFailure, ...] = ()
-
-    @property
-    def winner(self) -> AutotuneChoice | None:
-        return min(self.choices, key=lambda c: c.ms) if self.choices else None
 
 
 @dataclass(frozen=True)

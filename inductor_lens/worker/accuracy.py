@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
-from ..records.run import Accuracy, TensorCheck
+from ..records.outcome import Accuracy, TensorCheck
 
 # Tolerances as Dynamo's benchmark runners use them: 1e-4 for float32 outputs (same()'s default),
 # looser for gradients, which sum many more rounded terms, and 1e-2 for 16-bit dtypes.

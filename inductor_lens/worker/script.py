@@ -43,7 +43,7 @@ from ..exchange.files import (
 )
 from ..options import ScriptSpec
 from ..records.codec import as_json_value
-from ..records.run import CompileCall
+from ..records.outcome import CompileCall
 from .capture import CAPTURE_OPTIONS, device_info, environment, run_settings
 from .inductor_cache import write_autotune_key
 from .measure import use_threads

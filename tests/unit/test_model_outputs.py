@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.utils._pytree as pytree
 
-from inductor_lens.records.run import Accuracy
+from inductor_lens.records.outcome import Accuracy
 from inductor_lens.report.views import accuracy_item
 from inductor_lens.worker import accuracy
 from inductor_lens.worker.capture import backward_step
