@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens import caches
+from inductor_lens.caches import contents
 
 from ..conftest import assert_one_line_error
 
@@ -102,7 +103,7 @@ def test_clear_needs_a_choice_and_a_confirmation(run_cli, inductor_cache: Path) 
 
 def test_vanishing_files_are_not_errors(tmp_path: Path) -> None:
     result = caches.ClearResult("inductor", tmp_path)
-    caches._unlink(tmp_path / "gone", result)
-    caches._rmdir(tmp_path / "gone-dir", result)
-    caches._remove(tmp_path / "gone-tree", result)
+    contents._unlink(tmp_path / "gone", result)
+    contents._rmdir(tmp_path / "gone-dir", result)
+    contents._remove(tmp_path / "gone-tree", result)
     assert (result.removed, result.failed) == (0, [])
