@@ -33,7 +33,7 @@ def run(model: Any, calls: list[Any], train: bool) -> tuple[list[Any], dict[str,
     outputs = []
     for call in calls:
         out = model(*call.args, **call.kwargs)
-        leaves = [v for _, v in accuracy.named_leaves(torch, out) if isinstance(v, torch.Tensor)]
+        leaves = [v for _, v in accuracy.named_leaves(out) if isinstance(v, torch.Tensor)]
         if train:
             sum(t.float().sum() for t in leaves if t.is_floating_point()).backward()
         outputs.extend(t.detach().clone() for t in leaves)

@@ -171,10 +171,10 @@ def main() -> None:
                 want = reference()
                 pair = [o.float() for o in (out, want)]
                 error = float((pair[0] - pair[1]).abs().max() / pair[1].abs().max().clamp_min(1e-30))
-                mine_t, torch_t = gpu_time(torch, mine), gpu_time(torch, reference)
+                mine_t, torch_t = gpu_time(mine), gpu_time(reference)
                 mine_total += count * mine_t.median_ms
                 torch_total += count * torch_t.median_ms
-                mine_alone, torch_alone = gpu_graph_time(torch, mine), gpu_graph_time(torch, reference)
+                mine_alone, torch_alone = gpu_graph_time(mine), gpu_graph_time(reference)
                 alone = "(not captured)"
                 if mine_alone is not None and torch_alone is not None:
                     mine_alone_total += count * mine_alone.median_ms

@@ -187,7 +187,7 @@ def speed(
             continue
         shape = equivalent.shape(values)
         if dtype not in ceiling_cache:
-            ceiling_cache[dtype] = ceilings(torch, torch.device("cuda"), getattr(torch, dtype))
+            ceiling_cache[dtype] = ceilings(torch.device("cuda"), getattr(torch, dtype))
         limits = ceiling_cache[dtype]
         torch._dynamo.reset()
         ok = check.check(name, shape, dtype, "cuda").ok

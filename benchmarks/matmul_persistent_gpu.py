@@ -168,15 +168,15 @@ def main():
             timed = {}
             for cfg, error in zip(cands, errors, strict=True):
                 if error is None:
-                    timed[cfg] = gpu_time(torch, lambda: launch(a, w, c, bias, cfg, num_sms)).median_ms
+                    timed[cfg] = gpu_time(lambda: launch(a, w, c, bias, cfg, num_sms)).median_ms
             best = sorted(timed, key=timed.get)[:4]
             shipped = ("shipped pointer kernel", lambda: matmul(a, w.t(), bias) if with_bias else matmul(a, w.t()))
             rows = []
             for name, fn in [(str(cfg), (lambda cfg=cfg: launch(a, w, c, bias, cfg, num_sms))) for cfg in best] + [shipped]:
                 ratios, ours, theirs = [], [], []
                 for _ in range(args.rounds):
-                    mine = gpu_time(torch, fn).median_ms
-                    lib = gpu_time(torch, library).median_ms
+                    mine = gpu_time(fn).median_ms
+                    lib = gpu_time(library).median_ms
                     ours.append(mine)
                     theirs.append(lib)
                     ratios.append(mine / lib)

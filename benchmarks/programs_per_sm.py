@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     from inductor_lens.worker.measure import ceilings
 
-    copy = ceilings(torch, torch.device("cuda"), torch.bfloat16).copy_gb_per_s
+    copy = ceilings(torch.device("cuda"), torch.bfloat16).copy_gb_per_s
     lines = [
         f"# Split reductions: programs per SM, {torch.cuda.get_device_name()}",
         "",

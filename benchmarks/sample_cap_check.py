@@ -75,7 +75,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for way, cap in (("full", None), ("capped", MAX_SAMPLES)):
                 started = time.perf_counter()
-                timing = gpu_time(torch, fn, max_samples=cap)
+                timing = gpu_time(fn, max_samples=cap)
                 runs[way].append((timing.median_ms * 1e3, timing.samples, time.perf_counter() - started))
         full = [m for m, _, _ in runs["full"]]
         capped = [m for m, _, _ in runs["capped"]]

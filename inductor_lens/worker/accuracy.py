@@ -20,9 +20,12 @@ from __future__ import annotations
 import copy
 import math
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from ..records.outcome import Accuracy, TensorCheck
 
@@ -54,7 +57,7 @@ class Unjudged:
 OBJECT_DEPTH = 4
 
 
-def named_leaves(torch: Any, value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+def named_leaves(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     """The leaves of an output, named by their path: ``[0]``, ``logits``, ``past_key_values.layers[1].keys``.
 
     Containers and pytree nodes are flattened; another object is searched through its attributes for the
@@ -64,23 +67,23 @@ def named_leaves(torch: Any, value: Any, prefix: str = "", depth: int = 0) -> It
         yield prefix or "output", value
     elif isinstance(value, Mapping):  # dicts, and HuggingFace's ModelOutput (an OrderedDict)
         for key, item in value.items():
-            yield from named_leaves(torch, item, f"{prefix}.{key}" if prefix else str(key), depth)
+            yield from named_leaves(item, f"{prefix}.{key}" if prefix else str(key), depth)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            yield from named_leaves(torch, item, f"{prefix}[{index}]", depth)
+            yield from named_leaves(item, f"{prefix}[{index}]", depth)
     elif is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
-            yield from named_leaves(torch, getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name, depth)
-    elif (children := _pytree_children(torch, value)) is not None:
+            yield from named_leaves(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name, depth)
+    elif (children := _pytree_children(value)) is not None:
         for key, item in children:
-            yield from named_leaves(torch, item, prefix + key, depth)
+            yield from named_leaves(item, prefix + key, depth)
     elif hasattr(value, "to_tuple"):  # other ModelOutput-like containers
-        yield from named_leaves(torch, value.to_tuple(), prefix, depth)
+        yield from named_leaves(value.to_tuple(), prefix, depth)
     else:
-        yield from _object_leaves(torch, value, prefix or "output", depth)
+        yield from _object_leaves(value, prefix or "output", depth)
 
 
-def _pytree_children(torch: Any, value: Any) -> list[tuple[str, Any]] | None:
+def _pytree_children(value: Any) -> list[tuple[str, Any]] | None:
     """One level of a type registered with torch's pytree (its children named by their keys), or None."""
     pytree = torch.utils._pytree
     node = pytree.SUPPORTED_NODES.get(type(value))
@@ -93,7 +96,7 @@ def _pytree_children(torch: Any, value: Any) -> list[tuple[str, Any]] | None:
     return [(f"[{index}]", child) for index, child in enumerate(children)]
 
 
-def _object_leaves(torch: Any, value: Any, name: str, depth: int) -> Iterator[tuple[str, Any]]:
+def _object_leaves(value: Any, name: str, depth: int) -> Iterator[tuple[str, Any]]:
     kind = type(value).__name__
     attributes = getattr(value, "__dict__", None)
     if isinstance(value, torch.nn.Module) or not isinstance(attributes, dict):
@@ -103,7 +106,7 @@ def _object_leaves(torch: Any, value: Any, name: str, depth: int) -> Iterator[tu
         (leaf_name, leaf)
         for key, item in (attributes.items() if depth < OBJECT_DEPTH else ())
         if not key.startswith("_")
-        for leaf_name, leaf in named_leaves(torch, item, f"{name}.{key}", depth + 1)
+        for leaf_name, leaf in named_leaves(item, f"{name}.{key}", depth + 1)
         if isinstance(leaf, torch.Tensor)
     ]
     if found:
@@ -112,10 +115,10 @@ def _object_leaves(torch: Any, value: Any, name: str, depth: int) -> Iterator[tu
         yield name, Unjudged(kind, f"no tensor within {OBJECT_DEPTH} levels of its attributes")
 
 
-def keep(torch: Any, value: Any) -> Any:
+def keep(value: Any) -> Any:
     """A leaf as it is now, safe from later in-place changes (tensors detached and cloned); a DTensor's part on
     this rank (see ``kept_leaf``)."""
-    if _is_dtensor(torch, value):
+    if _is_dtensor(value):
         value = value.to_local()
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
@@ -130,36 +133,35 @@ SHARD_METHOD = (
 )
 
 
-def kept_leaf(torch: Any, name: str, value: Any) -> tuple[str, Any]:
+def kept_leaf(name: str, value: Any) -> tuple[str, Any]:
     """``(name, keep(value))``; a DTensor's name says which part is kept: ``grad of w (this rank's shard:
     Shard(dim=0) of [344, 128])``. Shard by shard, not ``full_tensor()``: gathering is a collective that every
     rank would have to issue in the same order, and one rank's finding (a leaf of another shape) would then
     hang the others."""
-    if not _is_dtensor(torch, value):
-        return name, keep(torch, value)
+    if not _is_dtensor(value):
+        return name, keep(value)
     placements = ", ".join(repr(p) for p in value.placements)
     shape = ", ".join(str(s) for s in value.shape)
     note = REPLICA_NOTE if all(p.is_replicate() for p in value.placements) else SHARD_NOTE
-    return f"{name} ({note}: {placements} of [{shape}])", keep(torch, value)
+    return f"{name} ({note}: {placements} of [{shape}])", keep(value)
 
 
-def _is_dtensor(torch: Any, value: Any) -> bool:
+def _is_dtensor(value: Any) -> bool:
     if "torch.distributed.tensor" not in sys.modules or not isinstance(value, torch.Tensor):
         return False  # no DTensor exists before torch.distributed.tensor is imported
     return isinstance(value, sys.modules["torch.distributed.tensor"].DTensor)
 
 
-def float64_copy(torch: Any, model: Any) -> Any:
+def float64_copy(model: Callable[..., Any]) -> Callable[..., Any]:
     """The same model with every floating parameter and buffer in float64 (a deep copy; ``model`` untouched).
     A DDP model is copied unwrapped and wrapped again as it was, so the copy's gradients are all-reduced as
     eager's are (a copied DDP converted to float64 keeps no working reducer: each rank's own gradients)."""
     if not isinstance(model, torch.nn.Module):
         return model  # a plain function: only its inputs are upcast
-    ddp = _ddp_class(torch)
-    if ddp is not None and isinstance(model, ddp):
+    if isinstance(model, DistributedDataParallel):
         # broadcast_buffers only where not the default: torch 2.13 deprecates the argument
-        buffers = {} if model.broadcast_buffers else {"broadcast_buffers": False}
-        return ddp(
+        buffers: dict[str, Any] = {} if model.broadcast_buffers else {"broadcast_buffers": False}
+        return DistributedDataParallel(
             copy.deepcopy(model.module).to(torch.float64),
             device_ids=model.device_ids,
             output_device=model.output_device,
@@ -171,7 +173,7 @@ def float64_copy(torch: Any, model: Any) -> Any:
     return copy.deepcopy(model).to(torch.float64)
 
 
-def why_no_float64_copy(torch: Any, model: Any) -> str:
+def why_no_float64_copy(model: Callable[..., Any]) -> str:
     """Why ``model`` cannot have a float64 copy, or "": FSDP2 refuses a deep copy, and converting it in place
     to float64 breaks its all-gathers (measured, torch 2.13)."""
     fsdp = sys.modules.get("torch.distributed.fsdp")
@@ -185,14 +187,8 @@ def why_no_float64_copy(torch: Any, model: Any) -> str:
     return ""
 
 
-def _ddp_class(torch: Any) -> Any:
-    if "torch.nn.parallel" not in sys.modules:
-        return None
-    return getattr(torch.nn.parallel, "DistributedDataParallel", None)
-
-
 def judge(
-    torch: Any, eager: Results, compiled: Results, reference: Results | None, *, train: bool, why_no_reference: str = ""
+    eager: Results, compiled: Results, reference: Results | None, *, train: bool, why_no_reference: str = ""
 ) -> Accuracy:
     """The verdict on every output leaf and gradient of every call."""
     checks: list[TensorCheck] = []
@@ -212,9 +208,9 @@ def judge(
                 skipped.append(f"{prefix}{name}: {value.type}, {value.reason}")
                 continue
             if isinstance(value, torch.Tensor) and value.is_floating_point():
-                largest = max(largest, _finite_max(torch, value.double().abs()))
+                largest = max(largest, _finite_max(value.double().abs()))
             ref_value = ref[index][1] if ref and index < len(ref) else None
-            check = check_tensor(torch, prefix + name, "output", value, got[index][1], ref_value, OUTPUT_TOLERANCE)
+            check = check_tensor(prefix + name, "output", value, got[index][1], ref_value, OUTPUT_TOLERANCE)
             if isinstance(check, str):
                 findings.append(check)
             elif check is not None:
@@ -231,7 +227,7 @@ def judge(
                     has_one = "eager" if got_value is None else "compiled"
                     findings.append(f"{prefix}grad of {name}: only {has_one} computed one")
                     continue
-                check = check_tensor(torch, f"{prefix}grad of {name}", "gradient", value, got_value, ref_value, GRADIENT_TOLERANCE)
+                check = check_tensor(f"{prefix}grad of {name}", "gradient", value, got_value, ref_value, GRADIENT_TOLERANCE)
                 if isinstance(check, str):
                     findings.append(check)
                 elif check is not None:
@@ -248,39 +244,39 @@ def _names(names: list[str]) -> str:
 
 
 def check_tensor(
-    torch: Any, name: str, kind: str, want: Any, got: Any, ref: Any, tolerances: dict[str, float]
+    name: str, kind: str, want: Any, got: Any, ref: Any, tolerances: dict[str, float]
 ) -> TensorCheck | str | None:
     """One leaf; a string for a finding (another type or shape); None for leaves that are not tensors and agree."""
     if not isinstance(want, torch.Tensor):
         if isinstance(got, torch.Tensor) or want != got:
-            return f"{name}: compiled gave {_short(torch, got)}, eager {_short(torch, want)}"
+            return f"{name}: compiled gave {_short(got)}, eager {_short(want)}"
         return None
     if not isinstance(got, torch.Tensor):
-        return f"{name}: compiled gave {_short(torch, got)}, eager a tensor {_short(torch, want)}"
+        return f"{name}: compiled gave {_short(got)}, eager a tensor {_short(want)}"
     if got.shape != want.shape or got.dtype != want.dtype:
-        return f"{name}: compiled gave {_short(torch, got)}, eager {_short(torch, want)}"
+        return f"{name}: compiled gave {_short(got)}, eager {_short(want)}"
     dtype = str(want.dtype).removeprefix("torch.")
     tol = tolerances.get(dtype, 1e-4)
-    label = _short(torch, want)
+    label = _short(want)
     typed: Any = "output" if kind == "output" else "gradient"
     if not (want.is_floating_point() or want.is_complex()):
         same = bool(torch.equal(want, got))
         return TensorCheck(name, typed, label, same, 0.0, max_abs_error=0.0 if same else None,
                            note="equal" if same else "integer or boolean values differ")  # fmt: skip
-    max_abs = _finite_max(torch, (got.double() - want.double()).abs())
+    max_abs = _finite_max((got.double() - want.double()).abs())
     if torch.allclose(want, got, atol=tol, rtol=tol, equal_nan=True):
         # the RMSEs against float64 all the same: what a change of numerics (TF32, autocast) costs (--try)
         measured = ref is not None and isinstance(ref, torch.Tensor) and ref.shape == want.shape
         return TensorCheck(name, typed, label, True, tol, max_abs_error=max_abs,
-                           compiled_rmse=_rmse(torch, ref.double(), got) if measured else None,
-                           eager_rmse=_rmse(torch, ref.double(), want) if measured else None,
+                           compiled_rmse=_rmse(ref.double(), got) if measured else None,
+                           eager_rmse=_rmse(ref.double(), want) if measured else None,
                            note=f"within {tol:g} of eager")  # fmt: skip
     if ref is None or not isinstance(ref, torch.Tensor) or ref.shape != want.shape:
         return TensorCheck(name, typed, label, False, tol, max_abs_error=max_abs,
                            note=f"not within {tol:g} of eager, and no float64 run to judge by")  # fmt: skip
     ref64 = ref.double()
-    eager_rmse = _rmse(torch, ref64, want)
-    compiled_rmse = _rmse(torch, ref64, got)
+    eager_rmse = _rmse(ref64, want)
+    compiled_rmse = _rmse(ref64, got)
     multiplier = 3.0 if want.dtype in (torch.float16, torch.bfloat16) or want.numel() < 1000 or tol >= 2e-2 else 2.0
     within = compiled_rmse <= multiplier * eager_rmse + tol / 10
     if not within and math.isnan(eager_rmse) and not math.isnan(compiled_rmse):
@@ -295,27 +291,27 @@ def check_tensor(
                        eager_rmse=eager_rmse, multiplier=multiplier, note=note)  # fmt: skip
 
 
-def _rmse(torch: Any, ref: Any, value: Any) -> float:
+def _rmse(ref: torch.Tensor, value: torch.Tensor) -> float:
     if ref.numel() == 0:
         return 0.0
     return float(torch.sqrt(torch.mean(torch.square(ref - value.double()))))
 
 
-def _finite_max(torch: Any, tensor: Any) -> float:
+def _finite_max(tensor: torch.Tensor) -> float:
     if tensor.numel() == 0:
         return 0.0
     value = float(tensor.max())
     return value if math.isfinite(value) else float("inf")
 
 
-def describe_leaf(torch: Any, value: Any) -> str:
+def describe_leaf(value: Any) -> str:
     """An output leaf for the report: ``float32[4, 256] on cpu``, or a short repr of a value that is not a tensor."""
     if isinstance(value, torch.Tensor):
-        return f"{_short(torch, value)} on {value.device}"
-    return _short(torch, value)
+        return f"{_short(value)} on {value.device}"
+    return _short(value)
 
 
-def _short(torch: Any, value: Any) -> str:
+def _short(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"{str(value.dtype).removeprefix('torch.')}[{', '.join(str(s) for s in value.shape)}]"
     if isinstance(value, Unjudged):

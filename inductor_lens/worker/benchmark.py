@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..exchange.files import GRAPH_FREE_TRACE_FILE, BenchData
 from .graph_free import graph_free, graphs_replayed
 from .load import host_window
@@ -18,30 +20,29 @@ from .measure import ceilings, end_to_end, isolated_kernels, profile_steps
 
 
 def measure(
-    torch: Any,
     step: Callable[[Any], Any],
-    eager: Any,
-    compiled: Any,
-    device: Any,
-    dtype: Any,
+    eager: Callable[..., Any],
+    compiled: Callable[..., Any],
+    device: torch.device,
+    dtype: torch.dtype,
     trace_path: str,
     scope: str = "full",
 ) -> BenchData:
     data = BenchData(device=device.type)
     if scope == "end_to_end":
-        with host_window(torch, "eager and compiled steps", data.host):
-            data.end_to_end = end_to_end(torch, step, eager, compiled, device)
+        with host_window("eager and compiled steps", data.host):
+            data.end_to_end = end_to_end(step, eager, compiled, device)
         return data
     if device.type == "cuda":
-        data.ceilings = ceilings(torch, device, dtype)
+        data.ceilings = ceilings(device, dtype)
     # the machine's load around each timed window (worker/load.py), for the stability judgement
-    with host_window(torch, "eager and compiled steps", data.host):
-        data.end_to_end = end_to_end(torch, step, eager, compiled, device)
-    with host_window(torch, "profiled steps", data.host):
-        data.profile = profile_steps(torch, step, compiled, device, trace_path)
+    with host_window("eager and compiled steps", data.host):
+        data.end_to_end = end_to_end(step, eager, compiled, device)
+    with host_window("profiled steps", data.host):
+        data.profile = profile_steps(step, compiled, device, trace_path)
     if device.type == "cuda":
-        data.isolated = isolated_kernels(torch, step, compiled, device)
+        data.isolated = isolated_kernels(step, compiled, device)
         if graphs_replayed(trace_path):
             free_trace = str(Path(trace_path).with_name(GRAPH_FREE_TRACE_FILE))
-            data.cudagraph = graph_free(torch, device, free_trace)
+            data.cudagraph = graph_free(device, free_trace)
     return data

@@ -115,7 +115,7 @@ def guarded(run: Run, body: Callable[[Any], None], *, catch_all: bool) -> int:
 
 def execute(run: Run, torch: Any) -> None:
     spec = run.spec
-    use_threads(torch, spec.threads)
+    use_threads(spec.threads)
     # one rank of several (compile --nproc): the process group is up before the model file is loaded
     init_process_group(torch, spec.device)
     run.phase("load model file")
@@ -169,7 +169,7 @@ def _capture_model(run: Run, torch: Any, model: Any, calls: list[Call], applied:
     eager, seconds = run_all(torch, model, calls, spec.train, device, "eager", autocast)
     result.eager_first_call_s = seconds[0]
     result.settings.backward = eager.backward
-    result.outputs = [f"{name}: {accuracy.describe_leaf(torch, value)}" for name, value in eager.outputs[0]]
+    result.outputs = [f"{name}: {accuracy.describe_leaf(value)}" for name, value in eager.outputs[0]]
 
     reference, why_not = None, "--accuracy eager" if spec.accuracy == "eager" else ""
     if spec.accuracy == "fp64":
@@ -199,14 +199,14 @@ def _capture_model(run: Run, torch: Any, model: Any, calls: list[Call], applied:
         run.phase("save kernel inputs")
         from .saved_inputs import save_inputs
 
-        save_inputs(torch, lambda: run_all(torch, compiled, calls, spec.train, device, "compile", autocast),
+        save_inputs(lambda: run_all(torch, compiled, calls, spec.train, device, "compile", autocast),
                     run.result_path.parent, spec.save_inputs_mb)  # fmt: skip
 
     if preview is not None:
         result.environment = replace(result.environment, preview_check=preview.log.summary())
     if spec.accuracy != "off" and not (preview is not None and preview.log.not_checked):
         run.phase("compare")
-        result.accuracy = accuracy.judge(torch, eager, outputs, reference, train=spec.train, why_no_reference=why_not)
+        result.accuracy = accuracy.judge(eager, outputs, reference, train=spec.train, why_no_reference=why_not)
 
     if spec.bench:
         run.phase("benchmark")
@@ -323,11 +323,11 @@ def float64_run(
     torch: Any, model: Any, calls: list[Call], train: bool, device: Any
 ) -> tuple[accuracy.Results | None, str]:
     """The same model and calls in float64 (the accuracy verdict's reference), or why there is none."""
-    why_not = accuracy.why_no_float64_copy(torch, model)
+    why_not = accuracy.why_no_float64_copy(model)
     if why_not:
         return None, why_not
     try:
-        model64 = accuracy.float64_copy(torch, model)
+        model64 = accuracy.float64_copy(model)
         calls64 = [Call(move(torch, c.args, device, torch.float64), move(torch, c.kwargs, device, torch.float64))
                    for c in calls]  # fmt: skip
         results, _ = run_all(torch, model64, calls64, train, device, "float64")
@@ -366,8 +366,8 @@ def step(
         where = {"eager": "eager forward", "float64": "the float64 run"}.get(phase, "torch.compile")
         raise Failure(kind, f"{where} raised {type(exc).__name__}: {first_line(exc)}") from exc
     seconds = time.perf_counter() - start
-    leaves = [accuracy.kept_leaf(torch, name, value) for name, value in accuracy.named_leaves(torch, outputs)]
-    gradients = [accuracy.kept_leaf(torch, name, p.grad) for name, p in params]
+    leaves = [accuracy.kept_leaf(name, value) for name, value in accuracy.named_leaves(outputs)]
+    gradients = [accuracy.kept_leaf(name, p.grad) for name, p in params]
     return leaves, gradients, seconds, backward
 
 
@@ -379,7 +379,7 @@ def backward_step(torch: Any, outputs: Any) -> str:
     if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.requires_grad:
         loss.float().sum().backward()
         return "outputs.loss"
-    floats = [v for _, v in accuracy.named_leaves(torch, outputs)
+    floats = [v for _, v in accuracy.named_leaves(outputs)
               if isinstance(v, torch.Tensor) and v.is_floating_point() and v.requires_grad]  # fmt: skip
     if not floats:
         raise Failure("ModelRunError", "--train: the model's outputs carry no gradient")
@@ -426,7 +426,7 @@ def benchmark(torch: Any, model: Any, compiled: Any, calls: list[Call], train: b
             (p.dtype for p in getattr(model, "parameters", list)() if p.is_floating_point()), torch.float32
         )
         return measure(
-            torch, one_step, model, compiled, device, matmul_dtype, str(folder / PROFILE_TRACE_FILE), scope
+            one_step, model, compiled, device, matmul_dtype, str(folder / PROFILE_TRACE_FILE), scope
         )
     except Exception as exc:
         traceback.print_exc()

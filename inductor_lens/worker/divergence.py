@@ -341,14 +341,14 @@ def compare(torch: Any, written: Written, node: str, want: Any, ref: Any, skippe
         got = got.reshape(want.shape)  # a (1, 10) buffer for a (10,) node
     if isinstance(ref, torch.Tensor) and ref.shape != want.shape:
         ref = None
-    check = check_tensor(torch, written.buffer, "output", want, got, ref, OUTPUT_TOLERANCE)
+    check = check_tensor(written.buffer, "output", want, got, ref, OUTPUT_TOLERANCE)
     if isinstance(check, str) or check is None:
         skipped["of another shape or dtype than their node"] += 1
         return None
     launch = written.launch
     return BufferCheck(
         graph=0, launch=launch.position, target=launch.target, kind=launch.kind, buffer=written.buffer, node=node,
-        tensor=describe_leaf(torch, got).removesuffix(f" on {got.device}"), within=check.within,
+        tensor=describe_leaf(got).removesuffix(f" on {got.device}"), within=check.within,
         tolerance=check.tolerance, max_abs_error=check.max_abs_error, compiled_rmse=check.compiled_rmse,
         eager_rmse=check.eager_rmse, multiplier=check.multiplier, note=check.note,
     )  # fmt: skip

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..exchange.files import GRAPH_FREE_REGION, STEP_MARKS, CudaGraphData
 from .measure import PROFILED_STEPS, gpu_step_time, recording_launches, replay_launches
 
@@ -35,18 +37,18 @@ def graphs_replayed(trace_path: str) -> bool:
         return False
 
 
-def graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
+def graph_free(device: torch.device, trace_path: str) -> CudaGraphData:
     """Profile, time and isolate the compiled graphs' own code, without CUDA graphs. Never raises: what fails
     is reported in ``errors``, and the measurements of the real steps stand on their own."""
     try:
-        return _graph_free(torch, device, trace_path)
+        return _graph_free(device, trace_path)
     except Exception as exc:
         return CudaGraphData(trace=trace_path, errors=[f"{type(exc).__name__}: {exc}"[:300]])
 
 
-def _graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
+def _graph_free(device: torch.device, trace_path: str) -> CudaGraphData:
     data = CudaGraphData(trace=trace_path)
-    data.graphs_recorded, data.rerecords = _tree_counts(torch, device)
+    data.graphs_recorded, data.rerecords = _tree_counts(device)
     data.skips = _skips()
     runs = []
     for module in _output_code_modules():
@@ -73,7 +75,7 @@ def _graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
         for _ in range(3):
             one_round()
         torch.cuda.synchronize(device)
-        data.step = gpu_step_time(torch, one_round)
+        data.step = gpu_step_time(one_round)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for index in range(PROFILED_STEPS):
                 with record_function(f"{STEP_MARKS[0]}{index}"):
@@ -81,10 +83,10 @@ def _graph_free(torch: Any, device: Any, trace_path: str) -> CudaGraphData:
                 torch.cuda.synchronize(device)
         prof.export_chrome_trace(trace_path)
         data.steps = PROFILED_STEPS
-        with recording_launches(torch, device) as launches:
+        with recording_launches(device) as launches:
             one_round()
             torch.cuda.synchronize(device)
-        data.isolated = replay_launches(torch, list(launches.values()))
+        data.isolated = replay_launches(list(launches.values()))
     except Exception as exc:  # reported on the page; the graph-replayed measurements stand on their own
         data.errors.append(f"{type(exc).__name__}: {exc}"[:300])
     finally:
@@ -126,7 +128,7 @@ def _source_md5(module: Any) -> str:
         return "unknown"
 
 
-def _tree_counts(torch: Any, device: Any) -> tuple[int | None, int | None]:
+def _tree_counts(device: torch.device) -> tuple[int | None, int | None]:
     """CUDA graphs recorded and re-recorded, from cudagraph trees' manager (private: None when it moved)."""
     try:
         from torch._inductor import cudagraph_trees

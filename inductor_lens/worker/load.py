@@ -1,10 +1,10 @@
 """Stage 4 of the pipeline (bench), in the model process: how busy the machine was while it timed.
 
-``host_window(torch, name, windows)`` is a context manager around one timed window: it appends a
+``host_window(name, windows)`` is a context manager around one timed window: it appends a
 ``HostLoad`` with the window's wall time, this process's CPU time (all threads, ``time.process_time``),
 the CPUs it may run on, torch's intra-op threads, the 1-minute load average before and after, and the
 machine's busy CPU time over the window from ``/proc/stat`` (Linux; None elsewhere). The stability
-judgement (``bench/stability.py``) reads them from the records. Only the standard library is used.
+judgement (``bench/stability.py``) reads them from the records.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+
+import torch
 
 from ..records.timing import HostLoad
 
@@ -49,7 +50,7 @@ def _system_busy_s() -> float | None:
     return (user + nice + system + irq + softirq + steal) / ticks
 
 
-def _threads(torch: Any) -> int | None:
+def _threads() -> int | None:
     try:
         return int(torch.get_num_threads())
     except Exception:  # a torch without it: the count is optional
@@ -57,7 +58,7 @@ def _threads(torch: Any) -> int | None:
 
 
 @contextlib.contextmanager
-def host_window(torch: Any, name: str, windows: list[HostLoad] | None) -> Iterator[None]:
+def host_window(name: str, windows: list[HostLoad] | None) -> Iterator[None]:
     """Record the machine's load around the body in ``windows`` (nothing when ``windows`` is None)."""
     if windows is None:
         yield
@@ -73,7 +74,7 @@ def host_window(torch: Any, name: str, windows: list[HostLoad] | None) -> Iterat
             wall_s=wall,
             cpu_s=cpu,
             cpus=_cpus(),
-            threads=_threads(torch),
+            threads=_threads(),
             load_before=load_before,
             load_after=_load(),
             system_busy_s=system_after - system_before

@@ -31,6 +31,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
+import torch
+import torch.distributed as dist
+
 from ..exchange.files import (
     STEP_MARKS,
     CeilingsData,
@@ -73,7 +76,7 @@ def stat(samples_ms: list[float], method: str) -> Timing:
     )
 
 
-def gpu_time(torch: Any, fn: Callable[[], Any], *, max_samples: int | None = MAX_SAMPLES) -> Timing:
+def gpu_time(fn: Callable[[], Any], *, max_samples: int | None = MAX_SAMPLES) -> Timing:
     from triton.testing import do_bench
 
     rep = float(REP_MS)
@@ -93,14 +96,12 @@ def gpu_time(torch: Any, fn: Callable[[], Any], *, max_samples: int | None = MAX
     )
 
 
-def gpu_step_time(torch: Any, fn: Callable[[], Any]) -> Timing:
+def gpu_step_time(fn: Callable[[], Any]) -> Timing:
     """A model step on the GPU: ``gpu_time``, except in one rank of several (``compile --nproc``). do_bench
     sizes its repetitions from each rank's own estimate, and a step with collectives (DDP's all-reduce) would
     then wait forever on the rank that stopped first; there every rank makes the same count of calls."""
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return gpu_time(torch, fn)
+        return gpu_time(fn)
     from triton import runtime
 
     driver = runtime.driver.active
@@ -123,7 +124,7 @@ def gpu_step_time(torch: Any, fn: Callable[[], Any]) -> Timing:
     )
 
 
-def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
+def gpu_graph_time(fn: Callable[[], Any]) -> Timing | None:
     """GPU time alone: ``fn`` captured in a CUDA graph and replayed, so no Python launch overhead counts."""
     from triton.testing import do_bench_cudagraph
 
@@ -142,7 +143,7 @@ def gpu_graph_time(torch: Any, fn: Callable[[], Any]) -> Timing | None:
     )
 
 
-def use_threads(torch: Any, threads: int | None) -> None:
+def use_threads(threads: int | None) -> None:
     """``--threads``: torch's intra-op threads (and OpenMP's, which ATen sets with them), before anything compiles:
     Inductor builds its C++ kernels for torch's thread count at compile time. The windows' HostLoad records it."""
     if threads is not None:
@@ -160,13 +161,13 @@ def cpu_time(fn: Callable[[], Any], repeats: int = CPU_REPEATS) -> Timing:
     return stat(samples, f"time.perf_counter around each of {repeats} calls after one warm-up call (CPU)")
 
 
-def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
+def ceilings(device: torch.device, dtype: torch.dtype) -> CeilingsData:
     """The device's measured bandwidth and matmul throughput: the 100% lines of the roofline."""
     free, _ = torch.cuda.mem_get_info(device)
     nbytes = min(COPY_BYTES, free // 4)
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    copy = gpu_time(torch, functools.partial(dst.copy_, src))
+    copy = gpu_time(functools.partial(dst.copy_, src))
     del src, dst
     n = MATMUL_SIZE
     a = torch.randn(n, n, device=device, dtype=dtype)
@@ -176,14 +177,14 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
     def tflops(timing: Timing) -> float:
         return flop / (timing.median_ms * 1e-3) / 1e12
 
-    matmul = gpu_time(torch, functools.partial(operator.matmul, a, b))
+    matmul = gpu_time(functools.partial(operator.matmul, a, b))
     tf32_tflops = bf16_tflops = None
     if dtype == torch.float32:
         if not torch.backends.cuda.matmul.allow_tf32:
-            with _tf32_matmuls(torch):
-                tf32_tflops = tflops(gpu_time(torch, functools.partial(operator.matmul, a, b)))
+            with _tf32_matmuls():
+                tf32_tflops = tflops(gpu_time(functools.partial(operator.matmul, a, b)))
         a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-        bf16_tflops = tflops(gpu_time(torch, functools.partial(operator.matmul, a16, b16)))
+        bf16_tflops = tflops(gpu_time(functools.partial(operator.matmul, a16, b16)))
         del a16, b16
     del a, b
     torch.cuda.empty_cache()
@@ -204,7 +205,7 @@ def ceilings(torch: Any, device: Any, dtype: Any) -> CeilingsData:
 
 
 @contextlib.contextmanager
-def _tf32_matmuls(torch: Any) -> Iterator[None]:
+def _tf32_matmuls() -> Iterator[None]:
     """TF32 for float32 matmuls for the block only: the run's own setting is restored after."""
     before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -214,12 +215,14 @@ def _tf32_matmuls(torch: Any) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32 = before
 
 
-def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any, device: Any) -> EndToEndData:
+def end_to_end(
+    step: Callable[[Any], Any], eager: Callable[..., Any], compiled: Callable[..., Any], device: torch.device
+) -> EndToEndData:
     timings: dict[str, Timing] = {}
     peaks: dict[str, int] = {}
     for name, fn in (("eager", eager), ("compiled", compiled)):
         if device.type == "cuda":
-            timings[name] = gpu_step_time(torch, functools.partial(step, fn))
+            timings[name] = gpu_step_time(functools.partial(step, fn))
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
             step(fn)
@@ -235,7 +238,7 @@ def end_to_end(torch: Any, step: Callable[[Any], Any], eager: Any, compiled: Any
     )
 
 
-def profile_steps(torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any, path: str) -> ProfileData:
+def profile_steps(step: Callable[[Any], Any], compiled: Callable[..., Any], device: torch.device, path: str) -> ProfileData:
     """Profile PROFILED_STEPS compiled steps and save the Chrome trace; ``attribute`` reads it."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -259,7 +262,7 @@ RecordedLaunch = tuple[Any, tuple[Any, ...] | None, dict[str, Any]]
 
 
 @contextlib.contextmanager
-def recording_launches(torch: Any, device: Any) -> Iterator[dict[int, RecordedLaunch]]:
+def recording_launches(device: torch.device) -> Iterator[dict[int, RecordedLaunch]]:
     """While inside, keep for every Triton kernel launched a copy of its first launch.
 
     The copy holds the launch's arguments as they were just before it ran (tensors cloned with
@@ -273,7 +276,7 @@ def recording_launches(torch: Any, device: Any) -> Iterator[dict[int, RecordedLa
 
     def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
         if id(self) not in launches:
-            launches[id(self)] = (self, _snapshot(torch, args, budget), dict(kwargs))
+            launches[id(self)] = (self, _snapshot(args, budget), dict(kwargs))
         return original(self, *args, **kwargs)
 
     with mock.patch.object(CachingAutotuner, "run", recording):
@@ -281,18 +284,18 @@ def recording_launches(torch: Any, device: Any) -> Iterator[dict[int, RecordedLa
 
 
 def record_launches(
-    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
+    step: Callable[[Any], Any], compiled: Callable[..., Any], device: torch.device
 ) -> list[RecordedLaunch]:
     """Run one compiled step and keep a copy of the first launch of every Triton kernel it launches."""
-    with recording_launches(torch, device) as launches:
+    with recording_launches(device) as launches:
         step(compiled)
         torch.cuda.synchronize(device)
     return list(launches.values())
 
 
-def _snapshot(torch: Any, args: tuple[Any, ...], budget: list[int]) -> tuple[Any, ...] | None:
+def _snapshot(args: tuple[Any, ...], budget: list[int]) -> tuple[Any, ...] | None:
     """Clone the tensor arguments of a launch (sharing storage where the launch shares it)."""
-    clones: dict[int, Any] = {}
+    clones: dict[int, torch.UntypedStorage] = {}
     copied = []
     for value in args:
         if not isinstance(value, torch.Tensor):
@@ -311,13 +314,13 @@ def _snapshot(torch: Any, args: tuple[Any, ...], budget: list[int]) -> tuple[Any
 
 
 def isolated_kernels(
-    torch: Any, step: Callable[[Any], Any], compiled: Any, device: Any
+    step: Callable[[Any], Any], compiled: Callable[..., Any], device: torch.device
 ) -> dict[str, list[IsolatedKernel]]:
     """Each Triton kernel of a compiled step, replayed alone on a copy of its real arguments."""
-    return replay_launches(torch, record_launches(torch, step, compiled, device))
+    return replay_launches(record_launches(step, compiled, device))
 
 
-def replay_launches(torch: Any, launches: list[RecordedLaunch]) -> dict[str, list[IsolatedKernel]]:
+def replay_launches(launches: list[RecordedLaunch]) -> dict[str, list[IsolatedKernel]]:
     """Time each recorded launch alone. Keyed by kernel name; graphs of one run can reuse a name, so each
     entry carries the kernel's fingerprint too (``kernel_fingerprint``), which tells them apart."""
     results: dict[str, list[IsolatedKernel]] = {}
@@ -327,7 +330,7 @@ def replay_launches(torch: Any, launches: list[RecordedLaunch]) -> dict[str, lis
             entry.error = "not replayed: copying its arguments would take more than a quarter of free memory"
         else:
             try:
-                entry.isolated = gpu_time(torch, functools.partial(kernel.run, *args, **kwargs))
+                entry.isolated = gpu_time(functools.partial(kernel.run, *args, **kwargs))
             except Exception as exc:  # a replay that fails is reported, not fatal
                 entry.error = f"{type(exc).__name__}: {exc}"[:300]
         if len(kernel.launchers) == 1:

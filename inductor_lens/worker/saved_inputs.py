@@ -15,7 +15,7 @@ wrapper (and put back after), nothing else changes:
    keyed by the md5 of the module's source, as graph_free.py names graphs.
 
 The two steps make the same launches as the compiled calls before them (same inputs and weights): what is
-saved is what the kernels received there. Only torch and the standard library are used.
+saved is what the kernels received there.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..exchange.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, SavedInputs, SavedLaunch, write_json_file
 from .graph_free import _source_md5
 
@@ -32,7 +34,7 @@ DEFAULT_CAP_MB = 256.0
 _KERNEL_PREFIXES = ("triton_", "cpp_fused_")
 
 
-def save_inputs(torch: Any, one_step: Callable[[], Any], folder: Path, cap_mb: float) -> SavedInputs:
+def save_inputs(one_step: Callable[[], Any], folder: Path, cap_mb: float) -> SavedInputs:
     """Run ``one_step`` twice with the kernels wrapped; write the chosen launches' arguments and the index.
     Never raises: a failure is the index's ``error``."""
     cap = int(cap_mb * 1e6)  # decimal megabytes, as the report counts memory (units.format_bytes)
@@ -41,7 +43,7 @@ def save_inputs(torch: Any, one_step: Callable[[], Any], folder: Path, cap_mb: f
     try:
         out.mkdir(parents=True, exist_ok=True)
         sizes: dict[tuple[str, str], int] = {}
-        with _wrapped(torch, lambda key, args: sizes.setdefault(key, _storage_bytes(torch, args))):
+        with _wrapped(lambda key, args: sizes.setdefault(key, _storage_bytes(args))):
             one_step()
         chosen, left = set(), cap
         for key, size in sorted(sizes.items(), key=lambda item: item[1]):
@@ -56,12 +58,12 @@ def save_inputs(torch: Any, one_step: Callable[[], Any], folder: Path, cap_mb: f
             entry = SavedLaunch(graph=key[0], kernel=key[1], arguments=len(args), bytes=sizes.get(key, 0))
             entry.file = f"{len(saved):04d}-{key[1]}.pt"
             try:
-                torch.save(_cpu_copy(torch, args), out / entry.file)
+                torch.save(_cpu_copy(args), out / entry.file)
             except Exception as exc:  # an argument torch.save cannot write: that kernel goes unsaved
                 entry.file, entry.skipped = "", f"torch.save failed: {type(exc).__name__}: {exc}"[:300]
             saved[key] = entry
 
-        with _wrapped(torch, keep):
+        with _wrapped(keep):
             one_step()
         for key, size in sizes.items():
             if key in saved:
@@ -87,7 +89,7 @@ Record = Callable[[tuple[str, str], tuple[Any, ...]], Any]
 
 
 @contextlib.contextmanager
-def _wrapped(torch: Any, record: Record) -> Iterator[None]:
+def _wrapped(record: Record) -> Iterator[None]:
     """Every kernel global of every loaded output-code module wrapped to call ``record`` before it runs."""
     from torch._inductor.codecache import PyCodeCache
 
@@ -132,7 +134,7 @@ def _wrapper(value: Any, key: tuple[str, str], record: Record) -> Any:
     return None
 
 
-def _storage_bytes(torch: Any, args: tuple[Any, ...]) -> int:
+def _storage_bytes(args: tuple[Any, ...]) -> int:
     seen: dict[int, int] = {}
     for value in args:
         if isinstance(value, torch.Tensor):
@@ -141,9 +143,9 @@ def _storage_bytes(torch: Any, args: tuple[Any, ...]) -> int:
     return sum(seen.values())
 
 
-def _cpu_copy(torch: Any, args: tuple[Any, ...]) -> list[Any]:
+def _cpu_copy(args: tuple[Any, ...]) -> list[Any]:
     """The arguments with each tensor's storage copied to the CPU once, views kept as views of it."""
-    copies: dict[int, Any] = {}
+    copies: dict[int, torch.UntypedStorage] = {}
     copied: list[Any] = []
     for value in args:
         if not isinstance(value, torch.Tensor):

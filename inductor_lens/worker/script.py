@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
             run.phase("import torch")
             import torch
 
-            use_threads(torch, spec.threads)
+            use_threads(spec.threads)
             run.result.environment = environment(torch)
             applied = settings.enter_context(run_settings(torch, spec))
             mode_options = dict(torch._inductor.list_mode_options(spec.mode, spec.dynamic))
@@ -368,7 +368,7 @@ class Window:
             return
         from .measure import recording_launches
 
-        self.recording = recording_launches(self.torch, device)
+        self.recording = recording_launches(device)
         self.launches = self.recording.__enter__()
 
     def finish(self) -> None:
@@ -404,15 +404,15 @@ class Window:
             if graphs_replayed(bench.profile.trace):  # CUDA graphs: no launch reached Python
                 self.run.phase("profiling the compiled code without CUDA graphs")
                 free_trace = str(Path(bench.profile.trace).with_name(GRAPH_FREE_TRACE_FILE))
-                bench.cudagraph = graph_free(self.torch, self._device(), free_trace)
+                bench.cudagraph = graph_free(self._device(), free_trace)
         if bench is None or not self.launches:
             return
         device = self._device()
         self.run.phase("timing kernels alone")
         self.torch.cuda.synchronize(device)
-        bench.isolated = replay_launches(self.torch, list(self.launches.values()))
+        bench.isolated = replay_launches(list(self.launches.values()))
         # the matmul ceiling in the floating dtype the script's kernels pass most
         dtypes = Counter(a.dtype for _, args, _ in self.launches.values() for a in args or ()
                          if isinstance(a, self.torch.Tensor) and a.is_floating_point())  # fmt: skip
         dtype = dtypes.most_common(1)[0][0] if dtypes else self.torch.float32
-        bench.ceilings = ceilings(self.torch, device, dtype)
+        bench.ceilings = ceilings(device, dtype)

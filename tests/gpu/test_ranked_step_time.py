@@ -29,7 +29,7 @@ def _rank(rank: int, port: int, results: Any) -> None:
         work.mul_(1.0)
         dist.all_reduce(tensor)
 
-    timing = gpu_step_time(torch, step)
+    timing = gpu_step_time(step)
     results.put((rank, timing.samples, timing.method))
     dist.destroy_process_group()
 

@@ -416,11 +416,11 @@ def test_snapshot_keeps_views_and_shared_storage() -> None:
     torch = pytest.importorskip("torch")
     base = torch.arange(24.0).reshape(4, 6)
     view = base[:, 1:4].t()
-    copied = _snapshot(torch, (view, base, 3), [1 << 20])
+    copied = _snapshot((view, base, 3), [1 << 20])
     assert copied[0].shape == view.shape and copied[0].stride() == view.stride()
     assert copied[0].storage_offset() == view.storage_offset() and torch.equal(copied[0], view)
     assert (
         copied[0].untyped_storage().data_ptr() == copied[1].untyped_storage().data_ptr()
     )  # shared, as before
     assert copied[1].untyped_storage().data_ptr() != base.untyped_storage().data_ptr() and copied[2] == 3
-    assert _snapshot(torch, (base,), [8]) is None  # over the memory budget: not copied
+    assert _snapshot((base,), [8]) is None  # over the memory budget: not copied

@@ -188,14 +188,14 @@ def test_host_window_measures_this_process() -> None:
     import torch
 
     windows: list[HostLoad] = []
-    with host_window(torch, "spin", windows):
+    with host_window("spin", windows):
         x = 0
         for i in range(200_000):
             x += i
     (window,) = windows
     assert window.window == "spin" and window.wall_s > 0 and window.cpu_s > 0
     assert window.cpus >= 1 and window.threads == torch.get_num_threads()
-    with host_window(torch, "nothing kept", None):
+    with host_window("nothing kept", None):
         pass
 
 

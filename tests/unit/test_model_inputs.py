@@ -66,11 +66,11 @@ def test_leaves_are_named_by_their_path() -> None:
         pass
 
     out = Output(logits=_t(1), past_key_values=((_t(1), _t(1)),), loss=None)
-    assert [n for n, _ in accuracy.named_leaves(torch, out)] == [
+    assert [n for n, _ in accuracy.named_leaves(out)] == [
         "logits", "past_key_values[0][0]", "past_key_values[0][1]", "loss"
     ]  # fmt: skip
-    assert [n for n, _ in accuracy.named_leaves(torch, (_t(1), {"h": _t(1)}))] == ["[0]", "[1].h"]
-    assert [n for n, _ in accuracy.named_leaves(torch, _t(1))] == ["output"]
+    assert [n for n, _ in accuracy.named_leaves((_t(1), {"h": _t(1)}))] == ["[0]", "[1].h"]
+    assert [n for n, _ in accuracy.named_leaves(_t(1))] == ["output"]
 
 
 def test_bf16_rounding_is_not_a_difference() -> None:
@@ -82,7 +82,7 @@ def test_bf16_rounding_is_not_a_difference() -> None:
     compiled = (exact + 0.02 * torch.randn(4096, generator=gen, dtype=torch.float64)).to(torch.bfloat16)
     assert not torch.allclose(eager, compiled, atol=1e-2, rtol=1e-2)
     verdict = accuracy.judge(
-        torch, _results([("logits", eager)]), _results([("logits", compiled)]), _results([("logits", exact)]),
+        _results([("logits", eager)]), _results([("logits", compiled)]), _results([("logits", exact)]),
         train=False,
     )
     assert verdict.within_tolerance and verdict.reference == "float64" and verdict.checked == 1
@@ -95,7 +95,6 @@ def test_a_wrong_result_is_caught_and_named() -> None:
     exact = torch.linspace(-1, 1, 2000, dtype=torch.float64)
     eager = exact.float()
     verdict = accuracy.judge(
-        torch,
         _results([("hidden", eager), ("pooled", eager[:10])]),
         _results([("hidden", eager + 0.01), ("pooled", eager[:10])]),
         _results([("hidden", exact), ("pooled", exact[:10])]),
@@ -112,7 +111,7 @@ def test_gradients_enter_the_verdict() -> None:
     eager = _results(out, grads=[[("fc.weight", exact.float())]])
     compiled = _results(out, grads=[[("fc.weight", exact.float() * 1.5)]])
     reference = _results([("loss", exact.sum())], grads=[[("fc.weight", exact)]])
-    verdict = accuracy.judge(torch, eager, compiled, reference, train=True)
+    verdict = accuracy.judge(eager, compiled, reference, train=True)
     assert not verdict.within_tolerance and verdict.worst is not None
     assert verdict.worst.name == "grad of fc.weight" and verdict.worst.kind == "gradient"
     assert "gradients" in verdict.compared
@@ -120,7 +119,6 @@ def test_gradients_enter_the_verdict() -> None:
 
 def test_other_structure_or_shape_is_a_finding() -> None:
     verdict = accuracy.judge(
-        torch,
         _results([("a", _t(2)), ("b", _t(2))], [("a", _t(3))]),
         _results([("a", _t(2))], [("a", _t(4))]),
         None,

@@ -37,7 +37,7 @@ def _results(leaves: list[tuple[str, object]]) -> accuracy.Results:
 def test_a_dynamic_cache_is_judged_tensor_by_tensor() -> None:
     output = _tiny_llama_output()
     assert type(output.past_key_values).__name__ == "DynamicCache"  # type: ignore[attr-defined]
-    leaves = list(accuracy.named_leaves(torch, output))
+    leaves = list(accuracy.named_leaves(output))
     assert [name for name, _ in leaves] == [
         "logits",
         "past_key_values.layers[0].keys",
@@ -48,7 +48,7 @@ def test_a_dynamic_cache_is_judged_tensor_by_tensor() -> None:
     assert all(isinstance(value, torch.Tensor) for _, value in leaves)
     # a cache the compiled model got wrong is caught and named, where before it was only listed
     wrong = [(name, value + 1.0 if name == "past_key_values.layers[1].values" else value) for name, value in leaves]
-    verdict = accuracy.judge(torch, _results(leaves), _results(wrong), None, train=False)
+    verdict = accuracy.judge(_results(leaves), _results(wrong), None, train=False)
     assert verdict.checked == 5 and verdict.failed == 1 and not verdict.skipped
     assert verdict.worst is not None and verdict.worst.name == "past_key_values.layers[1].values"
 
@@ -83,11 +83,11 @@ pytree.register_pytree_node(
 def test_what_cannot_be_judged_is_named_with_the_reason() -> None:
     t = torch.ones(2)
     out = {"h": t, "handle": Opaque(), "pair": Pair(t, t), "node": Registered(t, t), "cache": [Opaque()]}
-    leaves = list(accuracy.named_leaves(torch, out))
+    leaves = list(accuracy.named_leaves(out))
     assert [name for name, _ in leaves] == ["h", "handle", "pair.left", "pair.right", "node.a", "node.b", "cache[0]"]
     assert leaves[1][1] == accuracy.Unjudged("Opaque", "no tensor within 4 levels of its attributes")
-    assert accuracy.describe_leaf(torch, leaves[1][1]) == "Opaque (not judged: no tensor within 4 levels of its attributes)"
-    verdict = accuracy.judge(torch, _results(leaves), _results(leaves), None, train=False)
+    assert accuracy.describe_leaf(leaves[1][1]) == "Opaque (not judged: no tensor within 4 levels of its attributes)"
+    verdict = accuracy.judge(_results(leaves), _results(leaves), None, train=False)
     assert verdict.within_tolerance and verdict.checked == 5
     assert verdict.skipped == (
         "handle: Opaque, no tensor within 4 levels of its attributes",

@@ -79,11 +79,11 @@ def test_use_threads_sets_torch_and_openmp(monkeypatch: pytest.MonkeyPatch) -> N
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
-        use_threads(torch, 1)
+        use_threads(1)
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)
-    use_threads(torch, None)  # torch's default: nothing set
+    use_threads(None)  # torch's default: nothing set
     assert torch.get_num_threads() == before
 
 

@@ -10,10 +10,16 @@ On a CPU device the kernel runs under Triton's interpreter, which this module sw
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...handwritten.catalog import ITEMSIZE, TF32_TOLERANCE, Equivalent, Shape, get
+
+if TYPE_CHECKING:  # the tool's side imports this module (``handwritten check``): torch only inside its functions
+    import torch
+
+    from .kernels import Implementation
 
 # Inputs are made from this seed, so a check is repeatable.
 SEED = 20261122
@@ -50,7 +56,7 @@ class CheckResult:
         )
 
 
-def implementation(equivalent: Equivalent, device: str = "cuda") -> Any:
+def implementation(equivalent: Equivalent, device: str = "cuda") -> Implementation:
     """The kernel's implementation; on a CPU device its kernels run under Triton's interpreter."""
     from .kernels import load
 
@@ -70,7 +76,9 @@ def as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-def compare(outputs: tuple[Any, ...], references: tuple[Any, ...]) -> tuple[OutputError, ...]:
+def compare(
+    outputs: tuple[torch.Tensor, ...], references: tuple[torch.Tensor, ...]
+) -> tuple[OutputError, ...]:
     errors = []
     for out, ref in zip(outputs, references, strict=True):
         if out.shape != ref.shape:
@@ -137,13 +145,11 @@ class BenchResult:
         return 100 * self.bytes / (ms * 1e-3) / 1e9 / self.ceilings["copy_gb_per_s"]
 
 
-def time_kernel(fn: Any) -> float:
+def time_kernel(fn: Callable[[], object]) -> float:
     """The do_bench median (ms), measured exactly as the bench stage times Inductor's kernels."""
-    import torch
-
     from ..measure import gpu_time
 
-    return gpu_time(torch, fn).median_ms
+    return gpu_time(fn).median_ms
 
 
 def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> BenchResult:
@@ -158,10 +164,10 @@ def bench(name: str, shape: Shape, dtype: str, *, compiled: bool = True) -> Benc
     timings = {"hand-written": time_kernel(lambda: impl.run(*inputs))}
     timings["torch eager"] = time_kernel(lambda: impl.reference(*inputs))
     if compiled:
-        torch._dynamo.reset()
+        torch.compiler.reset()
         reference = torch.compile(impl.reference, dynamic=False)
         timings["torch.compile"] = time_kernel(lambda: reference(*inputs))
-    measured = ceilings(torch, torch.device("cuda"), getattr(torch, dtype))
+    measured = ceilings(torch.device("cuda"), getattr(torch, dtype))
     moved, flops = equivalent.cost(shape, ITEMSIZE[dtype])
     limits = {"copy_gb_per_s": measured.copy_gb_per_s, "matmul_tflops": measured.matmul_tflops}
     return BenchResult(name, dict(shape), dtype, moved, flops, timings, limits)

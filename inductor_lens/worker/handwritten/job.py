@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
+import torch
+
 from ...exchange.files import (
     PHASE_MARKER,
     HandwrittenPlan,
@@ -68,15 +70,13 @@ def run_task(
                 tolerance=result.tolerance,
             )
         if device == "cuda" and timed:
-            import torch
-
             from ..measure import gpu_graph_time, gpu_time
 
             impl = checks.implementation(equivalent, device)
             inputs = checks.make_inputs(equivalent, shape, task.dtype, device)
-            entry.timing = gpu_time(torch, lambda: impl.run(*inputs))
-            entry.eager = gpu_time(torch, lambda: impl.reference(*inputs))
-            entry.gpu_alone = gpu_graph_time(torch, lambda: impl.run(*inputs))
+            entry.timing = gpu_time(lambda: impl.run(*inputs))
+            entry.eager = gpu_time(lambda: impl.reference(*inputs))
+            entry.gpu_alone = gpu_graph_time(lambda: impl.run(*inputs))
             del inputs
             torch.cuda.empty_cache()
     entry.configs = list(configs)

@@ -14,8 +14,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 from ...exchange.files import VerifyInput, VerifyResult, VerifyTask
 from ...handwritten.catalog import get
+from .check import as_tuple, compare, implementation
+from .kernels import Implementation
 
 # Pairings of the kernel's inputs with the equivalents' tried at most.
 MAX_PAIRINGS = 64
@@ -26,10 +30,6 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
     """The task's equivalents against the kernel's FX nodes, both in float64, on the check process's ``device``
     (how its hand-written kernel modules were loaded): on a GPU there, where float64 takes seconds less per
     pairing than on the CPU (a GPT-2 layer norm's 64 pairings took 34 s on the CPU of an H100 host)."""
-    import torch
-
-    from .check import as_tuple, implementation
-
     where = torch.device("cuda" if device == "cuda" and torch.cuda.is_available() else "cpu")
     generator = torch.Generator(device=where).manual_seed(SEED)
     values = {i.node: _input(i, generator, where) for i in task.inputs}
@@ -82,13 +82,9 @@ def run_verify(task: VerifyTask, device: str) -> VerifyResult:
     )  # fmt: skip
 
 
-def _error(value: Any, exact: Any) -> float:
+def _error(value: torch.Tensor, exact: torch.Tensor) -> float:
     """``check.compare``'s max |value - exact| / max |exact|, where both are NaN at the same places (random inputs
     give a batch norm a negative variance) counting as equal there; NaN in one only, as infinite."""
-    import torch
-
-    from .check import compare
-
     if value.is_floating_point() and exact.is_floating_point():
         value_nan, exact_nan = torch.isnan(value), torch.isnan(exact)
         if bool((value_nan ^ exact_nan).any()):
@@ -101,10 +97,8 @@ def _described(item: VerifyInput) -> str:
     return f"{item.node} {item.dtype}[{', '.join(map(str, item.size))}]"
 
 
-def _input(item: VerifyInput, generator: Any, device: Any) -> Any:
+def _input(item: VerifyInput, generator: torch.Generator, device: torch.device) -> Any:
     """An input as the reproducer's script makes it (floats in float64), on ``device``."""
-    import torch
-
     if not item.dtype:
         return item.value
     dtype = getattr(torch, item.dtype)
@@ -119,9 +113,8 @@ def _input(item: VerifyInput, generator: Any, device: Any) -> Any:
     return torch.zeros(size, dtype=dtype, device=device)
 
 
-def _fx_reference(task: VerifyTask, values: dict[str, Any], device: Any) -> dict[str, Any]:
+def _fx_reference(task: VerifyTask, values: dict[str, Any], device: torch.device) -> dict[str, Any]:
     """The kernel's FX nodes run eagerly, every floating dtype they name made float64, on ``device``."""
-    import torch
     import torch._inductor.inductor_prims  # Inductor's own prims (softmax's prepare_softmax_online) registered
 
     code = task.code
@@ -137,13 +130,11 @@ def _fx_reference(task: VerifyTask, values: dict[str, Any], device: Any) -> dict
     return dict(zip(returned, scope["reference"](*(values[i.node] for i in task.inputs)), strict=True))
 
 
-def _chains(impls: list[Any], slots: list[tuple[Any, ...]], tensors: dict[str, Any]) -> Iterator[Any]:
+def _chains(
+    impls: list[Implementation], slots: list[tuple[Any, ...]], tensors: dict[str, torch.Tensor]
+) -> Iterator[torch.Tensor]:
     """The last step's first output, for each pairing of the kernel's inputs with the steps' own (``slots``:
     inputs of each step's shape, as its ``make_inputs`` makes them)."""
-    import torch
-
-    from .check import as_tuple
-
     options = [[_candidates(slot, tensors) for slot in (step if i == 0 else step[1:])] for i, step in enumerate(slots)]
     flat = [choice for step in options for choice in step]
     for pairing in itertools.product(*flat):
@@ -170,11 +161,9 @@ def _chains(impls: list[Any], slots: list[tuple[Any, ...]], tensors: dict[str, A
             yield value
 
 
-def _candidates(slot: Any, tensors: dict[str, Any]) -> list[tuple[str, Any]]:
+def _candidates(slot: Any, tensors: dict[str, torch.Tensor]) -> list[tuple[str, Any]]:
     """The kernel's inputs that can stand in a step's input: of its size and kind, reshaped (a 2-D one also
     transposed); a non-tensor input stays the step's own."""
-    import torch
-
     if not isinstance(slot, torch.Tensor):
         return [("", slot)]
     found = []
