@@ -41,10 +41,11 @@ from .caches import clear as clear_cache
 from .compare.configs import ConfigRequest, requested_configs
 from .compare.runner import ComparisonResult, compare_models, diff_reports, rerender_comparison
 from .compare.trials import TryResult, try_suggestions
+from .config_options import check_inductor_options
 from .errors import DeviceError, KernelCheckError, UsageError
 from .handwritten import catalog
 from .handwritten.catalog import Equivalent
-from .options import CompileSpec, ScriptSpec, check_inductor_options, normalize_dtype, script_spec
+from .options import CompileSpec, ScriptSpec, normalize_dtype, script_spec
 from .pipeline import (
     Inspection,
     ReportResult,

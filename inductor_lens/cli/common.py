@@ -25,6 +25,7 @@ import click
 
 from .. import api
 from ..bench.answers import summary_lines, trial_lines
+from ..config_options import parse_dynamo_options
 from ..errors import LensError, NoSpaceError, RenderError, Terminated, no_space_message
 from ..options import (
     ACCURACY_CHECKS,
@@ -35,7 +36,6 @@ from ..options import (
     CompileSpec,
     normalize_autocast,
     normalize_dtype,
-    parse_dynamo_options,
 )
 from ..records.numerics import divergence_headline
 

@@ -11,8 +11,8 @@ import click
 
 from .. import api
 from ..capture.ranks import check_launcher
+from ..config_options import parse_inductor_options
 from ..errors import UsageError
-from ..options import parse_inductor_options
 from .common import (
     finish_ranked,
     finish_report,

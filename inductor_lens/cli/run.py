@@ -10,8 +10,9 @@ import click
 
 from .. import api
 from ..capture.ranks import split_torchrun
+from ..config_options import parse_inductor_options
 from ..errors import UsageError
-from ..options import DEFAULT_TIMEOUT_S, parse_inductor_options
+from ..options import DEFAULT_TIMEOUT_S
 from .common import (
     finish_ranked,
     finish_report,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from ..config_options import parse_dynamo_options, parse_inductor_options, parse_value
 from ..errors import UsageError
 from ..options import (
     CompileSpec,
@@ -22,9 +23,6 @@ from ..options import (
     check_mode,
     check_run_settings,
     normalize_autocast,
-    parse_dynamo_options,
-    parse_inductor_options,
-    parse_value,
 )
 from ..records import CompileSettings, SettingChange
 

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from inductor_lens.config_options import check_inductor_options, parse_inductor_options, parse_value
 from inductor_lens.errors import UsageError
-from inductor_lens.options import (
-    CompileSpec,
-    check_inductor_options,
-    normalize_dtype,
-    parse_inductor_options,
-    parse_value,
-)
+from inductor_lens.options import CompileSpec, normalize_dtype
 
 KNOWN = {
     "epilogue_fusion": True,

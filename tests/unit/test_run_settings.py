@@ -16,15 +16,10 @@ from inductor_lens.capture.supervisor import Finished
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config
 from inductor_lens.compare.comparability import differences, headline, run_facts
 from inductor_lens.compare.configs import ConfigRequest, settings_text
+from inductor_lens.config_options import check_dynamo_options, parse_dynamo_options
 from inductor_lens.errors import UsageError
 from inductor_lens.exchange.files import CaptureResult, ReportedSettings
-from inductor_lens.options import (
-    CompileSpec,
-    ScriptSpec,
-    check_dynamo_options,
-    normalize_autocast,
-    parse_dynamo_options,
-)
+from inductor_lens.options import CompileSpec, ScriptSpec, normalize_autocast
 from inductor_lens.records import CaptureOutcome, CompileRun, CompileSettings
 from inductor_lens.report import render_comparison
 from inductor_lens.worker.capture import forward, run_settings
