@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from .analysis import analyze
 from .bench import attach_measurements
 from .bench.answers import attach_answers
 from .bench.profile import attach_profile
@@ -423,10 +424,11 @@ def _read_reusable(path: Path) -> CompileRun | None:
 
 def render(run: CompileRun, out_dir: Path, *, draw: bool = True) -> Path:
     """Write the report of ``run`` (pages and lens.json) into ``out_dir``; returns its index.html. A run read from
-    an older lens.json, which has no answers, gets them here, so its pages and its new lens.json agree."""
+    an older lens.json, which has no answers, gets them here, so its pages and its new lens.json agree. The
+    analysis the pages read is worked out here from the records (``analysis.analyze``), never saved."""
     if run.answers is None:
         run = attach_answers(run)
-    return write_report(render_report(run, draw=draw), out_dir)
+    return write_report(render_report(run, analyze(run), draw=draw), out_dir)
 
 
 def load_run(path: Path) -> CompileRun:

@@ -56,13 +56,14 @@ from dataclasses import dataclass, replace
 
 from ..parse import compat
 from ..records import BoundVerdict, CompileRun, DynamoFrame, EndToEnd, GraphBreak, GraphRecord, Launch
+from ..records.analysis import Diagnosis, Stability
 from ..records.answers import Confidence, Finding
 from ..records.codec import JsonValue
 from ..records.trials import SettingChange
 from .bound import arithmetic, bound_verdict, is_training, launch_count
 from .operations import call_site
 from .roofline import FAR_FROM_ROOF, TINY_KERNEL_S, launch_input_types, op_base
-from .stability import Stability, judge
+from .stability import judge
 
 OVERHEAD_SHARE = 0.1  # share of the compiled step spent in Python around kernels / outside graphs
 CLOSE_CALL = 0.02  # autotune winner within 2% of the runner-up
@@ -105,23 +106,6 @@ _CUDA_GRAPHS_CAVEAT = (
     "CUDA graphs replay fixed memory addresses: inputs are copied into static buffers, the graphs' memory pool "
     "stays allocated (more memory), and each new input shape records a new graph"
 )
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    device: str | None
-    eager_us: float | None
-    compiled_us: float | None
-    headline: str
-    findings: tuple[Finding, ...]  # ranked by time at stake, untimed ones last ("nothing to gain" first)
-    stability: Stability
-    noisy: bool = False  # the times are too noisy to be read (CPU, unstable)
-    bound: BoundVerdict | None = None  # the verdict the host-bound finding rests on
-    noise_us: float | None = None  # a time at stake under this is within the step's noise
-
-    @property
-    def timed(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.at_stake_us is not None)
 
 
 def diagnose(run: CompileRun) -> Diagnosis:

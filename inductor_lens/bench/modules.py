@@ -27,16 +27,11 @@ from ..parse.module_stacks import (
 )
 from ..parse.source_lines import distinct_lines
 from ..records import CompileRun, GraphRecord, Launch, SourceLine
-from ..records.answers import LineTime, ModuleTime
+from ..records.answers import OUTSIDE, LineTime, ModuleTime
 
-OUTSIDE = "(outside any module)"
 DOMINANT_CHILD = 0.9  # a module whose child holds this much of its time is shown as that child
 FX_METHOD = "module stacks of the FX nodes"
 TRACE_METHOD = "stack traces of the backward's kernels (instances unknown)"
-NO_MODULE_STACKS = (
-    "No time per module: this capture has no module stacks (capture/module_stacks.json, which the model process "
-    "writes since issue 31; older captures and debug folders without a capture have none)"
-)
 
 
 @dataclass

@@ -20,12 +20,24 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 from collections.abc import Iterable
 
 from ..parse import compat
-from ..parse.symbolic import FROM_HINTS, Hints, is_symbolic, symbols_in, tensor_dims
+from ..parse.symbolic import Hints, is_symbolic, symbols_in, tensor_dims
 from ..records import DeviceCeilings, GraphRecord, KernelRecord, Launch, Roofline
+from ..records.wording import (
+    AT_MEMORY_ROOF,
+    FROM_HINTS,
+    FROM_L2,
+    LESS_TIME,
+    MORE_TIME,
+    OVERCOUNTED,
+    REPEATED_LOADS,
+    far_under_roof,
+)
+from ..records.wording import FAR_FROM_ROOF as FAR_FROM_ROOF
+from ..records.wording import TINY_KERNEL_S as TINY_KERNEL_S
+from ..records.wording import flag_tone as flag_tone
 
 ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
             "f8e4m3fn": 1, "f8e5m2": 1, "c64": 8, "c128": 16}  # fmt: skip
@@ -38,26 +50,11 @@ _ATTENTION_FORWARD = {
     "_scaled_dot_product_cudnn_attention": 6,
     "_scaled_dot_product_flash_attention_for_cpu": 4,
 }
-# Below this, a launch is bound by launch overhead rather than by the roofline.
-TINY_KERNEL_S = 5e-6
-FAR_FROM_ROOF = 0.3
 # Inductor's byte count of a pointwise or reduction kernel over the bytes of the tensors it is passed, from
 # which the count is said to overestimate (codegen's estimate_kernel_num_bytes): a max-pool's nine window loads
 # of a 4x larger input count 2.25x that input.
 OVERCOUNT_RATIO = 1.1
 _LOADS_COUNTED = frozenset({"pointwise", "reduction", "persistent reduction"})
-REPEATED_LOADS = "repeated loads counted"  # marks such a count in a cost source
-REPEATED_LOADS_WHY = (
-    "Inductor counts each distinct load of an input larger than the output at the output's size "
-    "(each window's loads of a pooling)"
-)
-# The flags (``flags``) that explain a rate over the measured copy bandwidth: none is an alarm.
-OVERCOUNTED = "the byte count overestimates (repeated loads: each window's loads are counted)"
-AT_MEMORY_ROOF = "at the memory roof: faster than the measured copy even with L2 cleared"
-FROM_L2 = "above the copy bandwidth in the step: inputs served from L2"
-LESS_TIME = "less time in the step than"
-MORE_TIME = "more time in the step than"
-_FAR_UNDER = re.compile(r"^at \d+% of the roofline")
 
 
 def tensor_type(text: str | None, hints: Hints | None = None) -> tuple[str, list[int]] | None:
@@ -261,16 +258,6 @@ def place(
     )
 
 
-def far_under_roof(roofline: Roofline | None) -> bool:
-    """Long enough to be bound by the roofline rather than by launch overhead, and far under it."""
-    return (
-        roofline is not None
-        and roofline.percent is not None
-        and roofline.seconds >= TINY_KERNEL_S
-        and roofline.percent < 100 * FAR_FROM_ROOF
-    )
-
-
 def flags(roofline: Roofline | None, in_context_s: float | None, isolated_s: float | None) -> tuple[str, ...]:
     """What stands out in a kernel's times, each flag saying what it compares (``flag_tone``: how it is shown).
     ``roofline`` is one launch in the profiled steps (``in_context_s``), ``isolated_s`` one launch replayed
@@ -296,11 +283,3 @@ def flags(roofline: Roofline | None, in_context_s: float | None, isolated_s: flo
                 f"isolated (L2 cleared): {in_context_s * 1e6:,.1f} vs {isolated_s * 1e6:,.1f} µs"
             )
     return tuple(found)
-
-
-def flag_tone(flag: str) -> str:
-    """How a flag is shown: "bad" for time to win (far under the roofline), "warn" for slower in the step
-    than alone, "" (neutral) for an explanation or good news (above the copy bandwidth, faster in the step)."""
-    if _FAR_UNDER.match(flag):
-        return "bad"
-    return "warn" if MORE_TIME in flag else ""

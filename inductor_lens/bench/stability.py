@@ -21,10 +21,8 @@ the speed-up is then "about the same", neither a gain nor a loss.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from ..records import BenchResult, CompileRun, HostLoad, Timing
+from ..records.analysis import Stability, StabilityReason
 
 SPREAD_LIMIT = 0.25  # (p90 - p10) / median
 SHARES_OVER = 1.05
@@ -35,39 +33,6 @@ LOAD_MARGIN = 0.5
 STARVED = 0.35  # this process's CPU time per second of wall time, over min(threads, CPUs)
 MIN_WINDOW_S = 0.2  # /proc/stat counts in 10 ms ticks: shorter windows are not judged by it
 MIN_SAMPLES = 5
-
-Rule = Literal["spread", "shares", "part over whole", "busy machine"]
-
-
-@dataclass(frozen=True)
-class StabilityReason:
-    rule: Rule
-    text: str  # the reason, worded with its numbers
-
-
-@dataclass(frozen=True)
-class Stability:
-    """The judgement of one run's measurements: ``stable`` only when there were timings and no reason."""
-
-    judged: bool  # there were timings to judge
-    reasons: tuple[StabilityReason, ...] = ()
-    notes: tuple[str, ...] = ()  # facts that do not make the run unstable (GPU runs on a busy machine)
-    speedup_within_noise: bool = False
-    load: str = ""  # the machine's load while the steps were timed, in one line ("" when not recorded)
-
-    @property
-    def stable(self) -> bool:
-        return self.judged and not self.reasons
-
-    @property
-    def verdict(self) -> str:
-        """How the speed-up may be read: "unstable", "within the noise", "judged" or "not measured"."""
-        if not self.judged:
-            return "not measured"
-        if self.reasons:
-            return "unstable"
-        return "within the noise" if self.speedup_within_noise else "judged"
-
 
 def relative_spread(timing: Timing) -> float | None:
     if timing.median_ms <= 0 or (timing.samples and timing.samples < MIN_SAMPLES):

@@ -27,13 +27,13 @@ import statistics
 from collections.abc import Iterable
 
 from ..records import CompileRun, GraphRecord, HostLoad, StepPart
+from ..records.answers import BACKWARD, FORWARD, OPTIMIZER, REST
 from .attribution import Attribution
 from .stability import MIN_WINDOW_S, OTHERS_LIMIT
 
 __all__ = ["SHARES_ADD_UP", "shares_note", "step_parts"]
 
 SHARES_ADD_UP = 0.8
-FORWARD, BACKWARD, OPTIMIZER, REST = "forward", "backward", "optimizer", "the rest"
 
 
 def step_parts(

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
+from ..analysis import analyze_comparison
 from ..capture import Capture, PhaseCallback, capture, capture_script
 from ..errors import InputFolderError, LensError, UsageError
 from ..exchange.files import RESULT_FILE, FileShapeError, read_bench_data
@@ -190,7 +191,7 @@ def _compare(
         notes.append(f"{rounds_done} of the {rounds} warm rounds asked for were run, within the budget.")
     comparison = build_comparison(ordered, kind="compare", title=base.model_name, model_path=str(base.model_path),
                                   notes=notes)  # fmt: skip
-    index = write_report(render_comparison(comparison), out_dir)
+    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
     return ComparisonResult(comparison, index, first_error, tuple(skipped), rounds_done)
 
 
@@ -320,7 +321,7 @@ def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) ->
         model_path=runs[0].capture.model_path if runs[0].capture else runs[0].source_dir,
         notes=_notes(entries),
     )
-    index = write_report(render_comparison(comparison), out_dir)
+    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
     return ComparisonResult(comparison, index)
 
 
@@ -360,5 +361,5 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
         ]  # fmt: skip
         comparison = build_comparison(entries, kind=stored.kind, title=stored.title, model_path=stored.model_path,
                                       notes=stored.notes, created=stored.created)  # fmt: skip
-    index = write_report(render_comparison(comparison), out_dir)
+    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
     return ComparisonResult(comparison, index)

@@ -25,17 +25,12 @@ from ..exchange.files import (
 )
 from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun
 from .catalog import ITEMSIZE, get
-from .match import match_run, shape_for, timed_launches
+from .match import match_run, run_device, shape_for, timed_launches
 from .runner import read_results, run_tasks
 from .source import kernel_record
 from .verify import verify_key, verify_task
 
 DEFAULT_TIMEOUT_S = 900.0
-
-
-def run_device(run: CompileRun) -> str:
-    device = (run.bench.device if run.bench else None) or (run.settings.device if run.settings else None)
-    return "cuda" if (device or run.environment.device_type or "cpu").startswith("cuda") else "cpu"
 
 
 def attach_handwritten(

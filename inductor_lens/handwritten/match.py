@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from ..parse.compat import SDPA_BACKWARD_CAUSAL_POSITION, SDPA_CAUSAL_POSITION
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, Launch
+from ..records.analysis import Coverage
 from .catalog import EQUIVALENTS, Equivalent, get
 from .problem import FORMULA_ADDS, Problem, concepts_of, launch_problem, op_name, written_formulas
 
@@ -184,26 +184,10 @@ def agrees(match: HandwrittenMatch) -> bool:
     return not match.rejected and bool(match.runs) and all(r.ok for r in match.runs)
 
 
-@dataclass(frozen=True)
-class Coverage:
-    """How much of the profiled device time has a hand-written equivalent, by kind of match."""
-
-    total_us: float  # per step, every timed launch of the run's graphs
-    # "exact", "composed", "partial", "none" (no match recorded: "none"), "rejected" (computes something else)
-    by_kind_us: dict[str, float]
-    launches: int
-    # of the exact and composed ones, those whose every hand-written kernel agrees with torch
-    agreeing_us: float
-
-    @property
-    def matched_share(self) -> float:
-        """Exact or composed: the share the hand-written side can stand in for whole."""
-        matched = self.by_kind_us.get("exact", 0.0) + self.by_kind_us.get("composed", 0.0)
-        return matched / self.total_us if self.total_us else 0.0
-
-    @property
-    def agreeing_share(self) -> float:
-        return self.agreeing_us / self.total_us if self.total_us else 0.0
+def run_device(run: CompileRun) -> str:
+    """Where the run's hand-written checks run: "cuda" or "cpu"."""
+    device = (run.bench.device if run.bench else None) or (run.settings.device if run.settings else None)
+    return "cuda" if (device or run.environment.device_type or "cpu").startswith("cuda") else "cpu"
 
 
 def coverage(run: CompileRun, matches: tuple[HandwrittenMatch, ...] | None = None) -> Coverage | None:

@@ -28,6 +28,7 @@ from ..records import (
     Provenance,
     SourceLine,
 )
+from ..records.wording import TRACE_GRAPH_PREFIX
 from . import compat, readers, registry
 from .diagnostics import Diagnostics
 from .dynamic import graph_symbols
@@ -41,8 +42,6 @@ from .trace import GraphTrace, TracedGraph, TraceSummary
 
 _MAX_FILE_BYTES = 32 * 1024 * 1024
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-# The ids of graphs rebuilt from a bare TORCH_TRACE log (a folder's name never starts so).
-TRACE_GRAPH_PREFIX = "trace-"
 # The file of a graph's kernels and launches (the one registered parser of readers.KERNELS).
 OUTPUT_CODE = next(p.reads for p in REGISTRY.of("graph file", readers.KERNELS))
 

@@ -17,14 +17,11 @@ import re
 from collections.abc import Iterable
 
 from ..records import SourceLine
+from ..records.wording import is_tool_file as is_tool_file
+from ..records.wording import is_user_file
 
 _FX_COMMENT = re.compile(r"^(?P<file>.+?):(?P<line>\d+) in (?P<function>[^,]+?)(?:, code: (?P<code>.*))?$")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
-# inductor-lens's own model process, which calls the user's model: worker/*.py, and capture/child.py in
-# captures made before 0.2 (the H100 real-model fixtures).
-_TOOL_PATH = re.compile(r"/inductor_lens/(capture/child|worker/\w+)\.py$")
-# Library code, and the tool's.
-_LIBRARY_PATH = re.compile(r"(/site-packages/|/dist-packages/|/lib/python3[\d.]*/|^<)")
 # torch's own package: never the model's source, not even as a library's (a model from transformers is).
 _TORCH_PATH = re.compile(r"/(site|dist)-packages/torch/")
 
@@ -52,15 +49,6 @@ def from_traceback(text: str) -> list[SourceLine]:
                 code = candidate
         frames.append(SourceLine(match["file"], int(match["line"]), match["function"], code))
     return frames
-
-
-def is_user_file(path: str) -> bool:
-    return not _LIBRARY_PATH.search(path) and not is_tool_file(path)
-
-
-def is_tool_file(path: str) -> bool:
-    """inductor-lens's own code in the model process (or Python's runpy/importlib internals, as ``<...>``)."""
-    return bool(_TOOL_PATH.search(path)) or path.startswith("<")
 
 
 def is_torch_file(path: str) -> bool:

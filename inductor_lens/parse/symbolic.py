@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from . import compat
 
 Hints = Mapping[str, int | float]
-# How a number worked out at the hints is marked (Roofline.cost_source, the pages).
-FROM_HINTS = "from size hints"
 
 # The type FX prints for a tensor: dtype, then its sizes in brackets (strides and device may follow).
 _TENSOR = re.compile(r"^(?P<dtype>[a-z0-9]+|\?)\[(?P<dims>[^\]]*)\]")

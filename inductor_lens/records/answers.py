@@ -22,6 +22,13 @@ from typing import Literal
 from .trials import SettingChange
 
 ANSWERS_VERSION = 1
+# the names of a step's parts (``StepPart.name``)
+FORWARD, BACKWARD, OPTIMIZER, REST = "forward", "backward", "optimizer", "the rest"
+OUTSIDE = "(outside any module)"  # the ``ModuleTime.path`` of the time no module ran
+NO_MODULE_STACKS = (
+    "No time per module: this capture has no module stacks (capture/module_stacks.json, which the model process "
+    "writes since issue 31; older captures and debug folders without a capture have none)"
+)
 
 Confidence = Literal["high", "medium", "low"]
 Bound = Literal["GPU-bound", "host-bound", "mixed", "unknown", "kernel-bound"]  # kernel-bound: CPU, time in kernels

@@ -1,9 +1,9 @@
 """Stage 5 of the pipeline (report): the first page's answers and a page per operation group.
 
-Reads ``run.answers`` (built by ``bench/answers.py`` before rendering; built here only for a lens.json
-written before answers existed) and lays them out: the speed-up, the bound verdict, the top operation
-groups and modules, and the first things to try, in that order, to fit a 1,400 x 900 first screen.
-A library group (cuBLAS, cuDNN, attention, a custom op) gets a page of its own (``ops/<key>.html``); a
+Reads the answers of the analysis (``run.answers``, built by ``bench/answers.py`` before rendering, or for a
+lens.json written before answers existed built by ``inductor_lens/analysis.py``) and lays them out: the
+speed-up, the bound verdict, the top operation groups and modules, and the first things to try, in that order,
+to fit a 1,400 x 900 first screen. A library group (cuBLAS, cuDNN, attention, a custom op) gets a page of its own (``ops/<key>.html``); a
 generated kernel's group links to its kernel page.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bench.answers import build_answers
-from ..bench.step_parts import FORWARD, REST
 from ..records import Answers, CompileRun, Finding, GraphRecord, Launch, ModuleTime, OperationGroup
+from ..records.analysis import RunAnalysis
+from ..records.answers import FORWARD, OUTSIDE, REST
 from ..units import format_micros
 from .trials_view import TriedOutcome, finding_outcome
 from .views import code_line_url, graph_url, kernel_url, launch_page
@@ -22,10 +22,6 @@ FIRST_PAGE_GROUPS = 5
 FIRST_PAGE_MODULES = 4
 FIRST_PAGE_FINDINGS = 3
 REST_WORTH_SHOWING = 0.05  # an inference step that is its forward graphs alone shows no parts
-
-
-def answers_of(run: CompileRun) -> Answers:
-    return run.answers if run.answers is not None else build_answers(run)
 
 
 def group_url(run: CompileRun, group: OperationGroup) -> str:
@@ -70,8 +66,8 @@ class AnswersView:
     show_parts: bool  # the step has more than its forward graphs (backward, optimizer, or time around them)
 
 
-def answers_view(run: CompileRun) -> AnswersView:
-    answers = answers_of(run)
+def answers_view(run: CompileRun, analysis: RunAnalysis) -> AnswersView:
+    answers = analysis.answers
     if answers.speedup is not None and answers.compiled_ms is not None and answers.eager_ms is not None:
         faster = answers.speedup >= 1
         ratio = answers.speedup if faster else 1 / answers.speedup
@@ -85,7 +81,7 @@ def answers_view(run: CompileRun) -> AnswersView:
     bound = answers.bound
     all_rows = tuple(GroupRow(g, group_url(run, g), g.module or g.source or "") for g in answers.groups)
     rows = all_rows[:FIRST_PAGE_GROUPS]
-    modules = tuple(m for m in answers.modules if m.path != OUTSIDE_MODULES)[:FIRST_PAGE_MODULES]
+    modules = tuple(m for m in answers.modules if m.path != OUTSIDE)[:FIRST_PAGE_MODULES]
     if modules:
         module_note = ""
     elif answers.groups and not any(g.module for g in answers.groups):
@@ -117,9 +113,6 @@ def answers_view(run: CompileRun) -> AnswersView:
             for part in answers.step_parts
         ),
     )
-
-
-OUTSIDE_MODULES = "(outside any module)"
 
 
 def _bound_sentence(answers: Answers) -> str:
@@ -158,9 +151,9 @@ class GroupPage:
     time_basis: str
 
 
-def group_pages(run: CompileRun) -> dict[str, GroupPage]:
+def group_pages(run: CompileRun, analysis: RunAnalysis) -> dict[str, GroupPage]:
     """``ops/<key>.html`` -> its page, for every library and custom-op group."""
-    answers = answers_of(run)
+    answers = analysis.answers
     pages = {}
     for rank, group in enumerate(answers.groups, start=1):
         if group.kind not in ("library", "custom op"):

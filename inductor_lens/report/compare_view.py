@@ -8,9 +8,10 @@ Each configuration's own report is a normal report in its folder (``configs/<nam
 Whether a difference beats the run-to-run noise is read from the records (compare/summary.py judged it
 when the comparison was built), never worked out here; the numbers are formatted with the functions the
 verdict sentence is formatted with (compare/verdict.py), so the text and the table cannot disagree.
-What the runs differ in besides mode and options (compare/comparability.py) heads the page. A comparison saved before those judgements were
-recorded (schema 5) shows its measured numbers without them, and says so: today's rules are not applied
-to yesterday's measurements.
+What the runs differ in besides mode and options (compare/comparability.py ``headline``, worked out before
+rendering with each configuration's speed-up against eager: ``ComparisonAnalysis``) heads the page. A
+comparison saved before those judgements were recorded (schema 5) shows its measured numbers without them,
+and says so: today's rules are not applied to yesterday's measurements.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..compare.comparability import headline
-from ..compare.summary import against_eager, change_threshold
 from ..records import (
     AgainstBaseline,
     Comparison,
@@ -31,6 +30,7 @@ from ..records import (
     Judgement,
     KernelChange,
 )
+from ..records.analysis import ComparisonAnalysis
 from ..units import format_ms, format_percent, format_signed_percent
 from .views import launch_page
 
@@ -135,23 +135,26 @@ class ComparisonPage:
     settings: bool = False
 
 
-def comparison_page(comparison: Comparison) -> ComparisonPage:
+def comparison_page(comparison: Comparison, analysis: ComparisonAnalysis) -> ComparisonPage:
     fastest = comparison.verdict.fastest if comparison.verdict else None
-    rows = tuple(_row(c, c.report, c.name == fastest) for c in comparison.configs)
+    rows = tuple(
+        _row(c, c.report, c.name == fastest, eager)
+        for c, eager in zip(comparison.configs, analysis.against_eager, strict=True)
+    )
     seen = {k for c in comparison.configs for k in c.kernels}
     kinds = tuple(k for k in KIND_ORDER if k in seen) + tuple(sorted(seen - set(KIND_ORDER) - {"extern"}))
     kinds += ("extern",) if "extern" in seen else ()
     by_name = {r.config.name: r for r in rows}
     diffs = tuple(
-        _diff_page(d, f"diffs/{i}.html", by_name[d.base], by_name[d.other])
-        for i, d in enumerate(comparison.diffs, 1)
+        _diff_page(d, f"diffs/{i}.html", by_name[d.base], by_name[d.other], threshold)
+        for i, (d, threshold) in enumerate(zip(comparison.diffs, analysis.change_thresholds, strict=True), 1)
     )
     # since schema 6 every timed configuration has its step_ms: older comparisons recorded no judgements
     unjudged = any(c.latency is not None and c.step_ms is None for c in comparison.configs)
     # facts["device"] is the device kind ("cuda", "cpu"); ConfigResult.device is its name (a CPU's model, too)
     gpu = any(c.facts.get("device", "cuda") != "cpu" or c.cudagraphs for c in comparison.configs)
     evidence = tuple(EvidenceRow(e, _slower_words(e.slower_by)) for e in comparison.evidence)
-    return ComparisonPage(comparison, rows, kinds, diffs, evidence, unjudged, headline(comparison.differences), gpu,
+    return ComparisonPage(comparison, rows, kinds, diffs, evidence, unjudged, analysis.headline, gpu,
                           step_method(comparison.configs), tuple(r for r in rows if r.config.unstable),
                           settings=any(c.settings for c in comparison.configs))  # fmt: skip
 
@@ -173,9 +176,8 @@ def _slower_words(fraction: float) -> str:
     return f"takes {1 + fraction:.2f}x the time of" if fraction >= 1 else f"is {format_percent(fraction)} slower than"
 
 
-def _speedup(config: ConfigResult) -> tuple[str, str]:
-    """The speed-up over eager, worded as the evidence judges it (compare/summary.py ``against_eager``)."""
-    eager = against_eager(config)
+def _speedup(config: ConfigResult, eager: AgainstBaseline | None) -> tuple[str, str]:
+    """The speed-up over eager, worded as the evidence judges it (``eager``: compare/summary.py ``against_eager``)."""
     if eager is None or not config.speedup:
         return "", "muted"
     text = f"{config.speedup:.2f}x"
@@ -184,7 +186,7 @@ def _speedup(config: ConfigResult) -> tuple[str, str]:
     return (f"{text}: slower than eager", "bad") if eager.judgement == "slower" else (text, "ok")
 
 
-def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
+def _row(config: ConfigResult, url: str, fastest: bool, eager: AgainstBaseline | None) -> ConfigRow:
     versus = config.against_baseline
     fraction, tone = (versus.fraction, TONES[versus.judgement]) if versus else (None, TONES[None])
     warm = (config.warm_compile_s / config.cold_compile_s
@@ -196,7 +198,7 @@ def _row(config: ConfigResult, url: str, fastest: bool) -> ConfigRow:
     eager_ms = config.eager_step_ms or (config.eager.median_ms if config.eager else None)
     return ConfigRow(config, url.rstrip("/") + "/", config.step_ms, fraction, tone, fastest, warm,
                      format_ms(config.step_ms), format_percent(config.noise), _gap(versus), _gap(config.against_fastest),
-                     rounds, *_speedup(config), format_ms(eager_ms) if eager_ms else "",
+                     rounds, *_speedup(config, eager), format_ms(eager_ms) if eager_ms else "",
                      tuple(_diagnosis_row(d) for d in config.diagnosis))  # fmt: skip
 
 
@@ -219,7 +221,8 @@ def _nth(position: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(position, f"{position}th")
 
 
-def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) -> DiffPage:
+def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow, rule: str) -> DiffPage:
+    """``rule``: the rule the diff's changes were judged by, in words (compare/summary.py ``change_threshold``)."""
     rows = tuple(
         ChangeRow(
             change,
@@ -238,7 +241,7 @@ def _diff_page(diff: ConfigDiff, url: str, base: ConfigRow, other: ConfigRow) ->
     total = sum(deltas) if deltas and len(deltas) == len(diff.changes) else None
     unjudged = any(c.delta_us is not None and c.judgement is None for c in diff.changes)
     retuned = sum(1 for c in diff.changes if c.kind == "unchanged" and c.same_code)
-    threshold = change_threshold(diff.noise) if diff.noise is not None and deltas else ""
+    threshold = rule if diff.noise is not None and deltas else ""
     return DiffPage(diff, url, base, other, rows, counts, total, unjudged, retuned, threshold)
 
 

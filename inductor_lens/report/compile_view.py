@@ -7,7 +7,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..parse.symbolic import symbols_in
 from ..records import (
     AutotuneTable,
     CompilePhase,
@@ -18,6 +17,7 @@ from ..records import (
     IrStage,
     ShapeSymbol,
 )
+from ..records.analysis import RunAnalysis
 from .kernel_view import autotune_summary
 from .outcome_view import (
     OUTCOMES,
@@ -146,7 +146,7 @@ class CompilePage:
         return sum(len(view.table.failed) for view in self.autotune)
 
 
-def compile_page(run: CompileRun) -> CompilePage:
+def compile_page(run: CompileRun, analysis: RunAnalysis) -> CompilePage:
     frames = []
     compiles = Counter(f.frame_key for f in run.frames)
     seen: Counter[str] = Counter()
@@ -175,7 +175,7 @@ def compile_page(run: CompileRun) -> CompilePage:
                 breaks=tuple(b for b in run.graph_breaks if b.compile_id == frame.compile_id),
                 bars=bars,
                 total_s=total,
-                symbols=_symbol_rows(frame, run.graphs),
+                symbols=_symbol_rows(frame, run.graphs, analysis),
                 dynamic_summary=_dynamic_summary(frame),
                 compile_of=compile_of,
                 outcome=outcomes[frame.compile_id],
@@ -203,7 +203,9 @@ def compile_page(run: CompileRun) -> CompilePage:
     )
 
 
-def _symbol_rows(frame: DynamoFrame, graphs: tuple[GraphRecord, ...]) -> tuple[SymbolRow, ...]:
+def _symbol_rows(
+    frame: DynamoFrame, graphs: tuple[GraphRecord, ...], analysis: RunAnalysis
+) -> tuple[SymbolRow, ...]:
     """Each symbol the frame created: specialized to a constant, a size of its graphs, or neither
     (replaced by an equal symbol, ``Eq(s70, s53)``, or not used by the compiled code)."""
     specialized = {s.symbol: s.value for s in frame.specializations}
@@ -213,7 +215,7 @@ def _symbol_rows(frame: DynamoFrame, graphs: tuple[GraphRecord, ...]) -> tuple[S
         equal = [
             g.expr
             for g in frame.shape_guards
-            if g.expr.startswith("Eq(") and symbol.name in symbols_in(g.expr)
+            if g.expr.startswith("Eq(") and symbol.name in analysis.guard_symbols[g.expr]
         ]
         if symbol.name in specialized:
             became = f"specialized to {specialized[symbol.name]}"

@@ -1,7 +1,8 @@
 """Report stage: the view model of the index's stability banner and its diagnosis ("why is this slower,
 or not faster, than eager, and what to try").
 
-The diagnosis itself is ``bench.diagnosis.diagnose`` (records only); this module lays it out: a
+The diagnosis itself is ``bench.diagnosis.diagnose``, run before rendering (``RunAnalysis.diagnosis``,
+inductor_lens/analysis.py); this module lays it out: a
 waterfall from the eager step to the compiled step (each timed finding one bar, linked to its evidence)
 as plain HTML bars positioned in percent of the widest total, the ranked list of findings, and the rules
 the findings follow, worded from the thresholds the code applies (``diagnosis_rules``).
@@ -11,11 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bench import bound, diagnosis
-from ..bench.diagnosis import Diagnosis, diagnose
-from ..bench.roofline import FAR_FROM_ROOF, TINY_KERNEL_S
-from ..bench.stability import Stability
-from ..records import CompileRun, Finding
+from ..records import Finding
+from ..records.analysis import Diagnosis, DiagnosisRules, RunAnalysis, Stability
 
 
 @dataclass(frozen=True)
@@ -39,8 +37,8 @@ class DiagnosisView:
     rules: tuple[tuple[str, str], ...] = ()  # (name, rule) as the code applies it
 
 
-def diagnosis_view(run: CompileRun) -> DiagnosisView:
-    diagnosis = diagnose(run)
+def diagnosis_view(analysis: RunAnalysis) -> DiagnosisView:
+    diagnosis = analysis.diagnosis
     bars: tuple[WaterfallBar, ...] = ()
     note = ""
     if diagnosis.noisy:
@@ -49,17 +47,18 @@ def diagnosis_view(run: CompileRun) -> DiagnosisView:
     elif diagnosis.eager_us and diagnosis.compiled_us:
         bars, note = _waterfall(diagnosis)
     gpu = diagnosis.device == "cuda"
-    return DiagnosisView(diagnosis, diagnosis.stability, bars, diagnosis.findings, note, diagnosis_rules(gpu))
+    return DiagnosisView(diagnosis, diagnosis.stability, bars, diagnosis.findings, note,
+                         diagnosis_rules(analysis.rules, gpu))
 
 
-def diagnosis_rules(gpu: bool) -> tuple[tuple[str, str], ...]:
+def diagnosis_rules(rules: DiagnosisRules, gpu: bool) -> tuple[tuple[str, str], ...]:
     """Each rule of ``bench.diagnosis`` in words, its numbers from the constants the code applies."""
     host = (
-        ("host-bound", f"the bound verdict's rule ({bound.rule_text(True)}); host-bound or mixed: the idle time is "
+        ("host-bound", f"the bound verdict's rule ({rules.bound_rule_gpu}); host-bound or mixed: the idle time is "
          "at stake, and the change is CUDA graphs in the mode that keeps the run's autotuning")
         if gpu
-        else ("host overhead", f"{bound.rule_text(False)}; Python around the kernels (time inside compiled graphs "
-              f"outside their kernels) from {diagnosis.OVERHEAD_SHARE:.0%} of the step: cpp_wrapper; outside the "
+        else ("host overhead", f"{rules.bound_rule_cpu}; Python around the kernels (time inside compiled graphs "
+              f"outside their kernels) from {rules.overhead_share:.0%} of the step: cpp_wrapper; outside the "
               "graphs: the compiled step minus the time inside compiled graphs (Dynamo's guards, eager code)")
     )
     return (
@@ -72,15 +71,15 @@ def diagnosis_rules(gpu: bool) -> tuple[tuple[str, str], ...]:
         ("custom ops", "torch.library ops of the model or a library, named namespace::op: Inductor calls them as "
          "they are"),
         ("precision", f"float32 library matmuls (convolutions where cuDNN's TF32 is off) taking "
-         f"{diagnosis.PRECISION_SHARE:.0%} of the device time or more with TF32 off; the time at stake is their time x "
+         f"{rules.precision_share:.0%} of the device time or more with TF32 off; the time at stake is their time x "
          "(1 - float32 / TF32 ceiling), both ceilings measured on this GPU; bfloat16 autocast the same way"),
-        ("kernels under the roofline", f"launches of {TINY_KERNEL_S * 1e6:.0f} µs or more under "
-         f"{FAR_FROM_ROOF:.0%} of it, with the tuning the run has not used"),
-        ("autotune", f"library matmuls under {diagnosis.AUTOTUNE_UNDER:.0%} of their roofline in a run that did not "
+        ("kernels under the roofline", f"launches of {rules.tiny_kernel_s * 1e6:.0f} µs or more under "
+         f"{rules.far_from_roof:.0%} of it, with the tuning the run has not used"),
+        ("autotune", f"library matmuls under {rules.autotune_under:.0%} of their roofline in a run that did not "
          "autotune, when the time above the roof is more than the noise (never when they sit near it); picks "
-         f"within {diagnosis.CLOSE_CALL:.0%} of the runner-up"),
+         f"within {rules.close_call:.0%} of the runner-up"),
         ("nothing to gain", f"said as such when no finding puts more than the noise at stake "
-         f"({diagnosis.NOISE_SHARE:.0%} of the compiled step, or half its p10-p90 spread)"),
+         f"({rules.noise_share:.0%} of the compiled step, or half its p10-p90 spread)"),
         ("never", "a change to the mode or options the run used, or one that drops its CUDA graphs; training advice "
          "on an inference run"),
     )

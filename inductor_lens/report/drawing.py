@@ -24,8 +24,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..parse.symbolic import Hints, annotate
 from ..records import FxGraph, GraphRecord, Launch
+from ..records.analysis import GraphAnalysis
 from .dataflow import output_producers, reads_by_launch
 from .dot_layout import Layout, lay_out
 from .views import file_name
@@ -201,7 +201,10 @@ def _parts(graph: GraphRecord, view: str, producers: Sequence[Iterable[int]], ta
 
 
 def plan_kernel_drawings(
-    graph: GraphRecord, url_for: Callable[[Launch], str], category_for: Callable[[Launch], str]
+    graph: GraphRecord,
+    url_for: Callable[[Launch], str],
+    category_for: Callable[[Launch], str],
+    analysis: GraphAnalysis,
 ) -> list[DrawingPlan]:
     """The kernel drawing of ``graph``: one plan, or an overview and one plan per part of a large graph.
     ``url_for`` gives a launch's page from the report's root."""
@@ -224,7 +227,7 @@ def plan_kernel_drawings(
     for number, (start, stop) in enumerate(parts.ranges):
         launches = graph.launches[start:stop]
         dot = _digraph("kernels", len(launches))
-        edge = functools.partial(_data_edge, dot, graph.hints, len(launches) <= LABELLED_LAUNCHES)
+        edge = functools.partial(_data_edge, dot, analysis, len(launches) <= LABELLED_LAUNCHES)
         drawn: set[str] = set()
         # A forward graph returns most of what it computes (saved for backward): an arrow from each
         # to one "outputs" box costs dot seconds and draws a fan, so the boxes say it instead.
@@ -283,9 +286,11 @@ def plan_kernel_drawings(
     return plans
 
 
-def _data_edge(dot: Any, hints: Hints, labelled: bool, source: str, target: str, name: str, kind: str | None) -> None:
+def _data_edge(
+    dot: Any, analysis: GraphAnalysis, labelled: bool, source: str, target: str, name: str, kind: str | None
+) -> None:
     """An arrow carrying buffer ``name`` (with its type): labelled in small drawings, a tooltip in large ones."""
-    text = f"{name}\n{annotate(kind, hints)}" if kind else name
+    text = f"{name}\n{analysis.annotate(kind)}" if kind else name
     if labelled:
         dot.edge(source, target, label=text, tooltip=text)
     else:
@@ -327,16 +332,15 @@ def _overview(graph: GraphRecord, parts: _Parts, producers: list[list[int]]) -> 
 
 
 def plan_fx_drawings(
-    graph: GraphRecord, fx_graph: FxGraph, groups: Mapping[str, KernelGroup], hints: Hints | None = None
+    graph: GraphRecord, fx_graph: FxGraph, groups: Mapping[str, KernelGroup], analysis: GraphAnalysis
 ) -> list[DrawingPlan]:
     """The op-level drawing: ``groups`` maps FX node names to the kernel group they were fused into (its
     url from the report's root);
-    symbolic sizes in the types are shown with their ``hints`` (``f32[s53=24, 32]``). A large graph is
-    drawn in parts of about ``FX_PART_NODES`` ops."""
+    symbolic sizes in the types are shown with their hints (``f32[s53=24, 32]``, ``GraphAnalysis.annotate``).
+    A large graph is drawn in parts of about ``FX_PART_NODES`` ops."""
     title = "The FX graph, clustered by kernel"
     if missing := _graphviz_missing(title, "fx"):
         return [missing]
-    hints = hints or {}
     ops = [node for node in fx_graph.nodes if node.op not in ("placeholder", "output")]
     placeholders = {node.name: node for node in fx_graph.nodes if node.op == "placeholder"}
     index_of = {node.name: i for i, node in enumerate(ops)}
@@ -364,7 +368,7 @@ def plan_fx_drawings(
             node_group = groups.get(node.name)
             attrs: dict[str, str] = {
                 "tooltip": f"{node.source.label}: {node.source.code or ''}" if node.source is not None else node.target,
-                "label": f"{node.name}\n{node.target}" + (f"\n{annotate(node.type, hints)}" if node.type else ""),
+                "label": f"{node.name}\n{node.target}" + (f"\n{analysis.annotate(node.type)}" if node.type else ""),
             }
             if node_group is not None:
                 attrs.update(fillcolor=CATEGORY_COLOURS.get(node_group.category, "#e2e8f0"), href=parts.root + node_group.url,
@@ -375,7 +379,7 @@ def plan_fx_drawings(
             for source in node.inputs:
                 if source not in drawn and source in placeholders:
                     drawn.add(source)
-                    dot.node(source, **_placeholder_attrs(placeholders[source], hints))
+                    dot.node(source, **_placeholder_attrs(placeholders[source], analysis))
                 elif source not in drawn and source in index_of and parts.part_of[index_of[source]] != number:
                     drawn.add(source)
                     dot.node(source, **parts.stub(parts.part_of[index_of[source]], source, ""))
@@ -399,12 +403,12 @@ def plan_fx_drawings(
     return plans
 
 
-def _placeholder_attrs(node: Any, hints: Hints) -> dict[str, str]:
+def _placeholder_attrs(node: Any, analysis: GraphAnalysis) -> dict[str, str]:
     role = node.role or "input"
     title = node.origin or node.name
     return {
         **ROLE_STYLES.get(role, ROLE_STYLES["input"]),
-        "label": f"{title}\n{ROLE_LABELS.get(role, role)}" + (f"\n{annotate(node.type, hints)}" if node.type else ""),
+        "label": f"{title}\n{ROLE_LABELS.get(role, role)}" + (f"\n{analysis.annotate(node.type)}" if node.type else ""),
         "tooltip": f"{node.name}: {ROLE_LABELS.get(role, role)}",
     }
 

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from ..bench.roofline import flag_tone
+from ..records.wording import flag_tone
 from ..units import format_bytes, format_micros, format_percent
 from .resources import templates_dir
 

@@ -1,4 +1,5 @@
-"""Report stage: the graph page's view model (launches, drawings, IR, provenance, symbols), from records only."""
+"""Report stage: the graph page's view model (launches, drawings, IR, provenance, symbols), from records and
+their analysis."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import CompileRun, DynamoFrame, GraphRecord, ShapeSymbol
+from ..records.analysis import RunAnalysis
 from .drawing import (
     CATEGORY_COLOURS,
     ROLE_LABELS,
@@ -157,17 +159,20 @@ class GraphDrawings:
     fx: tuple[Drawing, ...]
 
 
-def draw_graphs(run: CompileRun) -> dict[str, GraphDrawings]:
+def draw_graphs(run: CompileRun, analysis: RunAnalysis) -> dict[str, GraphDrawings]:
     """Every drawing of every graph, laid out in one go (in parallel, from the layout cache where it can)."""
     planned: list[tuple[str, list[DrawingPlan], list[DrawingPlan]]] = []
     for graph in run.graphs:
         kernel_plans = plan_kernel_drawings(
             graph,
             functools.partial(launch_url, graph),
-            functools.partial(launch_category, graph),
+            functools.partial(launch_category, graph, custom_ops=analysis.custom_ops),
+            analysis.graph(graph.id),
         )
         fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
-        fx_plans = plan_fx_drawings(graph, fx, node_groups(graph), graph.hints) if fx is not None else []
+        fx_plans = (
+            plan_fx_drawings(graph, fx, node_groups(graph), analysis.graph(graph.id)) if fx is not None else []
+        )
         planned.append((graph.id, kernel_plans, fx_plans))
     drawings = iter(draw([plan for _, kernels, fx in planned for plan in (*kernels, *fx)]))
     return {
@@ -178,7 +183,9 @@ def draw_graphs(run: CompileRun) -> dict[str, GraphDrawings]:
     }
 
 
-def graph_page(run: CompileRun, graph: GraphRecord, drawings: GraphDrawings | None = None) -> GraphPage:
+def graph_page(
+    run: CompileRun, graph: GraphRecord, analysis: RunAnalysis, drawings: GraphDrawings | None = None
+) -> GraphPage:
     autotuned = {t.chosen_launch: t for t in run.autotune if t.graph_id == graph.id and t.chosen_launch}
     launches = tuple(
         {
@@ -186,7 +193,7 @@ def graph_page(run: CompileRun, graph: GraphRecord, drawings: GraphDrawings | No
             "url": "../" + launch_url(graph, launch),
             "code_url": "../" + code_line_url(graph, launch.line),
             "label": launch.label,
-            "category": launch_category(graph, launch),
+            "category": launch_category(graph, launch, analysis.custom_ops),
             "autotune": autotuned.get(launch.position),
         }
         for launch in graph.launches
@@ -195,7 +202,7 @@ def graph_page(run: CompileRun, graph: GraphRecord, drawings: GraphDrawings | No
     legend: tuple[tuple[str, str], ...] = ()
     roles: tuple[tuple[str, str], ...] = ()
     if drawings is not None:
-        categories = dict.fromkeys(launch_category(graph, launch) for launch in graph.launches)
+        categories = dict.fromkeys(launch_category(graph, launch, analysis.custom_ops) for launch in graph.launches)
         legend = tuple((c, CATEGORY_COLOURS.get(c, "#e2e8f0")) for c in categories)
         if fx is not None:
             used = dict.fromkeys(n.role or "input" for n in fx.nodes if n.op == "placeholder")

@@ -26,8 +26,6 @@ from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
-from ..handwritten.attach import run_device
-from ..handwritten.match import coverage
 from ..records import (
     CompileRun,
     GraphRecord,
@@ -39,6 +37,7 @@ from ..records import (
     shape_text,
     to_jsonable,
 )
+from ..records.analysis import RunAnalysis
 from .highlight import highlight
 from .views import SummaryItem, graph_url, launch_url
 
@@ -63,10 +62,10 @@ class HandwrittenStatusNote:
     tone: str  # the banner's: "info" or "warn"
 
 
-def handwritten_status(run: CompileRun) -> HandwrittenStatusNote | None:
+def handwritten_status(run: CompileRun, analysis: RunAnalysis) -> HandwrittenStatusNote | None:
     """The note of a report written before its hand-written checks ended (None once they have, or where none ran)."""
     if run.handwritten_status == "running":
-        on_gpu = run_device(run) == "cuda"
+        on_gpu = analysis.device == "cuda"
         doing = "checked and timed on the GPU" if on_gpu else "checked under Triton's interpreter"
         return HandwrittenStatusNote(
             "Hand-written: running",
@@ -217,7 +216,7 @@ def handwritten_sources(run: CompileRun) -> tuple[HandwrittenSource, ...]:
     )
 
 
-def handwritten_page(run: CompileRun) -> HandwrittenPage:
+def handwritten_page(run: CompileRun, analysis: RunAnalysis) -> HandwrittenPage:
     rows = handwritten_rows(run)
     matched = [r for r in rows if r.match.kind != "none"]
     # (Inductor's time, the hand-written time) of the rows that have both
@@ -266,7 +265,7 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
                 "bad" if rejected else "",
             )
         )
-    if (share := coverage(run)) is not None:
+    if (share := analysis.coverage) is not None:
         agreed = f"; {share.agreeing_share:.0%} with every check agreeing with torch" if checked else ""
         summary.append(
             SummaryItem(
@@ -312,7 +311,8 @@ def handwritten_page(run: CompileRun) -> HandwrittenPage:
             )
         )
     unrecorded = any(not s.source_anchor for r in rows for s in r.steps)
-    return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded, handwritten_status(run))
+    return HandwrittenPage(run, rows, tuple(summary), handwritten_sources(run), unrecorded,
+                           handwritten_status(run, analysis))
 
 
 def _row(

@@ -8,18 +8,16 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..bench.roofline import (
+from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
+from ..records.analysis import GraphAnalysis, RunAnalysis
+from ..records.wording import (
+    FROM_HINTS,
     OVERCOUNTED,
     REPEATED_LOADS,
     REPEATED_LOADS_WHY,
     far_under_roof,
     flag_tone,
-    kernel_cost,
-    passed_bytes,
 )
-from ..parse.symbolic import FROM_HINTS, annotate
-from ..records import AutotuneTable, CompileRun, GraphRecord, KernelRecord, Launch, SourceLine
-from ..repro.writer import repro_command
 from ..units import format_bytes, format_micros
 from .dataflow import reads_by_launch
 from .handwritten_view import HandwrittenRow, handwritten_row
@@ -71,9 +69,10 @@ class KernelPage:
 
 
 def kernel_pages(
-    run: CompileRun, graph: GraphRecord, line_urls: dict[tuple[str, int], str] | None = None
+    run: CompileRun, graph: GraphRecord, analysis: RunAnalysis, line_urls: dict[tuple[str, int], str] | None = None
 ) -> list[KernelPage]:
     pages = []
+    graph_analysis = analysis.graph(graph.id)
     ordered = sorted(graph.kernels, key=lambda k: (k.launches[0] if k.launches else 1 << 30, k.name))
     reads = reads_by_launch(graph)
     roles = {n.name: n.role for fx in graph.fx_graphs for n in fx.nodes if n.op == "placeholder"}
@@ -84,11 +83,10 @@ def kernel_pages(
         following = ordered[index + 1] if index + 1 < len(ordered) else None
         language = source_language(kernel)
         launches = tuple(launch for launch in graph.launches if launch.target == kernel.name)
-        hints = graph.hints
         inputs = tuple(
             KernelInput(
                 name=read.name,
-                kind=annotate(read.kind, hints) or None,
+                kind=graph_analysis.annotate(read.kind) or None,
                 producer=by_position.get(read.producer) if read.producer else None,
                 producer_url=launch_url(graph, by_position[read.producer]) if read.producer else None,
                 role=roles.get(read.name),
@@ -102,12 +100,12 @@ def kernel_pages(
                 kernel=kernel,
                 source=(source := highlight(kernel.source, language, "src")),
                 fragment=highlight(kernel.graph_fragment, "text", "frag") if kernel.graph_fragment else None,
-                facts=_kernel_facts(kernel, graph),
+                facts=_kernel_facts(kernel, graph, graph_analysis),
                 launches=launches,
                 previous=(previous.name, f"{previous.name}.html") if previous else None,
                 next=(following.name, f"{following.name}.html") if following else None,
                 name_ops=ops_from_name(kernel.name),
-                arguments=_arguments(graph, kernel, launches[0] if launches else None),
+                arguments=_arguments(graph, graph_analysis, kernel, launches[0] if launches else None),
                 inputs=inputs,
                 computed_elsewhere=_computed_elsewhere(graph, kernel, inputs),
                 autotune=tuple(
@@ -117,7 +115,7 @@ def kernel_pages(
                     (line, (line_urls or {}).get((line.filename, line.line))) for line in kernel.source_lines
                 ),
                 graph_has_file_notes=has_file_notes,
-                timing=_timing_facts(run, graph, kernel),
+                timing=_timing_facts(run, graph, graph_analysis, kernel),
                 handwritten=(row := handwritten_row(run, graph, kernel.name)),
                 compact_source=reanchored(source, "src", "ind") if row and row.steps else None,
                 repro_command=repro_command(graph, kernel) if launches else "",
@@ -125,6 +123,11 @@ def kernel_pages(
             )
         )
     return pages
+
+
+def repro_command(graph: GraphRecord, kernel: KernelRecord) -> str:
+    """The command a kernel page shows, run from the report's folder (``inductor-lens repro``, repro/writer.py)."""
+    return f"inductor-lens repro . {graph.id}/{kernel.name} --out repro-{kernel.name}"
 
 
 def source_language(kernel: KernelRecord) -> str:
@@ -138,7 +141,7 @@ def kernel_source_blocks(run: CompileRun) -> list[tuple[str, str, str]]:
 
 
 def _arguments(
-    graph: GraphRecord, kernel: KernelRecord, launch: Launch | None
+    graph: GraphRecord, analysis: GraphAnalysis, kernel: KernelRecord, launch: Launch | None
 ) -> tuple[tuple[str, str, str, str], ...]:
     passed = launch.args if launch is not None else ()
     hints = graph.hints
@@ -149,7 +152,7 @@ def _arguments(
         tensor = (
             f"size {value}={hints[value]}"
             if value in hints
-            else annotate(graph.buffers.get(value, ""), hints)
+            else analysis.annotate(graph.buffers.get(value, ""))
         )
         rows.append((arg.name, arg.type, value, tensor))
     return tuple(rows)
@@ -175,7 +178,9 @@ def _computed_elsewhere(
     return tuple(found)
 
 
-def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> tuple[SummaryItem, ...]:
+def _timing_facts(
+    run: CompileRun, graph: GraphRecord, analysis: GraphAnalysis, kernel: KernelRecord
+) -> tuple[SummaryItem, ...]:
     timing = kernel.timing
     if timing is None:
         return ()
@@ -247,19 +252,18 @@ def _timing_facts(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> 
             )
         )
     for flag in timing.flags:
-        detail = _recounted(run, graph, kernel) if flag == OVERCOUNTED else ""
+        detail = _recounted(run, analysis, kernel) if flag == OVERCOUNTED else ""
         facts.append(SummaryItem("Flag", flag, detail, flag_tone(flag)))
     return tuple(facts)
 
 
-def _recounted(run: CompileRun, graph: GraphRecord, kernel: KernelRecord) -> str:
+def _recounted(run: CompileRun, analysis: GraphAnalysis, kernel: KernelRecord) -> str:
     """The rate of a kernel whose byte count overestimates, at the bytes of the tensors it is passed."""
     timing = kernel.timing
     roofline = (timing.isolated_roofline or timing.roofline) if timing else None
-    first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
-    if roofline is None or first is None:
+    passed = analysis.kernel_costs[kernel.name].passed
+    if roofline is None or passed is None:
         return ""
-    passed, _, _ = passed_bytes(graph, kernel, first)
     rate = passed / roofline.seconds / 1e9
     ceilings = run.bench.ceilings if run.bench else None
     percent = f", {100 * rate / ceilings.copy_gb_per_s:.0f}% of the memory-bound roofline" if ceilings else ""
@@ -271,7 +275,7 @@ def _hints_note(cost_source: str) -> str:
     return cost_source[cost_source.index(FROM_HINTS) :].split("; ", 1)[0]
 
 
-def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem, ...]:
+def _kernel_facts(kernel: KernelRecord, graph: GraphRecord, analysis: GraphAnalysis) -> tuple[SummaryItem, ...]:
     facts = [
         SummaryItem("Backend", KIND_LABELS[kernel.backend]),
         SummaryItem("Category", kernel.category),
@@ -293,14 +297,13 @@ def _kernel_facts(kernel: KernelRecord, graph: GraphRecord) -> tuple[SummaryItem
                 "iteration space Inductor planned for (x: pointwise, r0_: reduction)",
             )
         )
-    first = next((launch for launch in graph.launches if launch.target == kernel.name), None)
-    moved, _, source = kernel_cost(graph, kernel, first)
+    cost = analysis.kernel_costs[kernel.name]
+    moved, source, passed = cost.moved, cost.source, cost.passed
     if kernel.bytes_accessed is not None:
         detail = "inductor_meta kernel_num_gb: reads + writes Inductor counted for one launch" + (
             f", {FROM_HINTS}" if graph.symbols else ""
         )
-        if REPEATED_LOADS in source and first is not None:
-            passed, _, _ = passed_bytes(graph, kernel, first)
+        if REPEATED_LOADS in source and passed is not None:
             detail += (
                 f"; {kernel.bytes_accessed / passed:.2f}x the {passed:,} bytes of the tensors passed: "
                 f"{REPEATED_LOADS_WHY}, so the rates and % of the roofline on this page overestimate"

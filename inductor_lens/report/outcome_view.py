@@ -13,9 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..parse.source_lines import is_tool_file, is_user_file
-from ..parse.trace_records import CACHE_COMPONENT_CHARS
 from ..records import CacheLookup, DynamoFrame, GraphBreak, GraphRecord, SourceLine
+from ..records.wording import CACHE_COMPONENT_CHARS, is_tool_file, is_user_file
 from .views import frame_anchor
 
 # Each outcome: its legend label and what it means, in the order of the legend. A compile gets the first that holds.

@@ -1,7 +1,8 @@
 """Report stage: a graph's provenance page, three linked panes (pre-grad graph, post-grad graph, output code).
 
-Built from records only (a report re-rendered from lens.json, from a debug folder or a bare TORCH_TRACE
-log): the pre-grad graph is the compile's ``before_pre_grad_graph`` IR stage (where the trace holds none,
+Built from records and their analysis (a report re-rendered from lens.json, from a debug folder or a bare
+TORCH_TRACE log): the pre-grad graph is the compile's ``before_pre_grad_graph`` IR stage, parsed by the
+analysis (``RunAnalysis.pre_grad_graphs``; where the trace holds none,
 the graph before the post-grad passes stands in, its nodes tied to the post-grad ones by name), the
 post-grad graph and the output code are the graph's own, and the links are Inductor's provenance maps
 (``preToPost``/``postToPre``, kernel debug handle -> post-grad nodes), with the kernels' own node lists
@@ -18,14 +19,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..parse.diagnostics import Diagnostics
-from ..parse.fx_graph import parse_fx_graph
 from ..records import CompileRun, FxGraph, GraphRecord, KernelRecord, Launch
+from ..records.analysis import PRE_GRAD_STAGES, RunAnalysis
 from . import views
 from .highlight import highlight, is_highlighted, reanchored
-
-# The compile's IR stages that hold the pre-grad graph, in the order preferred (tlparse's order).
-PRE_GRAD_STAGES = ("before_pre_grad_graph", "inductor_pre_grad_graph", "after_pre_grad_graph")
 
 
 def provenance_url(graph: GraphRecord) -> str:
@@ -69,10 +66,10 @@ class _Node:
     links: dict[str, list[int]]
 
 
-def provenance_page(run: CompileRun, graph: GraphRecord) -> ProvenancePage:
+def provenance_page(run: CompileRun, graph: GraphRecord, analysis: RunAnalysis) -> ProvenancePage:
     pre_to_post = _pre_to_post(graph)
     post_fx = graph.fx_graph("transformed") or graph.fx_graph("readable")
-    pre_grad = _pre_grad_graph(run, graph, post_fx, set(pre_to_post))
+    pre_grad = _pre_grad_graph(run, graph, analysis, post_fx, set(pre_to_post))
     pre_fx = pre_grad.fx
     if pre_grad.stand_in and pre_fx is not None:
         # FX keeps a node's name through the post-grad passes: the stand-in's nodes are the post-grad nodes
@@ -177,17 +174,18 @@ class _PreGrad:
 
 
 def _pre_grad_graph(
-    run: CompileRun, graph: GraphRecord, post_fx: FxGraph | None, mapped: set[str]
+    run: CompileRun, graph: GraphRecord, analysis: RunAnalysis, post_fx: FxGraph | None, mapped: set[str]
 ) -> _PreGrad:
     """The compile's pre-grad IR stage that holds the most of the mapped nodes (the first, of equals), else the
     graph before the post-grad passes."""
     frame = views.frame_of(run, graph)
+    compile_id = frame.compile_id if frame is not None else ""
     best: tuple[int, int, FxGraph] | None = None
     stages = list(enumerate(frame.stages, start=1)) if frame is not None else []
     for name in PRE_GRAD_STAGES:
         for index, stage in stages:
             if stage.name == name:
-                fx = parse_fx_graph(stage.text, "readable", stage.name, Diagnostics())
+                fx = analysis.pre_grad_graphs[(compile_id, index)]
                 found = sum(1 for node in fx.nodes if node.name in mapped)
                 if best is None or found > best[0]:
                     best = (found, index, fx)

@@ -1,5 +1,5 @@
 """Report stage: the view model of the source page: the time per ``nn.Module`` path (repeated layers folded)
-and per line (bench/modules.py), then the user's code, each line annotated with its time, the kernels (and
+and per line (bench/modules.py, through the analysis), then the user's code, each line annotated with its time, the kernels (and
 library calls) its ops ended up in, the graph breaks it caused, and the modules get_model() built on it (for a
 model of torch's own modules, such as nn.Sequential, the only lines of it that are the user's: its forward,
 and every frame and FX note of its compile, are torch's)."""
@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..bench.modules import NO_MODULE_STACKS, OUTSIDE, launch_lines, line_times, module_times
-from ..parse import compat
 from ..records import CompileRun, GraphRecord, SourceLine
-from ..records.answers import LineTime, ModuleTime
+from ..records.analysis import RunAnalysis
+from ..records.answers import NO_MODULE_STACKS, OUTSIDE, LineTime, ModuleTime
 from .views import kernel_url, launch_category, launch_url
 
 
@@ -79,29 +78,27 @@ def line_anchor(file_index: int, line: int) -> str:
     return f"f{file_index}-L{line}"
 
 
-def file_order(run: CompileRun) -> list[str]:
+def file_order(run: CompileRun, analysis: RunAnalysis) -> list[str]:
     """Every user file the report refers to: files with text first, then quoted-only ones."""
     names = dict.fromkeys(s.path for s in run.sources)
-    for filename, _ in _uses(run):
+    for filename, _ in _uses(run, analysis):
         names.setdefault(filename, None)
-    for line in line_times(run):
+    for line in analysis.line_times:
         names.setdefault(line.filename, None)
     for site in run.capture.model_built if run.capture else ():
         names.setdefault(site.filename, None)
     return list(names)
 
 
-def torch_forward(run: CompileRun) -> str:
+def torch_forward(run: CompileRun, analysis: RunAnalysis) -> str:
     """The model's type where a frame compiled it through torch's wrap_inline frame (its forward is torch's)."""
-    wrapped = any(f.stack and compat.is_wrap_inline_frame(f.stack[-1].filename, f.stack[-1].function)
-                  for f in run.frames)  # fmt: skip
     built = run.capture.model_built if run.capture else ()
-    return (built[0].function or "") if wrapped and built else ""
+    return (built[0].function or "") if analysis.wrapped_forward and built else ""
 
 
-def line_urls(run: CompileRun) -> dict[tuple[str, int], str]:
+def line_urls(run: CompileRun, analysis: RunAnalysis) -> dict[tuple[str, int], str]:
     """(file, line) -> its anchor on the source page, for every line the report refers to."""
-    index = {name: i for i, name in enumerate(file_order(run))}
+    index = {name: i for i, name in enumerate(file_order(run, analysis))}
     urls = {}
     for graph in run.graphs:
         for kernel in graph.kernels:
@@ -119,7 +116,7 @@ def line_urls(run: CompileRun) -> dict[tuple[str, int], str]:
     return urls
 
 
-def _uses(run: CompileRun) -> dict[tuple[str, int], tuple[SourceLine, list[LineUse]]]:
+def _uses(run: CompileRun, analysis: RunAnalysis) -> dict[tuple[str, int], tuple[SourceLine, list[LineUse]]]:
     uses: dict[tuple[str, int], tuple[SourceLine, list[LineUse]]] = {}
 
     def add(line: SourceLine, use: LineUse) -> None:
@@ -138,11 +135,11 @@ def _uses(run: CompileRun) -> dict[tuple[str, int], tuple[SourceLine, list[LineU
             )
             for line in kernel.source_lines:
                 add(line, use)
-        _extern_uses(graph, add)
+        _extern_uses(graph, analysis, add)
     return uses
 
 
-def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None]) -> None:
+def _extern_uses(graph: GraphRecord, analysis: RunAnalysis, add: Callable[[SourceLine, LineUse], None]) -> None:
     """Library calls reach user lines through the FX nodes their provenance handle names, or their stack traces."""
     for launch in graph.launches:
         if launch.kind != "extern":
@@ -150,17 +147,17 @@ def _extern_uses(graph: GraphRecord, add: Callable[[SourceLine, LineUse], None])
         use = LineUse(
             launch.label,
             launch_url(graph, launch),
-            launch_category(graph, launch),
+            launch_category(graph, launch, analysis.custom_ops),
             graph.id,
             graph.kind == "backward",
         )
-        for line in launch_lines(graph, launch):
+        for line in analysis.graph(graph.id).launch_lines[launch.position]:
             add(line, use)
 
 
-def _times(run: CompileRun, order: list[str]) -> SourceTimes | None:
-    timed = line_times(run)
-    modules = module_times(run)
+def _times(run: CompileRun, analysis: RunAnalysis, order: list[str]) -> SourceTimes | None:
+    timed = analysis.line_times
+    modules = analysis.module_times
     if not timed and not modules:
         return None
     index = {name: i for i, name in enumerate(order)}
@@ -200,8 +197,8 @@ def _grouped(uses: list[LineUse]) -> list[LineUse]:
     return [replace(first[key], count=counts[key]) for key in sorted(first)]
 
 
-def source_page(run: CompileRun) -> SourcePage:
-    uses = _uses(run)
+def source_page(run: CompileRun, analysis: RunAnalysis) -> SourcePage:
+    uses = _uses(run, analysis)
     breaks: dict[tuple[str, int], list[str]] = {}
     for graph_break in run.graph_breaks:
         if graph_break.location is not None:
@@ -211,8 +208,8 @@ def source_page(run: CompileRun) -> SourcePage:
     for site in run.capture.model_built if run.capture else ():
         built.setdefault((site.filename, site.line), []).append(site)
     texts = {s.path: s.text for s in run.sources}
-    order = file_order(run)
-    times = _times(run, order)
+    order = file_order(run, analysis)
+    times = _times(run, analysis, order)
     timed = {(row.path, row.time.line): row.time for row in times.lines} if times else {}
     files = []
     for index, name in enumerate(order):
@@ -231,4 +228,4 @@ def source_page(run: CompileRun) -> SourcePage:
             line.built = [site.function or "" for site in built.get((name, line.number), [])]
             line.time = timed.get((name, line.number))
         files.append(SourceFileView(path=name, anchor=f"file-{index}", lines=tuple(lines), complete=complete))
-    return SourcePage(run=run, files=tuple(files), torch_forward=torch_forward(run), times=times)
+    return SourcePage(run=run, files=tuple(files), torch_forward=torch_forward(run, analysis), times=times)

@@ -15,8 +15,8 @@ from functools import partial
 
 from markupsafe import Markup
 
-from ..parse.graph import TRACE_GRAPH_PREFIX
 from ..records import DynamoFrame, GraphRecord
+from ..records.wording import TRACE_GRAPH_PREFIX
 from . import views
 from .highlight import highlight, is_highlighted, plain
 from .views import file_name, text_url

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..parse.trace_timeline import nesting
 from ..records import CompileRun, CompileTimeline, TimelineSpan
+from ..records.analysis import RunAnalysis
 from ..version import __version__
 from .env import format_seconds
 from .folders import TIMELINE_EXPORT
@@ -138,7 +138,7 @@ class TimelineView:
         return not self.timeline.spans
 
 
-def timeline_view(run: CompileRun) -> TimelineView:
+def timeline_view(run: CompileRun, analysis: RunAnalysis) -> TimelineView:
     timeline = run.timeline
     spans = timeline.spans
     if not spans:
@@ -150,7 +150,7 @@ def timeline_view(run: CompileRun) -> TimelineView:
     return TimelineView(
         timeline=timeline,
         charts=charts,
-        totals=_totals(spans)[:TOP_SPANS],
+        totals=_totals(spans, analysis.span_nesting)[:TOP_SPANS],
         names=len({s.name for s in spans if s.kind != "instant"}),
         families=tuple(f for f in FAMILIES if f.key in families),
         spans=len(spans),
@@ -296,10 +296,10 @@ def _ticks(seconds: float) -> tuple[tuple[float, str], ...]:
     return tuple(ticks)
 
 
-def _totals(spans: Sequence[TimelineSpan]) -> tuple[SpanTotal, ...]:
-    """Per span name, by total time: its self time is what no span nested in it covers."""
+def _totals(spans: Sequence[TimelineSpan], placed: Mapping[int, tuple[int, int | None]]) -> tuple[SpanTotal, ...]:
+    """Per span name, by total time: its self time is what no span nested in it covers (``placed``: each span's
+    row and innermost parent, ``RunAnalysis.span_nesting``)."""
     nested: dict[int, float] = {}
-    placed = nesting(spans)
     for i, (_, parent) in placed.items():
         if parent is not None:
             nested[parent] = nested.get(parent, 0.0) + spans[i].duration_us

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..bench.bound import bound_verdict
-from ..bench.stability import Stability
 from ..records import BenchResult, BoundVerdict, CompileRun, CudaGraphUse, ProfileSource
+from ..records.analysis import RunAnalysis, Stability
 from ..units import format_bytes
 from .charts import BarSegment, ChartPoint, bandwidth_chart, roofline_chart, time_bar
 from .views import SummaryItem, kernel_url, launch_category, launch_url
@@ -36,8 +35,9 @@ class TimingView:
     bar_note: str = ""  # what the bar's whole is
 
 
-def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
-    """``stability``: the report's judgement of its measurements (``bench.stability.judge``), made once per page."""
+def timing_view(run: CompileRun, analysis: RunAnalysis) -> TimingView | None:
+    """The judgement of the measurements and the bound verdict are the analysis's (made once per render)."""
+    stability = analysis.diagnosis.stability
     bench = run.bench
     if bench is None:
         return None
@@ -54,7 +54,7 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
             timing = launch.timing
             if timing is None:
                 continue
-            category = launch_category(graph, launch)
+            category = launch_category(graph, launch, analysis.custom_ops)
             name = launch.label
             url = launch_url(graph, launch)
             segments.append(
@@ -75,7 +75,7 @@ def timing_view(run: CompileRun, stability: Stability) -> TimingView | None:
                         0.0,
                     )
                 )
-    verdict = bound_verdict(run)
+    verdict = analysis.bound
     bar, bar_note = None, ""
     if step is not None and segments:
         segments, bar_note = _step_segments(segments, step.total_us - step.attributed_us, verdict, gpu)

@@ -1,4 +1,4 @@
-"""Report stage: view models, built completely from a CompileRun before any template runs.
+"""Report stage: view models, built completely from a CompileRun and its analysis before any template runs.
 
 Templates only loop and print; every derived value (links, labels, counts, which FX node ended up
 in which kernel) is computed here, once.
@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..parse.compat import custom_op
-from ..parse.symbolic import FROM_HINTS
 from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
+from ..records.analysis import RunAnalysis
 from ..records.numerics import NumericDivergence, divergence_headline
+from ..records.wording import FROM_HINTS
 
 KIND_LABELS = {"triton": "Triton", "cpp": "C++", "extern": "extern"}
 _NAME_OPS = re.compile(r"^(?:triton_[a-z]+_|cpp_)?fused_(?P<ops>.+?)_\d+$")
@@ -71,9 +71,10 @@ def frame_anchor(compile_id: str) -> str:
     return "frame-" + re.sub(r"[^A-Za-z0-9_]", "-", compile_id)
 
 
-def launch_category(graph: GraphRecord, launch: Launch) -> str:
-    """The launched kernel's category, ``extern`` for a library call, ``custom op`` for a ``torch.library`` op."""
-    if launch.kind == "extern" and custom_op(launch.target) is not None:
+def launch_category(graph: GraphRecord, launch: Launch, custom_ops: frozenset[str]) -> str:
+    """The launched kernel's category, ``extern`` for a library call, ``custom op`` for a ``torch.library`` op
+    (``custom_ops``: the extern targets that are, ``RunAnalysis.custom_ops``)."""
+    if launch.kind == "extern" and launch.target in custom_ops:
         return "custom op"
     return graph.launch_category(launch)
 
@@ -148,7 +149,7 @@ class IndexPage:
 # --- index ---------------------------------------------------------------------------------------
 
 
-def index_page(run: CompileRun) -> IndexPage:
+def index_page(run: CompileRun, analysis: RunAnalysis) -> IndexPage:
     rows: list[KernelRow] = []
     counts: Counter[str] = Counter()
     step_us = run.bench.step.total_us if run.bench and run.bench.step else None
@@ -164,7 +165,7 @@ def index_page(run: CompileRun) -> IndexPage:
                         graph,
                         launch.position,
                         "extern",
-                        launch_category(graph, launch),
+                        launch_category(graph, launch, analysis.custom_ops),
                         launch.label,
                         launch_url(graph, launch),
                         launch.aten_ops,

@@ -28,11 +28,6 @@ class ReproResult:
     saved_note: str  # why the real arguments are not there, where the capture tried
 
 
-def repro_command(graph: GraphRecord, kernel: KernelRecord) -> str:
-    """The command a kernel page shows, run from the report's folder."""
-    return f"inductor-lens repro . {graph.id}/{kernel.name} --out repro-{kernel.name}"
-
-
 def load_capture(folder: Path, strict: bool = False) -> tuple[CompileRun, Path | None]:
     """The run of a report folder (its lens.json) or of any capture ``report`` reads, and its capture/ folder."""
     from ..capture import find_capture_dir

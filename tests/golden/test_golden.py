@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze, analyze_comparison
 from inductor_lens.compare import ConfigRun, build_comparison
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.pipeline import build_run
@@ -53,7 +54,7 @@ def _scrub(text: str, root: Path) -> str:
 def test_report_matches_golden(unpacked, golden_case: str, request: pytest.FixtureRequest) -> None:
     root = unpacked(CASES[golden_case])
     run = build_run(root, root / "capture", strict=True, now=lambda: FIXED_TIME)
-    files = {p: _scrub(t, root) for p, t in render_report(run, draw=False).items() if p.endswith(".html")}
+    files = {p: _scrub(t, root) for p, t in render_report(run, analyze(run), draw=False).items() if p.endswith(".html")}
     _check_golden(golden_case, files, request)
 
 
@@ -67,7 +68,7 @@ def test_comparison_matches_golden(unpacked, request: pytest.FixtureRequest) -> 
         entries, kind="diff", title="mlp", model_path="<FIXTURE>/mlp.py", created=FIXED_TIME.isoformat()
     )
     files = {}
-    for path, text in render_comparison(comparison).items():
+    for path, text in render_comparison(comparison, analyze_comparison(comparison)).items():
         if path.endswith(".html"):
             for root in roots:
                 text = _scrub(text, root)

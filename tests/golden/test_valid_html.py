@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from inductor_lens.analysis import analyze, analyze_comparison
 from inductor_lens.compare import ConfigRun, build_comparison
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.pipeline import build_run
@@ -52,7 +53,7 @@ def _pages(unpacked, case: str) -> dict[str, _Anchors]:
     run = build_run(root, root / "capture", strict=True, now=lambda: FIXED_TIME)
     return {
         path: _Anchors(text)
-        for path, text in render_report(run, draw=dot_layout.dot_binary() is not None).items()
+        for path, text in render_report(run, analyze(run), draw=dot_layout.dot_binary() is not None).items()
         if path.endswith(".html")
     }
 
@@ -83,6 +84,6 @@ def test_comparison_pages_are_valid(unpacked) -> None:
         entries, kind="diff", title="mlp", model_path="mlp.py", created=FIXED_TIME.isoformat()
     )
     pages = {
-        path: _Anchors(text) for path, text in render_comparison(comparison).items() if path.endswith(".html")
+        path: _Anchors(text) for path, text in render_comparison(comparison, analyze_comparison(comparison)).items() if path.endswith(".html")
     }
     assert _problems(pages) == []

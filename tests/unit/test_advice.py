@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench.diagnosis import (
     PRECISION_SHARE,
     autotunes,
@@ -193,7 +194,7 @@ def test_precision_without_measured_ceilings_says_so(runs: dict[str, CompileRun]
 
 
 def test_page_shows_caveat_and_no_empty_try(runs: dict[str, CompileRun]) -> None:
-    index = render_report(runs["h100-gpt2-fp32-default"], draw=False)["index.html"]
+    index = render_report(runs["h100-gpt2-fp32-default"], analyze(runs["h100-gpt2-fp32-default"]), draw=False)["index.html"]
     section = index[index.index('<h2 id="diagnosis">'):index.index('<h2 id="graphs">')]
     assert "<b>Mind:</b> accuracy: TF32 rounds" in section
     assert "torch.set_float32_matmul_precision(&#34;high&#34;)" in section

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.compat import TRACE_FILE
 from inductor_lens.records import CompileRun, GraphRecord
@@ -92,7 +93,7 @@ def test_a_kernel_without_inductors_byte_count_is_counted_from_its_tensors_and_s
     run = parse_debug_folder(_traces_alone(unpacked("cpu-torch2.13-mlp-train"), tmp_path / "t"), strict=True)
     forward = next(g for g in run.graphs if g.kind == "forward")
     assert [k.bytes_accessed for k in forward.kernels] == [None]
-    page = render_report(run, draw=False)[f"kernels/{forward.id}/cpp_fused_relu_0.html"]
+    page = render_report(run, analyze(run), draw=False)[f"kernels/{forward.id}/cpp_fused_relu_0.html"]
     assert "<dd>32,768 B (32.8 KB)</dd>" in page
     assert "counted from the tensors passed (each read or written once), at its first launch" in page
 
@@ -127,7 +128,7 @@ def test_each_compile_keeps_its_ir_stages_in_the_order_the_trace_logged_them(unp
     ]  # fmt: skip
     assert [s.lines for s in frame.stages][:4] == [13, 16, 16, 46] and not any(s.cut_chars for s in frame.stages)
     assert frame.stages[3].text.startswith("class inner_f(torch.nn.Module):") and "tangents" in frame.stages[3].text
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert "compile/frame-0-0/04-aot_joint_graph.html" in pages
     assert 'href="compile/frame-0-0/07-aot_backward_graph.html"' in pages["compile.html"]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench import attach_measurements
 from inductor_lens.bench.attribution import attribute, launch_label
 from inductor_lens.bench.roofline import (
@@ -29,10 +30,10 @@ from inductor_lens.bench.roofline import (
     kernel_cost,
     place,
 )
+from inductor_lens.exchange.shared import kernel_fingerprint
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, DeviceCeilings, GraphRecord, Timing, to_jsonable
 from inductor_lens.report import render_report
-from inductor_lens.exchange.shared import kernel_fingerprint
 from inductor_lens.worker.measure import _snapshot, stat
 
 from ..conftest import CPU_CASE, FIXED_TIME, TIMED_CASE
@@ -330,7 +331,7 @@ def test_attach_measurements_times_kernels_and_renders(unpacked, tmp_path: Path)
 
     # the timings survive lens.json and are drawn in the report
     assert CompileRun.from_json(timed.to_json()) == timed
-    index = render_report(timed, draw=False)["index.html"]
+    index = render_report(timed, analyze(timed), draw=False)["index.html"]
     assert "Where the time goes" in index and 'class="timebar"' in index and "<svg" in index
     table = index.split('id="kernel-table"', 1)[1].split("</table>", 1)[0]
     names = re.findall(r'<td data-value="([^"]+)"><a href=', table)
@@ -387,7 +388,7 @@ def test_bench_error_is_shown_not_fatal(unpacked, tmp_path: Path) -> None:
     )
     timed = attach_measurements(run, capture)
     assert timed.bench.error == "RuntimeError: boom"
-    assert "Timing failed: RuntimeError: boom" in render_report(timed, draw=False)["index.html"]
+    assert "Timing failed: RuntimeError: boom" in render_report(timed, analyze(timed), draw=False)["index.html"]
 
 
 # -- the child's helpers ---------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench.bound import GPU_BOUND, HOST_BOUND, bound_verdict, is_training
 from inductor_lens.bench.diagnosis import diagnose
 from inductor_lens.bench.stability import judge
@@ -150,7 +151,7 @@ def test_timing_section_draws_idle_against_the_benchmarked_step(runs: dict[str, 
     run = runs["h100-llama-bf16-max-autotune-nocg"]
     verdict = bound_verdict(run)
     assert verdict is not None and verdict.step_us and verdict.idle_us is not None and verdict.busy_us is not None
-    index = render_report(run, draw=False)["index.html"]
+    index = render_report(run, analyze(run), draw=False)["index.html"]
     section = index[index.index('<h2 id="timing">'):index.index('<h2 id="diagnosis">')]
     # the hatched idle segment: the verdict's idle, as a share of the benchmarked step
     (idle,) = re.findall(r'class="seg-idle" style="width: ([0-9.]+)%', section)

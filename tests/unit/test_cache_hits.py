@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.compat import TRACE_FILE
 from inductor_lens.records import CompileRun
@@ -84,7 +85,8 @@ def test_a_bare_trace_says_which_graphs_were_cache_hits(unpacked: Callable[[str]
 
 
 def test_the_pages_label_cache_hits(unpacked: Callable[[str], Path]) -> None:
-    pages = render_report(parse_debug_folder(unpacked(FAILURE)), draw=False)
+    run = parse_debug_folder(unpacked(FAILURE))
+    pages = render_report(run, analyze(run), draw=False)
     label = '<span class="badge cache-hit" title="served from Inductor\'s FX graph cache'
     assert pages["compile.html"].count(label) == 1 and pages["index.html"].count(label) == 1
     assert pages[f"graphs/{HIT}.html"].count(label) == 1 and "<tr><th>Cache hit</th>" in pages[f"graphs/{HIT}.html"]

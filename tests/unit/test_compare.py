@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens import api
+from inductor_lens.analysis import analyze_comparison
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config, requested_configs
 from inductor_lens.compare.comparability import differences, headline, run_facts
 from inductor_lens.compare.kernels import diff_runs, kernel_body
@@ -295,7 +296,7 @@ def test_the_verdict_is_made_of_the_numbers_in_the_table() -> None:
     comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
     said = comparison.verdict
     assert said is not None and said.fastest is None  # b and c within noise; default -38% is not "within 1.7%"
-    index = render_comparison(comparison)["index.html"]
+    index = render_comparison(comparison, analyze_comparison(comparison))["index.html"]
     cells = {
         row: re.findall(r'<td(?: class="best")?>(.*?)</td>', re.search(rf"<th[^>]*>{row}</th>(.*?)</tr>", index).group(1))
         for row in ("Step", "Against the fastest", "Against default")
@@ -393,7 +394,7 @@ def test_judgements_are_made_once_and_recorded() -> None:
     # 1 µs of 100 is inside the 2% noise; +5 and -5 µs of 10 are not
     assert [c.judgement for c in diff.changes] == ["within noise", "slower", "faster"]
     assert Comparison.from_json(comparison.to_json()) == comparison
-    files = render_comparison(comparison)
+    files = render_comparison(comparison, analyze_comparison(comparison))
     assert '<span class="ok">-50.0%</span>' in files["index.html"]
     assert 'id="unjudged"' not in files["index.html"]
     page = files["diffs/1.html"]
@@ -413,7 +414,7 @@ def test_an_older_comparison_shows_its_numbers_without_judgement() -> None:
             del change["judgement"]
     old = Comparison.from_json(json.dumps(document))
     assert old.configs[1].latency is not None and old.configs[1].against_baseline is None
-    files = render_comparison(old)
+    files = render_comparison(old, analyze_comparison(old))
     index = files["index.html"]
     assert 'id="unjudged"' in index and "did not record whether each difference" in index
     assert '<span class="muted">not recorded</span>' in index and "-50.0%" not in index
@@ -533,9 +534,8 @@ def test_render_comparison_escapes_hostile_names(two_reports) -> None:
     runs = [api.load_run(a), api.load_run(b)]
     entries = [ConfigRun('<img src=x onerror="alert(1)">', "default", {}, runs[0], "a"),
                ConfigRun("b&c", "max-autotune", {"k": "<b>"}, runs[1], "b")]  # fmt: skip
-    files = render_comparison(
-        build_comparison(entries, kind="diff", title="<script>x</script>", model_path="m")
-    )
+    comparison = build_comparison(entries, kind="diff", title="<script>x</script>", model_path="m")
+    files = render_comparison(comparison, analyze_comparison(comparison))
     assert "<img src=x" not in files["index.html"] and "&lt;img src=x" in files["index.html"]
     assert "<script>x</script>" not in files["index.html"] and "k=&lt;b&gt;" in files["index.html"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens import api
+from inductor_lens.analysis import analyze_comparison
 from inductor_lens.compare import ConfigRun, build_comparison
 from inductor_lens.compare.kernels import diff_runs
 from inductor_lens.compare.noise import ROBUST_ROUNDS, basis
@@ -51,7 +52,7 @@ def _rounds(*pairs: tuple[float, float]) -> tuple[RoundMeasure, ...]:
 
 
 def _index(comparison) -> str:
-    return render_comparison(comparison)["index.html"]
+    return render_comparison(comparison, analyze_comparison(comparison))["index.html"]
 
 
 def _cells(index: str, row: str) -> list[str]:
@@ -236,7 +237,7 @@ def test_rerendering_a_comparison_renders_its_configurations_again(reports, tmp_
         runs[name] = api.report_folder(reports[source], folder / "configs" / name, draw=False).run
     comparison = build_comparison([ConfigRun(n, "default", {"n": n}, r, f"configs/{n}") for n, r in runs.items()],
                                   kind="compare", title="m", model_path="m.py")  # fmt: skip
-    write_report(render_comparison(comparison), folder)
+    write_report(render_comparison(comparison, analyze_comparison(comparison)), folder)
     stale = folder / "configs" / "a" / "index.html"
     stale.write_text("<html>an older render</html>")
     rerender_comparison(folder)

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.origins import origin_segments
 from inductor_lens.records import CompileRun
@@ -52,7 +53,7 @@ def test_every_autotune_table_of_mlp_epilogue_is_parsed(unpacked) -> None:
         ("model__1_inference_3.1", "mm", 1),
         ("model__1_inference_3.1", "addmm", 3),
     ]
-    page = render_report(run, draw=False)["compile.html"]
+    page = render_report(run, analyze(run), draw=False)["compile.html"]
     assert page.count('<section class="autotune"') == 4
     assert 'tr class="winner"' in page and "triton_mm_9" in page
 
@@ -79,7 +80,7 @@ def test_bf16_gelu_and_the_template_that_is_named_after_it(unpacked) -> None:
     assert {m.source_node: set(m.aten_nodes) for m in template.node_mappings}["input_2"] == gelu_nodes
     assert "aten.gelu" in template.aten_ops
     assert graph.launches[2].reads == ("arg4_1", "buf1", "arg3_1") and graph.aliases["buf1"] == "buf0"
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     page = files["kernels/model__1_inference_3.1/triton_tem_fused_addmm_gelu_t_2.html"]
     assert "Computed before this kernel, not in it" in page
     banner = page.split('<div class="banner info">', 1)[1].split("</div>", 1)[0]
@@ -108,10 +109,10 @@ def test_frames_recompiles_and_compile_time(unpacked) -> None:
                                             "Inductor scheduling and code generation"]  # fmt: skip
         assert sum(p.seconds for p in slices) == pytest.approx(frame.compile_time_s, rel=1e-6)
         assert any(p.name == "of which kernel compilation" and p.within for p in frame.phases)
-    page = render_report(run, draw=False)["compile.html"]
+    page = render_report(run, analyze(run), draw=False)["compile.html"]
     assert 'id="frame-0-0"' in page and 'id="frame-0-1"' in page
     assert "GLOBAL_STATE changed: grad_mode" in page
-    index = render_report(run, draw=False)["index.html"]
+    index = render_report(run, analyze(run), draw=False)["index.html"]
     assert "2 graphs from 1 Dynamo frame compiled twice in all, 0 graph breaks, 1 recompile" in index
 
 
@@ -134,7 +135,7 @@ def test_placeholders_and_kernel_source_lines(unpacked) -> None:
     assert [(s.line, s.code) for s in layer_norm.source_lines] == [
         (14, "q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)")
     ]
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     source = files["source.html"]
     assert (
         "/home/modelzoo/lab/models/block.py" in source
@@ -148,7 +149,7 @@ def test_placeholders_and_kernel_source_lines(unpacked) -> None:
 
 def test_kernel_inputs_name_their_producers(unpacked) -> None:
     run = _run(unpacked, "block_default")
-    page = render_report(run, draw=False)[
+    page = render_report(run, analyze(run), draw=False)[
         "kernels/model__1_inference_3.1/triton_per_fused_add_addmm_native_layer_norm_view_1.html"
     ]
     inputs = page.split("Where its inputs come from", 1)[1].split("</table>", 1)[0]
@@ -178,7 +179,7 @@ def test_pointwise_and_reduction_autotuning_from_the_trace(unpacked) -> None:
     layer_norm = block.graphs[0].kernel("triton_per_fused_native_layer_norm_0")
     assert layer_norm is not None and layer_norm.autotune_info["only_config"] == [["XBLOCK", 2], ["num_warps", 1],
                                                                                      ["num_stages", 1]]  # fmt: skip
-    page = render_report(coord, draw=False)["compile.html"]
+    page = render_report(coord, analyze(coord), draw=False)["compile.html"]
     table = page.split('id="kernel-tuning"', 1)[1].split("</table>", 1)[0]
     assert (
         table.count("<tr>") == 1 + 2

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder, trace_timeline
 from inductor_lens.records import CompileRun
 from inductor_lens.report import render_report
@@ -128,7 +129,7 @@ def test_the_page_draws_a_chart_per_time_apart_process_and_the_export_opens_in_p
 ) -> None:
     """block_default: the compile (process 994) and two later runs of a graph's output_code.py (1101, 1192)."""
     run = parse_debug_folder(unpacked("block_default"), strict=True)
-    view = timeline_view(run)
+    view = timeline_view(run, analyze(run))
     assert [c.title.split(":")[0] for c in view.charts] == ["process 994", "process 1101", "process 1192"]
     assert "starting 23.50 s after the first event" in view.charts[1].title
     assert [len(c.lanes) for c in view.charts] == [1, 1, 1]
@@ -143,7 +144,7 @@ def test_the_page_draws_a_chart_per_time_apart_process_and_the_export_opens_in_p
         and view.totals[0].compile_ids == "0/0, 0/1"
     )
     assert view.not_drawn == 0 and view.compile_ids == 2
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     page = pages["compile.html"]
     assert page.count('class="tl-box') == 126 and page.count('class="tl-mark') == 4
     assert page.count('<figure class="tl-chart"') == 3
@@ -169,16 +170,17 @@ def test_the_page_draws_a_chart_per_time_apart_process_and_the_export_opens_in_p
 def test_a_bare_trace_and_a_report_rendered_again_from_lens_json_export_the_same_timeline(
     unpacked: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    whole = render_report(parse_debug_folder(unpacked("mlp_default"), strict=True), draw=False)
+    whole_run = parse_debug_folder(unpacked("mlp_default"), strict=True)
+    whole = render_report(whole_run, analyze(whole_run), draw=False)
     bare_run = parse_debug_folder(_traces_alone(unpacked("mlp_default"), tmp_path / "t"))
-    bare = render_report(bare_run, draw=False)
+    bare = render_report(bare_run, analyze(bare_run), draw=False)
     # the bare trace's logs sit in the folder itself, not in trace/: only the process names differ
     assert bare[TIMELINE_EXPORT] == whole[TIMELINE_EXPORT].replace(
         "trace/dedicated_log", "dedicated_log"
     ).replace(json.dumps(str(unpacked("mlp_default"))), json.dumps(str(tmp_path / "t")))
     again = CompileRun.from_json(bare_run.to_json())
     assert again.timeline == bare_run.timeline
-    assert render_report(again, draw=False)[TIMELINE_EXPORT] == bare[TIMELINE_EXPORT]
+    assert render_report(again, analyze(again), draw=False)[TIMELINE_EXPORT] == bare[TIMELINE_EXPORT]
     assert len(json.loads(bare[TIMELINE_EXPORT])["traceEvents"]) == 112 + 4 + 3
 
 
@@ -224,13 +226,13 @@ def test_a_log_cut_short_or_damaged_is_counted_and_shown_never_raised(
     )
     assert "1 chromium_event end(s) of bytecode_tracing without a begin; left out" in warnings
     assert any("chromium_event: payload is not JSON" in m for m in warnings)
-    page = render_report(run, draw=False)["compile.html"]
+    page = render_report(run, analyze(run), draw=False)["compile.html"]
     assert (
         len(re.findall(r'class="tl-box [^"]*tl-unfinished', page)) == 12
         and "12 spans have a begin and no end" in page
     )
     assert "1 end event without a begin is left out" in page
-    export = json.loads(render_report(run, draw=False)[TIMELINE_EXPORT])
+    export = json.loads(render_report(run, analyze(run), draw=False)[TIMELINE_EXPORT])
     assert sum("unfinished" in e.get("args", {}) for e in export["traceEvents"]) == 12
 
 
@@ -249,7 +251,7 @@ def test_past_the_limit_the_longest_spans_are_kept_and_the_page_says_what_was_cu
     assert [s.name for s in timeline.spans if s.depth == 0] == ["dynamo", "entire_backward_compile"]
     longest = [(s.name, s.start_us) for s in whole if s.duration_us >= durations[55]]
     assert [(s.name, s.start_us) for s in timeline.spans] == longest  # in log order
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     cut = f"{durations[54] / 1e3:.1f} ms"
     assert (
         f"the 40 longest are; 55 shorter ones (none longer than {cut}) are left out" in pages["compile.html"]
@@ -268,7 +270,7 @@ def test_a_report_without_chromium_events_says_so_and_exports_nothing(
         log.write_text(re.sub(r"^[^\t\n]*\{\"chromium_event\".*\n(\t.*\n)*", "", text, flags=re.M))
     run = parse_debug_folder(folder, strict=True)
     assert run.timeline.spans == () and run.frames
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert TIMELINE_EXPORT not in pages
     assert (
         "No timeline: the TORCH_TRACE log holds no <code>chromium_event</code> records."

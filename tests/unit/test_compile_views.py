@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.compat import TRACE_FILE
 from inductor_lens.parse.frames import fold_restarts
@@ -76,7 +77,8 @@ def _shape(nodes: tuple[StackNode, ...] | list[StackNode]) -> list[tuple[object,
 
 
 def test_the_stack_trie_merges_the_stacks_and_colours_each_compile_by_its_outcome(read) -> None:
-    page = compile_page(read(FAILURE))
+    run = read(FAILURE)
+    page = compile_page(run, analyze(run))
     assert _shape(page.trie) == [
         (("compile_failure.py:85",), (), [
             (("compile_failure.py:71", *MODULE_CALL), (), [
@@ -99,7 +101,9 @@ def test_the_stack_trie_merges_the_stacks_and_colours_each_compile_by_its_outcom
         (True, 4),
     ]
 
-    page = compile_page(read(GRAPHBREAK))
+    run = read(GRAPHBREAK)
+
+    page = compile_page(run, analyze(run))
     assert _shape(page.trie) == [
         (MODULE_CALL, (), [
             (("graphbreak_recompile.py:15",), (("0/0_1", "graph-breaks"), ("0/1_1", "graph-breaks")), []),
@@ -110,7 +114,8 @@ def test_the_stack_trie_merges_the_stacks_and_colours_each_compile_by_its_outcom
 
 
 def test_failures_and_restarts_list_each_attempt_with_its_reason_and_line(read) -> None:
-    page = compile_page(read(FAILURE))
+    run = read(FAILURE)
+    page = compile_page(run, analyze(run))
     rows = [
         (
             r.compile_id,
@@ -138,7 +143,9 @@ def test_failures_and_restarts_list_each_attempt_with_its_reason_and_line(read) 
         "Unsupported",
     )
 
-    page = compile_page(read(GRAPHBREAK))
+    run = read(GRAPHBREAK)
+
+    page = compile_page(run, analyze(run))
     item = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
     assert [(r.compile_id, r.kind, r.headline, r.where.line if r.where else None, r.restarted_as) for r in page.failures] == [
         ("0/0", "restart", item, 17, "0/0_1"),
@@ -152,7 +159,7 @@ def test_the_failure_page_shows_the_trie_the_table_and_each_outcome(unpacked) ->
     # Two graph folders have no output code: the FX graph cache hit's (Inductor writes no debug output for it; read
     # from the trace, tests/unit/test_cache_hits.py) and the compile Inductor failed, the one warned about.
     assert [d.where.rsplit("/", 1)[-1] for d in run.stats.diagnostics] == ["model__2_inference_2.2"]
-    html = render_report(run, draw=False)["compile.html"]
+    html = render_report(run, analyze(run), draw=False)["compile.html"]
     assert html.count('<a class="badge outcome-failed" href="#frame-2-0"') == 1
     assert '<a class="badge outcome-no-graph" href="#frame-4-0"' in html
     assert html.count('<tr class="failed">') == 2 and html.count('<tr class="restart">') == 1
@@ -186,7 +193,7 @@ def test_dynamo_graph_counts_and_cache_size_come_from_compilation_metrics(read) 
     ]
     assert counts == [("0/0", 17, 31, 13, 0, 0), ("0/1", 17, 31, 13, 1, 1)]
     assert all(not f.non_compliant_ops and not f.compliant_custom_ops for f in run.frames)
-    html = render_report(run, draw=False)["compile.html"]
+    html = render_report(run, analyze(run), draw=False)["compile.html"]
     assert html.count("17 ops · 31 nodes · 13 inputs") == 2
     assert "1 compiled entry before this compile" in html and "a recompile" in html
 
@@ -221,7 +228,7 @@ def test_each_compile_lists_its_cache_lookups_with_key_result_and_reason(read) -
         "[cmg5e66vhyhklstnlokw7ahv6fhn6ua3zizn655so2ppkgh3sso] gm: <lambda>()"
     )
     # The key still names the graph it looked up (the profiles' graph calls are named by it).
-    page = compile_page(run)
+    page = compile_page(run, analyze(run))
     (first,) = [v for v in page.frames if v.frame.compile_id == "0/0_1"]
     assert [(item.lookup.cache, item.graph.fx_cache_key if item.graph else None) for item in first.cache_lookups] == [
         ("AOTAutograd", None), ("FX graph", fx_key)
@@ -244,7 +251,7 @@ def test_a_lookups_components_are_capped_and_the_page_says_so(unpacked) -> None:
         "faiblgx6hzn7sakwkhzfqbh3g6qjjz4qnh4pwv3sbar6a7xcq5e7", 2.219041944, 550, 2
     )  # fmt: skip
     assert max(len(c) for c in fx.components) == 1000
-    html = render_report(run, draw=False)["compile.html"]
+    html = render_report(run, analyze(run), draw=False)["compile.html"]
     assert "what the key hashes: the first 100 of 550; 2 of them cut at 1,000 characters" in html
     assert '<code class="cache-key">faiblgx6hzn7sakwkhzfqbh3g6qjjz4qnh4pwv3sbar6a7xcq5e7</code>' in html
     assert "the compile took 2.22 s" in html

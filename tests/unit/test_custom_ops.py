@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench import attach_measurements
 from inductor_lens.bench.attribution import launch_label
 from inductor_lens.bench.diagnosis import diagnose
@@ -167,7 +168,7 @@ def test_the_diagnosis_names_a_custom_op_never_a_fallback(unpacked: Callable[[st
 @pytest.mark.parametrize("case", CASES)
 def test_the_report_shows_the_custom_op_with_its_time(unpacked: Callable[[str], Path], case: str) -> None:
     _, timed = _timed(unpacked, case)
-    pages = render_report(timed, draw=False)
+    pages = render_report(timed, analyze(timed), draw=False)
     index = pages["index.html"]
     assert '<td data-value="lens_demo::mix">' in index  # its row in the kernel table
     assert "#3 lens_demo::mix: " in index  # its segment of the step's bar

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench.diagnosis import diagnose
 from inductor_lens.bench.stability import SPREAD_LIMIT, judge, launch_share_sum
 from inductor_lens.pipeline import build_run
@@ -200,7 +201,7 @@ def test_host_window_measures_this_process() -> None:
 
 
 def test_index_shows_banner_and_neutral_speedup_when_unstable(runs: dict[str, CompileRun]) -> None:
-    index = render_report(runs["cpu-torch2.13-dynamic-recompile"], draw=False)["index.html"]
+    index = render_report(runs["cpu-torch2.13-dynamic-recompile"], analyze(runs["cpu-torch2.13-dynamic-recompile"]), draw=False)["index.html"]
     assert "These measurements are unstable: the speed-up is not judged." in index
     assert "not judged: unstable" in index
     card = re.search(r'<div class="card ([a-z]*)">\s*<dt>Compiled step \(CPU\)</dt>', index)
@@ -211,7 +212,7 @@ def test_index_shows_banner_and_neutral_speedup_when_unstable(runs: dict[str, Co
 
 def test_index_shows_waterfall_of_host_bound_step(runs: dict[str, CompileRun]) -> None:
     run = runs[HOST_BOUND_CASE]
-    index = render_report(run, draw=False)["index.html"]
+    index = render_report(run, analyze(run), draw=False)["index.html"]
     assert 'id="stability"' not in index
     assert '<h2 id="diagnosis">' in index
     rows = re.findall(r'<div class="wf-row (\w+)"><a class="wf-label" href="([^"]+)"[^>]*>([^<]+)</a>', index)

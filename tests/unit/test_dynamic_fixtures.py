@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench.roofline import extern_cost, kernel_cost
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.readers import REGISTRY
@@ -257,7 +258,7 @@ def test_dynamic_runs_round_trip_through_lens_json(unpacked) -> None:
 
 def test_pages_show_symbols_with_their_hints(unpacked) -> None:
     run = _run(unpacked, RECOMPILE)
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     compile_page = files["compile.html"]
     assert 'id="frame-0-1-shapes"' in compile_page and 'href="#frame-0-1-shapes"' in compile_page
     assert "2 symbols, 0 specialized, 1 guard on sizes" in compile_page
@@ -280,9 +281,8 @@ def test_symbol_text_is_escaped(unpacked) -> None:
     evil = "<img src=x onerror=alert(1)>"
     frame = replace(run.frames[1], symbols=(ShapeSymbol("s53", 24, "trace", evil, evil),))
     graph = replace(run.graphs[1], symbols=(ShapeSymbol("s53", 24, evil, evil, evil),))
-    files = render_report(
-        replace(run, frames=(run.frames[0], frame), graphs=(run.graphs[0], graph)), draw=False
-    )
+    hostile = replace(run, frames=(run.frames[0], frame), graphs=(run.graphs[0], graph))
+    files = render_report(hostile, analyze(hostile), draw=False)
     for path, text in files.items():
         if path.endswith(".html"):
             assert "<img src=x" not in text, path
@@ -292,7 +292,7 @@ def test_symbol_text_is_escaped(unpacked) -> None:
 def test_drawings_label_symbolic_types_with_their_hints(unpacked) -> None:
     require_graphviz()
     run = _run(unpacked, BLOCK)
-    page = render_report(run)["graphs/model__1_inference_0.0.html"]
+    page = render_report(run, analyze(run))["graphs/model__1_inference_0.0.html"]
     assert "f32[s77=8, s27=256, 512]" in page  # in both drawings
     assert "f32[s27*s77=2048, 1536]" in page  # the qkv matmul's output, between launches 2 and 3
     assert "symbolic size" in page  # Sym(...) placeholders drawn as sizes

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.graph_break_registry import registry_entry
 from inductor_lens.report import render_report
@@ -32,7 +33,7 @@ def test_breaks_are_deduplicated_by_place_with_a_count(unpacked: Callable[[str],
     (site,) = break_sites(run.graph_breaks)
     assert site.count == 2 and site.compile_ids == ("0/0_1", "0/1_1")
     assert site.first.location is not None and site.first.location.label.endswith("graphbreak_recompile.py:17")
-    page = render_report(run, draw=False)["compile.html"]
+    page = render_report(run, analyze(run), draw=False)["compile.html"]
     table = page.split('<table class="data break-sites">', 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") == 2 and "<b>GB0124</b>" in table and ">2</td>" in table
     assert "capture_scalar_outputs = True" in table

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.handwritten.catalog import EQUIVALENTS, get, interpreter_shape, parse_shape
 from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_name, shape_for
 from inductor_lens.handwritten.source import kernel_source
@@ -159,7 +160,7 @@ def test_report_rows_keep_each_launch(unpacked) -> None:
     from inductor_lens.report.handwritten_view import handwritten_page
 
     run = attach_handwritten(parse_debug_folder(unpacked("block_default"), strict=True), None, execute=False)
-    page = handwritten_page(run)
+    page = handwritten_page(run, analyze(run))
     mms = [r for r in page.rows if r.match.target == "extern_kernels.mm" and r.graph.kind == "inference"]
     assert [r.launch.position for r in mms] == [4, 6, 8]
     assert [r.steps[0].shape_text for r in mms] == ["2048x512x512", "2048x2048x512", "2048x512x2048"]

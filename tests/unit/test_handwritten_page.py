@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import replace
 from html.parser import HTMLParser
 
+from inductor_lens.analysis import analyze
 from inductor_lens.exchange.files import (
     HANDWRITTEN_RESULTS_FILE,
     HandwrittenResults,
@@ -62,15 +63,16 @@ def _deep(run: CompileRun, layers: int) -> CompileRun:
 def test_a_deep_model_shows_each_source_once_and_repeated_matches_as_one_row(unpacked) -> None:
     run = attach_handwritten(parse_debug_folder(unpacked("block_default"), strict=True, now=lambda: FIXED_TIME),
                              None, execute=False)  # fmt: skip
-    shallow_page = render_report(_deep(run, 1), draw=False)["handwritten.html"]
+    shallow = _deep(run, 1)
+    shallow_page = render_report(shallow, analyze(shallow), draw=False)["handwritten.html"]
     run = _deep(run, LAYERS)
-    page = handwritten_page(run)
+    page = handwritten_page(run, analyze(run))
     extern_rows = [r for r in page.rows if r.graph.kernel(r.match.target) is None]
     assert extern_rows and all(r.count == LAYERS for r in extern_rows)
     mm = next(r for r in extern_rows if r.match.target == "extern_kernels.mm")
     assert [p for p, _ in mm.launch_links][:2] == [mm.match.launch, (mm.match.launch or 0) + STRIDE]
 
-    html = render_report(run, draw=False)["handwritten.html"]
+    html = render_report(run, analyze(run), draw=False)["handwritten.html"]
     parser = _Ids()
     parser.feed(html)
     repeated = {i: n for i, n in parser.ids.items() if n > 1}
@@ -99,7 +101,7 @@ def test_grouped_extern_calls_take_the_median_of_their_launch_times(unpacked) ->
         for x in graph.launches
     )
     run = replace(run, graphs=(replace(graph, launches=launches),))
-    row = next(r for r in handwritten_page(run).rows if r.match.key == mm.key)
+    row = next(r for r in handwritten_page(run, analyze(run)).rows if r.match.key == mm.key)
     assert row.count == 3 and row.inductor_us == 14.0
     assert row.inductor_method == "in context (profiled steps), the median of 3 launches"
 
@@ -114,7 +116,7 @@ def test_the_page_says_which_launch_config_ran_and_where_it_came_from(unpacked) 
     )  # fmt: skip
     run = CompileRun.from_json(replace(run, handwritten=matches).to_json())
     assert run.handwritten == matches  # the configurations are saved with the run
-    html = render_report(run, draw=False)["handwritten.html"]
+    html = render_report(run, analyze(run), draw=False)["handwritten.html"]
     assert "<code>BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=4</code>" in html
     assert "from the autotune cache, nothing benchmarked; 12.3 µs when tuned" in html
     assert "Launch configs from the autotune cache" in html

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens import __version__
+from inductor_lens.analysis import analyze
 from inductor_lens.bench.roofline import flag_tone
 from inductor_lens.capture import find_capture_dir
 from inductor_lens.pipeline import build_run
@@ -119,7 +120,7 @@ def _render(template: str, root: str, run: CompileRun, page: object) -> str:
 
 
 def _kernel_html(run: CompileRun, name: str) -> str:
-    (page,) = [p for p in kernel_pages(run, _graph(run, FORWARD)) if p.kernel.name == name]
+    (page,) = [p for p in kernel_pages(run, _graph(run, FORWARD), analyze(run)) if p.kernel.name == name]
     return _render("kernel.html.j2", "../../", run, page)
 
 
@@ -220,7 +221,7 @@ def test_no_flag_over_the_copy_bandwidth_is_an_alarm(resnet: CompileRun) -> None
 
 def test_graph_page_labels_launch_times_per_step(resnet: CompileRun) -> None:
     graph = _graph(resnet, FORWARD)
-    page = _render("graph.html.j2", "../", resnet, graph_page(resnet, graph))
+    page = _render("graph.html.j2", "../", resnet, graph_page(resnet, graph, analyze(resnet)))
     table = page[page.index('id="launch-table"') :]
     headers = [_text(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table[: table.index("</thead>")])]
     assert headers[2:4] == ["Time per step", "Share of step"]
@@ -240,6 +241,6 @@ def test_memory_is_in_decimal_units() -> None:
 
 def test_kernel_and_graph_pages_show_no_binary_units(resnet: CompileRun) -> None:
     graph = _graph(resnet, FORWARD)
-    pages = [_render("graph.html.j2", "../", resnet, graph_page(resnet, graph))]
-    pages += [_render("kernel.html.j2", "../../", resnet, p) for p in kernel_pages(resnet, graph)[:40]]
+    pages = [_render("graph.html.j2", "../", resnet, graph_page(resnet, graph, analyze(resnet)))]
+    pages += [_render("kernel.html.j2", "../../", resnet, p) for p in kernel_pages(resnet, graph, analyze(resnet))[:40]]
     assert all(_BINARY_UNITS.search(_text(page)) is None for page in pages)

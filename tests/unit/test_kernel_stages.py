@@ -31,6 +31,7 @@ import torch
 from markupsafe import escape
 from torch._inductor.runtime import triton_helpers
 
+from inductor_lens.analysis import analyze
 from inductor_lens.capture.triton_cache import (
     KEPT_CACHE_DIR,
     RUNTIME_HELPERS_DIR,
@@ -105,7 +106,8 @@ def test_kernels_of_another_torch_say_whose_helpers_they_were_compiled_against(c
     run, kernel, stages = compiled[REDUCTION]
     assert stages.error == (f"{NOT_KEPT}; torch {torch.__version__}'s triton_helpers.online_softmax_combine takes "
                             "other arguments (missing a required argument: 'strict_signed_zero')")  # fmt: skip
-    page = render_report(replace(run, kernel_stages=(stages,)), draw=False)[f"kernels/{run.graphs[0].id}/{kernel.name}.html"]
+    staged = replace(run, kernel_stages=(stages,))
+    page = render_report(staged, analyze(staged), draw=False)[f"kernels/{run.graphs[0].id}/{kernel.name}.html"]
     assert str(escape(f"not available: {stages.error}")) in page and "CompilationError" not in page
 
 
@@ -344,7 +346,7 @@ def test_stages_survive_lens_json_and_render(compiled: dict) -> None:
     compressed = sum(len(t.compressed) for t in stages.texts)
     assert compressed * 5 < sum(t.chars for t in stages.texts)  # stored at least five times smaller
     graph = run.graphs[0]
-    files = render_report(again, draw=False)
+    files = render_report(again, analyze(again), draw=False)
     base = f"kernels/{graph.id}/{kernel.name}"
     assert {f"{base}/{s}.html" for s in ("stages", "ttir", "ttgir", "llir", "ptx", "sass")} <= set(files)
     page = files[f"{base}/stages.html"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.source_lines import is_torch_file
 from inductor_lens.records import CaptureOutcome, SourceLine
@@ -42,12 +43,12 @@ def test_the_wrap_inline_frame_is_never_the_models_source(unpacked: Callable[[st
     run = parse_debug_folder(root, strict=True, capture=capture)
     assert [(f.function, f.filename, f.line) for f in run.frames] == [("Sequential", model, 13)] * 2
     assert not any(is_torch_file(s.path) for s in run.sources)
-    page = source_page(run)
+    page = source_page(run, analyze(run))
     assert [f.path for f in page.files] == [model]  # quoted only: the file is not on this machine
     (line,) = page.files[0].lines
     assert (line.number, line.built) == (13, ["Sequential", "0: Linear", "1: GELU", "2: Linear"])
     assert page.torch_forward == "Sequential"
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     # (the compile page keeps torch's frame where it shows the stack that triggered the compile, as a library's)
     for name in ("index.html", "source.html", "graphs/model__0_forward_1.0.html"):
         assert "external_utils" not in pages[name], name

@@ -20,14 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.bench.modules import (
-    NO_MODULE_STACKS,
-    OUTSIDE,
-    launch_lines,
-    line_times,
-    module_times,
-    top_modules,
-)
+from inductor_lens.analysis import analyze
+from inductor_lens.bench.modules import launch_lines, line_times, module_times, top_modules
 from inductor_lens.capture import find_capture_dir
 from inductor_lens.errors import ParseError
 from inductor_lens.parse.module_stacks import (
@@ -38,7 +32,7 @@ from inductor_lens.parse.module_stacks import (
 )
 from inductor_lens.pipeline import build_run, render
 from inductor_lens.records import CompileRun
-from inductor_lens.records.answers import ModuleTime
+from inductor_lens.records.answers import NO_MODULE_STACKS, OUTSIDE, ModuleTime
 from inductor_lens.report.source_view import source_page
 
 from ..conftest import FIXED_TIME
@@ -290,7 +284,7 @@ def test_without_module_stacks_lines_still_have_times(fixture_copy: Callable[[st
     run = build_run(folder, find_capture_dir(folder), now=lambda: FIXED_TIME)
     assert module_times(run) == () and not any(launch.modules for g in run.graphs for launch in g.launches)
     assert line_times(run)
-    page = source_page(run)
+    page = source_page(run, analyze(run))
     assert page.times is not None and page.times.module_note == NO_MODULE_STACKS and page.times.lines
 
 
@@ -320,7 +314,7 @@ def replace_modules(run: CompileRun) -> CompileRun:
 
 def test_source_page_ranks_modules_and_lines(runs: Callable[[str], CompileRun], tmp_path: Path) -> None:
     run = runs(GPT2)
-    page = source_page(run)
+    page = source_page(run, analyze(run))
     assert page.times is not None
     assert [m.path for m in page.times.modules] == [m.path for m in module_times(run)]
     assert page.times.lines[0].url is not None and page.times.lines[0].url.startswith("#f")

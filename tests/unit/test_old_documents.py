@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from inductor_lens.analysis import analyze, analyze_comparison
 from inductor_lens.records import (
     COMPARISON_SCHEMA_VERSION,
     RUN_SCHEMA_VERSION,
@@ -46,7 +47,7 @@ def test_an_older_run_reads_as_static_shapes(unpacked, name: str) -> None:
     run = CompileRun.from_json(_text(unpacked, name))
     assert all(graph.symbols == () and graph.hints == {} for graph in run.graphs)
     assert all(not (f.symbols or f.specializations or f.shape_guards) for f in run.frames)
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     assert not any('id="symbols"' in text or "-shapes" in text for text in files.values())
 
 
@@ -57,7 +58,7 @@ def test_cpu_run_renders_from_its_records(unpacked) -> None:
         ("model__0_backward_3.1", ["cpp_fused_sum_threshold_backward_0", "cpp_fused_sum_1"], 5),
     ]
     assert len(run.handwritten) == 8 and run.bench is None
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     assert {p for p in files if p.startswith("kernels/")} == {
         "kernels/model__0_forward_1.0/cpp_fused_relu_0.html",
         "kernels/model__0_backward_3.1/cpp_fused_sum_threshold_backward_0.html",
@@ -96,7 +97,7 @@ def test_timed_gpu_run_renders_from_its_records(unpacked) -> None:
     template = next(c for t in run.autotune for c in t.choices if c.kind == "triton")
     assert template.config["BLOCK_M"] == 64 and template.config["ACC_TYPE"] == "tl.float32"
     assert run.bench is not None and run.bench.end_to_end is not None
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     index = files["index.html"]
     assert all(k.name in index for k in graph.kernels) and "0.391 ms" in index
     page = files["handwritten.html"]
@@ -121,7 +122,7 @@ def test_diff_comparison_renders_its_table_without_judgements(unpacked) -> None:
     (diff,) = comparison.diffs
     assert [c.kind for c in diff.changes] == ["changed"] * 6 and diff.noise is None
     assert all(c.judgement is None for c in diff.changes)
-    files = render_comparison(comparison)
+    files = render_comparison(comparison, analyze_comparison(comparison))
     assert set(files) == {"index.html", "diffs/1.html", "lens.json"}
     index = files["index.html"]
     assert (

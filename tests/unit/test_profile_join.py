@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.bench import attach_measurements
 from inductor_lens.bench.profile import attach_profile
 from inductor_lens.errors import InputFolderError
@@ -118,7 +119,7 @@ def test_ceilings_are_the_captures_where_it_ran_on_the_traces_device(
     assert (
         "names its device (NVIDIA H100 80GB HBM3) but not its bandwidth" in elsewhere.bench.profile.ceilings
     )
-    index = render_report(elsewhere, draw=False)["index.html"]
+    index = render_report(elsewhere, analyze(elsewhere), draw=False)["index.html"]
     assert "Times from</b> the profiler trace" in index and "GPU: NVIDIA H100 80GB HBM3" in index
     assert "launch-name sequence" not in index and "FX graph cache key (20 calls)" in index
 

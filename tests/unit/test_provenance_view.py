@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.compat import TRACE_FILE
 from inductor_lens.records import CompileRun, GraphRecord
@@ -69,7 +70,7 @@ def test_cpu_mlp_forward_links_each_node_to_its_counterparts_and_lines(
     unpacked: Callable[[str], Path],
 ) -> None:
     run = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train"), strict=True)
-    page = provenance_page(run, _graph(run, "forward"))
+    page = provenance_page(run, _graph(run, "forward"), analyze(run))
     pre, post, code = page.panes
     assert (pre.title, pre.lines, pre.mapped_lines) == ("Pre-grad graph", 16, 3)
     assert pre.url == "../../compile/frame-0-0/02-before_pre_grad_graph.html" and not page.pre_is_stand_in
@@ -103,7 +104,7 @@ def test_cpu_mlp_backward_has_no_pre_grad_links_but_ties_launches_by_their_sourc
     """torch 2.13 logs the backward's provenance maps empty ({"version": 2.0}); the launches' source-node
     comments still name the post-grad nodes the library calls compute."""
     run = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train"), strict=True)
-    page = provenance_page(run, _graph(run, "backward"))
+    page = provenance_page(run, _graph(run, "backward"), analyze(run))
     assert page.panes[0].mapped_lines == 0 and all(not n["post"] for n in page.data["pre"])
     assert page.mapping_source == ""  # logged, but empty
     launches = [
@@ -123,7 +124,7 @@ def test_cpu_mlp_backward_has_no_pre_grad_links_but_ties_launches_by_their_sourc
 
 def test_gpu_mlp_links_the_fused_gelu_to_its_triton_kernel(unpacked: Callable[[str], Path]) -> None:
     run = parse_debug_folder(unpacked("mlp_default"), strict=True)
-    page = provenance_page(run, _graph(run, "forward"))
+    page = provenance_page(run, _graph(run, "forward"), analyze(run))
     gelu = ("triton_poi_fused_gelu_0", [[148, 151], [37, 115]])
     for node in ("mul", "mul_1", "erf", "add", "mul_2"):
         assert _post_links(page, node)[1:] == ([("input_2", 11)], [gelu])
@@ -141,7 +142,7 @@ def test_gpu_mlp_links_the_fused_gelu_to_its_triton_kernel(unpacked: Callable[[s
         "# kernel path: /root/out/capture/mlp_default/cache_inductor/k3/ck3ofeqd4tx7l4o3ylh2wbc7trsqki766ljdb3va3k2g45bokvno.py"
     ]
     assert _lines(page, "code", 115, 115) == ["''', device_str='cuda')"]
-    inference = provenance_page(run, _graph(run, "inference"))
+    inference = provenance_page(run, _graph(run, "inference"), analyze(run))
     # no_grad: the first Linear became an mm and a bias add, fused into the GELU's kernel
     assert [inference.data["post"][i]["n"] for i in _node(inference, "pre", "input_1")["post"]] == [
         "permute", "mm_default", "add_tensor"
@@ -154,7 +155,7 @@ def test_gpu_mlp_links_the_fused_gelu_to_its_triton_kernel(unpacked: Callable[[s
 
 def test_gpu_block_links_attention_and_every_matmul(unpacked: Callable[[str], Path]) -> None:
     run = parse_debug_folder(unpacked("block_default"), strict=True)
-    page = provenance_page(run, _graph(run, "inference"))
+    page = provenance_page(run, _graph(run, "inference"), analyze(run))
     assert (page.panes[0].mapped_lines, page.panes[1].mapped_lines, page.missing) == (17, 53, ())
     assert [
         (name, _post_links(page, name)[:2])
@@ -185,7 +186,7 @@ def test_gpu_block_links_attention_and_every_matmul(unpacked: Callable[[str], Pa
 def test_a_node_fx_prints_as_an_operator_is_found_by_its_name(unpacked: Callable[[str], Path]) -> None:
     """Llama's rotary embedding: ``matmul: "f32[1, 32, 512]..." = inv_freq_expanded @ position_ids_expanded``."""
     run = parse_debug_folder(unpacked("llama_small_bf16"), strict=True)
-    page = provenance_page(run, run.graphs[0])
+    page = provenance_page(run, run.graphs[0], analyze(run))
     matmul = _node(page, "pre", "matmul")
     assert matmul["t"] == "inv_freq_expanded @ position_ids_expanded" and matmul["post"]
     assert page.missing == () and page.panes[0].mapped_lines == 156
@@ -203,10 +204,10 @@ def test_the_trace_alone_and_lens_json_give_the_same_links(
             graphs = [g for g in whole.graphs if g.kind == kind]
             if not graphs:
                 continue
-            expected = _without_urls(provenance_page(whole, graphs[0]))
-            assert _without_urls(provenance_page(bare, _graph(bare, kind))) == expected, (name, kind)
-            assert provenance_page(saved, _graph(saved, kind)).data == provenance_page(whole, graphs[0]).data
-        assert provenance_page(bare, _graph(bare, "forward")).mapping_source == "TORCH_TRACE log"
+            expected = _without_urls(provenance_page(whole, graphs[0], analyze(whole)))
+            assert _without_urls(provenance_page(bare, _graph(bare, kind), analyze(bare))) == expected, (name, kind)
+            assert provenance_page(saved, _graph(saved, kind), analyze(saved)).data == provenance_page(whole, graphs[0], analyze(whole)).data
+        assert provenance_page(bare, _graph(bare, "forward"), analyze(bare)).mapping_source == "TORCH_TRACE log"
 
 
 def test_without_a_trace_the_graph_before_the_post_grad_passes_stands_in(
@@ -217,7 +218,7 @@ def test_without_a_trace_the_graph_before_the_post_grad_passes_stands_in(
         if path.is_file() and TRACE_FILE.match(path.name):
             path.unlink()
     run = parse_debug_folder(capture)
-    page = provenance_page(run, _graph(run, "forward"))
+    page = provenance_page(run, _graph(run, "forward"), analyze(run))
     assert page.pre_is_stand_in and page.panes[0].title == "Before the post-grad passes"
     assert page.panes[0].url == "../../graphs/model__0_forward_1.0/fx_graph_readable.html"
     # the same names on both sides: each ATen op of fx_graph_readable.py is its post-grad node
@@ -229,7 +230,7 @@ def test_without_a_trace_the_graph_before_the_post_grad_passes_stands_in(
 
 def test_the_page_is_rendered_linked_and_its_data_escaped(unpacked: Callable[[str], Path]) -> None:
     run = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train"), strict=True)
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     forward = _graph(run, "forward")
     html = files[provenance_url(forward)]
     assert provenance_url(forward) == "graphs/model__0_forward_1.0/provenance.html"
@@ -239,5 +240,5 @@ def test_the_page_is_rendered_linked_and_its_data_escaped(unpacked: Callable[[st
         assert f'data-scroll="{pane}"' in html and f'<span id="{pane}-1">' in html
     block = re.search(r'<script type="application/json" id="pv-data">(.*?)</script>', html, re.S)
     assert block is not None and "<" not in block[1]  # |tojson escapes <, > and & inside the script block
-    assert json.loads(block[1]) == provenance_page(run, forward).data
+    assert json.loads(block[1]) == provenance_page(run, forward, analyze(run)).data
     assert all(provenance_url(g) in files for g in run.graphs)

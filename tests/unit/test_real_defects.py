@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import compat, parse_debug_folder
 from inductor_lens.records import CompileRun
 from inductor_lens.report import render_report
@@ -57,7 +58,7 @@ def test_frames_are_python_frames_each_compile_numbered(unpacked) -> None:
     run = _parse(unpacked(GRAPH_BREAK_CASE) / "capture")
     assert len(run.frames) == 4 and run.python_frames == ("0", "1")
     assert compile_summary(run) == "4 graphs from 2 Dynamo frames compiled 4 times in all, 2 graph breaks, 2 recompiles"
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert "4 Dynamo frames" not in pages["index.html"]
     assert pages["compile.html"].count("compile 2 of 2 of frame") == 2
     assert "compile 1 of 2 of frame 1" in pages["compile.html"]
@@ -81,7 +82,7 @@ def test_fresh_buffer_passed_as_in_out_pointer_is_written_not_an_input(unpacked)
     assert first.code.startswith("triton_per_fused_native_layer_norm_0.run(buf3, primals_1, primals_2, primals_3,")
     assert first.reads == ("primals_1", "primals_2", "primals_3")
     assert first.writes == ("buf3", "buf0", "buf4")
-    page = render_report(run, draw=False)[f"kernels/{forward.id}/triton_per_fused_native_layer_norm_0.html"]
+    page = render_report(run, analyze(run), draw=False)[f"kernels/{forward.id}/triton_per_fused_native_layer_norm_0.html"]
     inputs = page.split("Where its inputs come from", 1)[1].split("</table>", 1)[0]
     assert inputs.count("graph input") == 3 and "<code>buf3</code>" not in inputs
 
@@ -109,7 +110,7 @@ def test_bias_addmm_winner_keeps_its_name(unpacked) -> None:
     assert (launch.target, launch.aten_op) == ("extern_kernels.bias_addmm", "aten.addmm")  # the profiler's name
     assert launch.label == "bias_addmm (aten.addmm)"
     assert run.graphs[0].launches[3].label == "aten.mm"
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert "launch #2 bias_addmm (aten.addmm)" in pages["compile.html"]
     assert "<code>bias_addmm (aten.addmm)</code>" in pages[f"graphs/{run.graphs[0].id}.html"]
 
@@ -161,7 +162,7 @@ def test_best_config_from_sibling_trace_logs(unpacked) -> None:
         "trace/dedicated_log_torch_trace_p44fwqul.log",
     ]
     assert infos[0]["coordesc_tuning_start_config"][2] == ["num_warps", 8]  # the compile's own record stays
-    page = render_report(run, draw=False)["compile.html"]
+    page = render_report(run, analyze(run), draw=False)["compile.html"]
     assert "best: R0_BLOCK=1024, XBLOCK=1, num_warps=2, num_stages=1" in page
     assert "1 config(s) benchmarked at the first run</td>" not in page
 
@@ -183,7 +184,7 @@ def test_failed_autotune_choices_are_counted_with_their_reason(unpacked) -> None
     }
     first = run.autotune[0].failed[0]
     assert first.stage == "precompile" and first.config["BLOCK_K"] == 128 and first.config["num_stages"] == 5
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert "16 choices failed" in pages["compile.html"]
     assert "4 autotuned ops, 16 failed autotune choices" in pages["index.html"]
 
@@ -219,7 +220,7 @@ def test_cuda_graph_recordings_from_the_trace(unpacked) -> None:
     run = _round_trip(_parse(root))
     assert [(f.compile_id, f.cudagraph_recordings) for f in run.frames] == [("0/0", 35), ("0/1", None)]
     assert run.frames[0].cudagraph_record_s == pytest.approx(0.05103, abs=1e-5)
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert "1 recompile, 35 CUDA-graph recordings" in pages["index.html"]
     assert "recorded 35 times, 51.0 ms recording in all" in pages["compile.html"]
     assert all(f.cudagraph_recordings is None for f in _parse(unpacked("block_default")).frames)
@@ -238,7 +239,7 @@ def test_without_trace_log_the_break_debug_log_names_is_shown(fixture_copy) -> N
     assert graph_break.location is not None and graph_break.location.line == 17
     assert graph_break.location.code == "if y.sum().item() > 0:  # data-dependent Python control flow: a graph break"
     summary = "4 graphs, 1 graph break named in Dynamo&#39;s debug.log, recompiles not recorded (no TORCH_TRACE log)"
-    pages = render_report(run, draw=False)
+    pages = render_report(run, analyze(run), draw=False)
     assert summary in pages["index.html"]
     assert "0 graph breaks" not in pages["index.html"] and "0 recompiles" not in pages["index.html"]
     assert "Graph break from `Tensor.item()`" in pages["compile.html"]
@@ -261,5 +262,5 @@ def test_mode_is_inferred_from_options(unpacked, case: str, mode: str, options: 
     run = _round_trip(_parse(unpacked(case)))
     assert run.settings is not None
     assert (run.settings.mode, run.settings.mode_inferred, dict(run.settings.options)) == (mode, True, options)
-    index = render_report(run, draw=False)["index.html"]
+    index = render_report(run, analyze(run), draw=False)["index.html"]
     assert f"{mode} (inferred from options)" in index and "not recorded" not in index.split("Device", 1)[0]

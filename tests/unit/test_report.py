@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.analysis import analyze
 from inductor_lens.handwritten.attach import attach_handwritten
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, SourceLine
@@ -65,7 +66,7 @@ DYNAMIC_CASES = (
 @pytest.mark.parametrize("case", [*GPU_CASES, CPU_CASE, *DYNAMIC_CASES])
 def test_every_link_resolves_and_pages_are_self_contained(unpacked, case: str) -> None:
     run = _run(unpacked, case)
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     pages = _parse_pages(files)
     for graph in run.graphs:
         assert f"graphs/{graph.id}.html" in files
@@ -88,7 +89,7 @@ def test_every_link_resolves_and_pages_are_self_contained(unpacked, case: str) -
 
 def test_index_lists_every_kernel_and_extern_call(unpacked) -> None:
     run = _run(unpacked, "block_default")
-    index = render_report(run, draw=False)["index.html"]
+    index = render_report(run, analyze(run), draw=False)["index.html"]
     table = index.split('id="kernel-table"', 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") == 1 + 2 * 9  # header + 9 launches in each of the two graphs
     for _graph, kernel in run.all_kernels():
@@ -108,7 +109,7 @@ def test_hostile_names_are_escaped(unpacked) -> None:
         graphs=(graph, *run.graphs[1:]),
         log_text=f"W1121 {evil}\n",
     )
-    files = render_report(hostile, draw=False)
+    files = render_report(hostile, analyze(hostile), draw=False)
     for path, text in files.items():
         if path.endswith(".html"):
             assert "<img src=x" not in text, path
@@ -123,7 +124,7 @@ def test_fx_drawing_has_one_group_per_fused_kernel(unpacked) -> None:
     require_graphviz()
     run = _run(unpacked, "block_default")
     graph = run.graphs[1]
-    kernel_view, fx_view = _drawings(render_report(run)["graphs/model__1_inference_3.1.html"])
+    kernel_view, fx_view = _drawings(render_report(run, analyze(run))["graphs/model__1_inference_3.1.html"])
     assert fx_view.startswith("<svg")
     # one cluster per launch: 4 Triton kernels and 5 extern calls, each with the FX nodes it computes
     assert fx_view.count("<title>cluster_") == len(graph.launches) == 9
@@ -141,7 +142,7 @@ def test_fx_drawing_has_one_group_per_fused_kernel(unpacked) -> None:
 def test_report_renders_without_graphviz(unpacked, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dot_layout, "dot_binary", lambda: None)
     run = _run(unpacked, "mlp_default")
-    page = render_report(run)["graphs/model__0_forward_1.0.html"]
+    page = render_report(run, analyze(run))["graphs/model__0_forward_1.0.html"]
     assert "'dot' program is not installed" in page.replace("&#39;", "'")
     assert "<svg" not in page
     assert "digraph fx" in page  # the DOT source is still offered
@@ -153,7 +154,7 @@ def test_large_graphs_are_drawn_in_parts_with_a_page_each(unpacked, monkeypatch:
     monkeypatch.setattr(drawing, "FX_PART_NODES", 6)
     run = _run(unpacked, "block_default")
     graph = run.graphs[1]  # 9 launches: 3 parts of 3
-    files = render_report(run)
+    files = render_report(run, analyze(run))
     page = files[f"graphs/{graph.id}.html"]
     kernel_parts = sorted(p for p in files if p.startswith(f"graphs/{graph.id}/drawing-kernels-"))
     fx_parts = sorted(p for p in files if p.startswith(f"graphs/{graph.id}/drawing-fx-"))
@@ -186,7 +187,7 @@ def test_split_in_parts_cuts_where_fewest_reads_cross() -> None:
 
 def test_write_report_writes_every_file(unpacked, tmp_path: Path) -> None:
     run = _run(unpacked, CPU_CASE)
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     index = write_report(files, tmp_path / "out")
     assert index == tmp_path / "out" / "index.html"
     written = {
@@ -197,7 +198,8 @@ def test_write_report_writes_every_file(unpacked, tmp_path: Path) -> None:
 
 
 def test_pages_explain_themselves(unpacked) -> None:
-    files = render_report(_run(unpacked, "mlp_bf16_max_autotune_nocg"), draw=False)
+    run = _run(unpacked, "mlp_bf16_max_autotune_nocg")
+    files = render_report(run, analyze(run), draw=False)
     assert "What this report shows" in files["index.html"]
     assert "How to read this page" in files["graphs/model__1_inference_3.1.html"]
     kernel_page = files["kernels/model__1_inference_3.1/triton_tem_fused_addmm_gelu_t_2.html"]
@@ -219,7 +221,7 @@ def test_handwritten_pages_show_the_kernels_recorded_with_the_run(unpacked) -> N
                        source="@triton.jit\ndef recorded_layernorm_kernel(x_ptr):\n    pass\n")  # fmt: skip
     kernels = tuple(recorded if k.name == "layernorm" else k for k in run.handwritten_kernels)
     run = CompileRun.from_json(replace(run, handwritten_kernels=kernels).to_json())
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     page = files["handwritten.html"]
     assert "recorded_layernorm_kernel" in page and "_norm_forward_kernel" not in page
     assert "<code>recorded_formula(x)</code>" in page and "(recorded summary)" in page
@@ -256,18 +258,21 @@ def test_long_names_are_shortened_in_the_middle_with_the_whole_name_kept() -> No
 
 
 def test_missing_source_lines_are_explained_by_the_graph_they_are_missing_from(unpacked) -> None:
-    inference = render_report(_run(unpacked, "mlp_default"), draw=False)
+    inference_run = _run(unpacked, "mlp_default")
+    inference = render_report(inference_run, analyze(inference_run), draw=False)
     page = inference["kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_0.html"]
     assert "torch recorded no stack trace for any op of this inference graph" in page
     assert "gradients" not in page
-    backward = render_report(_run(unpacked, "cpu-torch2.13-mlp-train-dynamic"), draw=False)
+    backward_run = _run(unpacked, "cpu-torch2.13-mlp-train-dynamic")
+    backward = render_report(backward_run, analyze(backward_run), draw=False)
     assert "such as the gradients of a" in backward["kernels/model__0_backward_2.1/cpp_fused_sum_1.html"]
     run = _run(unpacked, "mlp_default")  # the graph names a line for one op, not for this kernel's
     graph = run.graphs[1]
     fx = graph.fx_graphs[0]
     noted = replace(fx.nodes[0], source=SourceLine("/m/mlp.py", 3, "forward", "return self.net(x)"))
     graph = replace(graph, fx_graphs=(replace(fx, nodes=(noted, *fx.nodes[1:])), *graph.fx_graphs[1:]))
-    page = render_report(replace(run, graphs=(run.graphs[0], graph)), draw=False)[
+    noted_run = replace(run, graphs=(run.graphs[0], graph))
+    page = render_report(noted_run, analyze(noted_run), draw=False)[
         "kernels/model__1_inference_3.1/triton_poi_fused_addmm_gelu_0.html"
     ]
     assert "no <code># File:</code> notes for these ops" in page and "gradients" not in page
@@ -288,7 +293,7 @@ def test_model_code_in_a_library_is_read_where_it_exists(fixture_copy, tmp_path:
     model.write_text("".join(f"# line {n} of the Llama model\n" for n in range(1, 201)))
     run = parse_debug_folder(root, strict=True)
     assert [s.path for s in run.sources] == [str(model)]  # the other library files referenced are not here
-    page = render_report(run, draw=False)["source.html"]
+    page = render_report(run, analyze(run), draw=False)["source.html"]
     section = page.split(f">{model}</h2>", 1)[1].split("<h2", 1)[0]
     assert "not on this machine" not in section and "# line 200 of the Llama model" in section
 
@@ -299,12 +304,12 @@ def test_a_re_render_lays_out_and_highlights_nothing(unpacked, monkeypatch: pyte
 
     monkeypatch.setenv("INDUCTOR_LENS_CACHE_DIR", str(tmp_path / "cache"))
     run = _run(unpacked, "block_default")
-    first = render_report(run)
+    first = render_report(run, analyze(run))
     assert {p.suffix for p in (tmp_path / "cache" / "render").iterdir()} == {".svg", ".html"}
     work: list[object] = []
     monkeypatch.setattr(dot_layout, "_run_dot", lambda *args: work.append(args))
     monkeypatch.setattr(highlight, "_pygments", lambda *args: work.append(args))
-    second = render_report(run)
+    second = render_report(run, analyze(run))
     assert work == []
     assert second.keys() == first.keys()
     page = "graphs/model__1_inference_3.1.html"
@@ -343,7 +348,7 @@ def test_text_pages_say_why_a_text_is_plain_and_how_it_is_paged(unpacked, monkey
 
     run = _run(unpacked, "block_default")
     graph = run.graphs[1]
-    files = render_report(run, draw=False)
+    files = render_report(run, analyze(run), draw=False)
     # the IR is plain text anyway, and this output_code.py is small enough to highlight: neither is called large
     for name in ("ir_post_fusion", "output_code"):
         assert "Shown without colours" not in files[f"graphs/{graph.id}/{name}.html"], name

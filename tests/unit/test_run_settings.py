@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from inductor_lens.analysis import analyze_comparison
 from inductor_lens.capture import script_capture
 from inductor_lens.capture.supervisor import Finished
 from inductor_lens.compare import ConfigRun, build_comparison, parse_config
@@ -219,9 +220,9 @@ def test_the_compare_page_shows_each_configurations_settings() -> None:
                          settings="autocast float16")]  # fmt: skip
     comparison = build_comparison(entries, kind="compare", title="m", model_path="m.py")
     assert [c.settings for c in comparison.configs] == ["", settings_text(settings), "autocast float16"]
-    index = render_comparison(comparison)["index.html"]
+    index = render_comparison(comparison, analyze_comparison(comparison))["index.html"]
     assert "Mode · options · settings" in index
     assert "<br><code>autocast bfloat16</code>" in index and "<br><code>float32 matmul precision &#34;high&#34;</code>" in index
     plain = build_comparison([entries[0], replace(entries[1], run=_ran(CompileSettings()))],
                              kind="compare", title="m", model_path="m.py")  # fmt: skip
-    assert "· settings" not in render_comparison(plain)["index.html"]
+    assert "· settings" not in render_comparison(plain, analyze_comparison(plain))["index.html"]

@@ -179,7 +179,8 @@ def test_budget_keeps_rounds_before_more_configurations(tmp_path: Path, monkeypa
     monkeypatch.setattr(runner, "_warm", warm)
     monkeypatch.setattr(runner, "build_comparison", lambda entries, **kw: entries)
     monkeypatch.setattr(runner, "write_report", lambda files, out: out / "index.html")
-    monkeypatch.setattr(runner, "render_comparison", lambda comparison: {})
+    monkeypatch.setattr(runner, "analyze_comparison", lambda comparison: None)
+    monkeypatch.setattr(runner, "render_comparison", lambda comparison, analysis: {})
     requests = [ConfigRequest(name) for name in ("as-run", "a", "b", "c")]
     result = runner.compare_models(_base(tmp_path), requests, tmp_path / "cmp", rounds=3,
                                    budget=runner.Budget(420.0, clock.now))  # fmt: skip

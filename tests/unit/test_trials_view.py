@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from inductor_lens import api
+from inductor_lens.analysis import analyze
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.records import CompileRun, Finding, SettingChange, Trial, Trials, UntriedSuggestion
 from inductor_lens.report import render_report
@@ -98,7 +99,8 @@ def gpt2(unpacked: Callable[[str], Path], tmp_path_factory: pytest.TempPathFacto
 def _with(run: CompileRun, findings: tuple[Finding, ...], trials: Trials | None) -> str:
     assert run.answers is not None
     answers = replace(run.answers, findings=findings)
-    return render_report(replace(run, answers=answers, trials=trials), draw=False)["index.html"]
+    tried = replace(run, answers=answers, trials=trials)
+    return render_report(tried, analyze(tried), draw=False)["index.html"]
 
 
 def _section(page: str, start: str, end: str) -> str:
@@ -186,7 +188,7 @@ def test_without_trials_the_section_says_how_to_get_them(gpt2: CompileRun, unpac
     nothing = _text(_section(_with(gpt2, (), None), '<section class="tried"', "</section>"))
     assert "none of this report's suggestions is a change of settings" in nothing
     debug_folder = parse_debug_folder(unpacked(CPU_CASE), strict=True, now=lambda: FIXED_TIME)
-    read = _text(_section(render_report(debug_folder, draw=False)["index.html"], '<section class="tried"', "</section>"))
+    read = _text(_section(render_report(debug_folder, analyze(debug_folder), draw=False)["index.html"], '<section class="tried"', "</section>"))
     assert "read from a debug folder" in read
 
 
