@@ -28,6 +28,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from ..records.outcome import Accuracy, TensorCheck
+from .compat import pytree_children
 
 # Tolerances as Dynamo's benchmark runners use them: 1e-4 for float32 outputs (same()'s default),
 # looser for gradients, which sum many more rounded terms, and 1e-2 for 16-bit dtypes.
@@ -74,26 +75,13 @@ def named_leaves(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple
     elif is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
             yield from named_leaves(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name, depth)
-    elif (children := _pytree_children(value)) is not None:
+    elif (children := pytree_children(value)) is not None:
         for key, item in children:
             yield from named_leaves(item, prefix + key, depth)
     elif hasattr(value, "to_tuple"):  # other ModelOutput-like containers
         yield from named_leaves(value.to_tuple(), prefix, depth)
     else:
         yield from _object_leaves(value, prefix or "output", depth)
-
-
-def _pytree_children(value: Any) -> list[tuple[str, Any]] | None:
-    """One level of a type registered with torch's pytree (its children named by their keys), or None."""
-    pytree = torch.utils._pytree
-    node = pytree.SUPPORTED_NODES.get(type(value))
-    if node is None:
-        return None
-    if node.flatten_with_keys_fn is not None:
-        keyed, _ = node.flatten_with_keys_fn(value)
-        return [(pytree.keystr((key,)), child) for key, child in keyed]
-    children, _ = node.flatten_fn(value)  # no keys registered: children by position
-    return [(f"[{index}]", child) for index, child in enumerate(children)]
 
 
 def _object_leaves(value: Any, name: str, depth: int) -> Iterator[tuple[str, Any]]:

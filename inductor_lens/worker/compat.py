@@ -155,3 +155,84 @@ def trace_structured(kind: str, metadata: Callable[[], Any]) -> None:
     """Log one structured trace record (``torch._logging.trace_structured``, without the compile context).
     Checked 2.13, 2.14.1."""
     torch._logging.trace_structured(kind, metadata, suppress_context=True)
+
+
+# --- the bench stage and the hand-written checks (measure, graph_free, saved_inputs, accuracy, handwritten/) ------
+
+
+def output_code_modules() -> list[Any]:
+    """Every output-code module this process loaded (``torch._inductor.codecache.PyCodeCache.modules``; empty
+    where the attribute is gone). Checked 2.13, 2.14.1."""
+    code_cache = importlib.import_module("torch._inductor.codecache").PyCodeCache
+    return list(getattr(code_cache, "modules", []))
+
+
+def caching_autotuner() -> Any:
+    """Inductor's launcher of a Triton kernel (``triton_heuristics.CachingAutotuner``), whose ``run`` the bench
+    stage wraps to copy a launch; it reads ``fn.src``, ``fn.__name__`` and ``launchers`` (each with ``config``,
+    ``n_regs``, ``n_spills``, ``shared``). Checked 2.13, 2.14.1."""
+    return triton_heuristics().CachingAutotuner
+
+
+def cudagraph_tree_manager(device_index: int) -> Any:
+    """cudagraph trees' manager of a device, or None before any graph was recorded
+    (``torch._inductor.cudagraph_trees.get_container(index).tree_manager``): ``roots`` and each node's
+    ``children`` (lists by function id), ``num_rerecord`` (counts by function id). Checked 2.13, 2.14.1 (read
+    from their source: a CPU build records no graph)."""
+    return importlib.import_module("torch._inductor.cudagraph_trees").get_container(device_index).tree_manager
+
+
+def dynamo_counters() -> Any:
+    """Dynamo's counters (``torch._dynamo.utils.counters``: ``counters["inductor"]["cudagraph_skips"]``, ...).
+    Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._dynamo.utils").counters
+
+
+def pytree_children(value: Any) -> list[tuple[str, Any]] | None:
+    """One level of a type registered with torch's pytree, its children named by their keys (``[0]``, ``.a``,
+    ``['k']``) or, where no keys are registered, by position; None for a type not registered
+    (``torch.utils._pytree``: ``SUPPORTED_NODES``, a node's ``flatten_with_keys_fn`` and ``flatten_fn``,
+    ``keystr``). Checked 2.13, 2.14.1."""
+    pytree = torch.utils._pytree
+    node = pytree.SUPPORTED_NODES.get(type(value))
+    if node is None:
+        return None
+    if node.flatten_with_keys_fn is not None:
+        keyed, _ = node.flatten_with_keys_fn(value)
+        return [(pytree.keystr((key,)), child) for key, child in keyed]
+    children, _ = node.flatten_fn(value)
+    return [(f"[{index}]", child) for index, child in enumerate(children)]
+
+
+def register_inductor_prims() -> None:
+    """Register Inductor's own prims (``torch._inductor.inductor_prims``: softmax's
+    ``prepare_softmax_online``), which the FX nodes of a kernel call. Checked 2.13, 2.14.1."""
+    importlib.import_module("torch._inductor.inductor_prims")
+
+
+# Triton's runtime: checked on Triton 3.7.1 (beside torch 2.13) and 3.8.0 (beside 2.14.1), the GPU driver's parts
+# read from their source (a CPU has none to call); Triton is imported inside the functions (a CPU build of torch may
+# come without it).
+
+
+def triton_driver() -> Any:
+    """Triton's active driver (``triton.runtime.driver.driver.active``): ``get_current_device()``,
+    ``get_current_stream(device)``, ``get_empty_cache_for_benchmark()`` and ``clear_cache(cache)`` (the L2
+    clearing do_bench does). Raises without a GPU driver (the interpreter on a CPU)."""
+    return importlib.import_module("triton.runtime.driver").driver.active
+
+
+def async_compile_mode() -> Any | None:
+    """``triton.runtime._async_compile.AsyncCompileMode(executor, ignore_errors=...)``, inside which a warm-up
+    launch compiles in the executor; None where this Triton has none."""
+    try:
+        return importlib.import_module("triton.runtime._async_compile").AsyncCompileMode
+    except ImportError:
+        return None
+
+
+def launch_compiled(compiled: Any, grid: tuple[int, int, int], stream: Any, values: tuple[Any, ...]) -> None:
+    """Launch a ``CompiledKernel`` Triton returned, as ``JITFunction.run`` ends: ``run(grid_0, grid_1, grid_2,
+    stream, function, packed_metadata, launch_metadata, enter_hook, exit_hook, *every parameter)``, with no
+    launch metadata and no hooks (the caller checked none is set)."""
+    compiled.run(*grid, stream, compiled.function, compiled.packed_metadata, None, None, None, *values)

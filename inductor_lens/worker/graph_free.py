@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..exchange.files import GRAPH_FREE_REGION, STEP_MARKS, CudaGraphData
+from .compat import cudagraph_tree_manager, dynamo_counters, output_code_modules
 from .measure import PROFILED_STEPS, gpu_step_time, recording_launches, replay_launches
 
 
@@ -96,11 +97,9 @@ def _graph_free(device: torch.device, trace_path: str) -> CudaGraphData:
 
 
 def _output_code_modules() -> list[Any]:
-    from torch._inductor.codecache import PyCodeCache
-
     return [
         module
-        for module in list(getattr(PyCodeCache, "modules", []))
+        for module in output_code_modules()
         if callable(getattr(module, "call", None))
         and callable(getattr(module, "get_args", None))
         and callable(getattr(module, "benchmark_compiled_module", None))
@@ -131,9 +130,7 @@ def _source_md5(module: Any) -> str:
 def _tree_counts(device: torch.device) -> tuple[int | None, int | None]:
     """CUDA graphs recorded and re-recorded, from cudagraph trees' manager (private: None when it moved)."""
     try:
-        from torch._inductor import cudagraph_trees
-
-        manager = cudagraph_trees.get_container(device.index or 0).tree_manager
+        manager = cudagraph_tree_manager(device.index or 0)
         if manager is None:
             return None, None
         recorded, stack = 0, [node for nodes in manager.roots.values() for node in nodes]
@@ -149,8 +146,6 @@ def _tree_counts(device: torch.device) -> tuple[int | None, int | None]:
 
 def _skips() -> int | None:
     try:
-        from torch._dynamo.utils import counters
-
-        return int(counters["inductor"]["cudagraph_skips"])
+        return int(dynamo_counters()["inductor"]["cudagraph_skips"])
     except Exception:
         return None

@@ -44,6 +44,7 @@ from ..exchange.files import (
 from ..exchange.shared import kernel_fingerprint, quantile
 from ..records.codec import int_or_none
 from ..records.timing import Timing
+from .compat import caching_autotuner, triton_driver
 
 WARMUP_MS = 25
 REP_MS = 100
@@ -102,9 +103,7 @@ def gpu_step_time(fn: Callable[[], Any]) -> Timing:
     then wait forever on the rank that stopped first; there every rank makes the same count of calls."""
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
         return gpu_time(fn)
-    from triton import runtime
-
-    driver = runtime.driver.active
+    driver = triton_driver()
     cache = driver.get_empty_cache_for_benchmark()
     for _ in range(RANKED_WARMUP_CALLS):
         fn()
@@ -268,9 +267,8 @@ def recording_launches(device: torch.device) -> Iterator[dict[int, RecordedLaunc
     The copy holds the launch's arguments as they were just before it ran (tensors cloned with
     their exact sizes, strides, offsets and values), so the kernel can be replayed alone later.
     """
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    original = CachingAutotuner.run
+    autotuner = caching_autotuner()
+    original = autotuner.run
     launches: dict[int, RecordedLaunch] = {}
     budget = [torch.cuda.mem_get_info(device)[0] // 4]  # never clone more than a quarter of free memory
 
@@ -279,7 +277,7 @@ def recording_launches(device: torch.device) -> Iterator[dict[int, RecordedLaunc
             launches[id(self)] = (self, _snapshot(args, budget), dict(kwargs))
         return original(self, *args, **kwargs)
 
-    with mock.patch.object(CachingAutotuner, "run", recording):
+    with mock.patch.object(autotuner, "run", recording):
         yield launches
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ..exchange.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, SavedInputs, SavedLaunch, write_json_file
+from .compat import output_code_modules
 from .graph_free import _source_md5
 
 DEFAULT_CAP_MB = 256.0
@@ -91,11 +92,9 @@ Record = Callable[[tuple[str, str], tuple[Any, ...]], Any]
 @contextlib.contextmanager
 def _wrapped(record: Record) -> Iterator[None]:
     """Every kernel global of every loaded output-code module wrapped to call ``record`` before it runs."""
-    from torch._inductor.codecache import PyCodeCache
-
     swapped: list[tuple[Any, str, Any]] = []
     try:
-        for module in list(getattr(PyCodeCache, "modules", [])):
+        for module in output_code_modules():
             if not callable(getattr(module, "call", None)):
                 continue
             md5 = _source_md5(module)

@@ -68,6 +68,7 @@ from typing import Any
 
 from ...caches import handwritten_dir, write_entry
 from ...records import ConfigOrigin, JsonScalar, KernelConfig
+from ..compat import async_compile_mode, launch_compiled, triton_driver
 
 # The layout of a cache file; another number is ignored.
 FORMAT = 1
@@ -411,9 +412,8 @@ def _runtime() -> _Runtime | None:
     """Triton's active driver; None without one (the interpreter on a CPU) or where its API differs."""
     try:
         from triton import knobs
-        from triton.runtime.driver import driver
 
-        active = driver.active
+        active = triton_driver()
         runtime = _Runtime(active.get_current_device, active.get_current_stream, knobs)
         runtime.state()
     except Exception:
@@ -598,10 +598,8 @@ class TunedKernel:
             grid = grid(dict(zip(self._arg_names, values, strict=False)))
         size = len(grid)
         compiled = known.compiled
-        compiled.run(
-            grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, runtime.stream(device),
-            compiled.function, compiled.packed_metadata, None, None, None, *values,
-        )  # fmt: skip
+        launch_compiled(compiled, (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1),
+                        runtime.stream(device), values)  # fmt: skip
         return compiled
 
     def _choose(
@@ -746,11 +744,8 @@ class TunedKernel:
         """Compile every candidate at once in a thread pool (Triton's ``AsyncCompileMode``; the compiler's
         passes and ptxas run outside the GIL), so the timing loop finds them compiled. Best effort: without a
         GPU driver (the interpreter) or that API, each compiles when first timed; errors surface there."""
-        if len(configs) < 2 or _runtime() is None:
-            return
-        try:
-            from triton.runtime._async_compile import AsyncCompileMode
-        except ImportError:
+        AsyncCompileMode = async_compile_mode()
+        if len(configs) < 2 or _runtime() is None or AsyncCompileMode is None:
             return
         workers = max(1, min(len(configs), os.cpu_count() or 1, 16))
         with contextlib.suppress(Exception), ThreadPoolExecutor(workers) as pool, AsyncCompileMode(pool, ignore_errors=True):

@@ -18,6 +18,7 @@ import torch
 
 from ...exchange.files import VerifyInput, VerifyResult, VerifyTask
 from ...handwritten.catalog import get
+from ..compat import register_inductor_prims
 from .check import as_tuple, compare, implementation
 from .kernels import Implementation
 
@@ -115,7 +116,7 @@ def _input(item: VerifyInput, generator: torch.Generator, device: torch.device) 
 
 def _fx_reference(task: VerifyTask, values: dict[str, Any], device: torch.device) -> dict[str, Any]:
     """The kernel's FX nodes run eagerly, every floating dtype they name made float64, on ``device``."""
-    import torch._inductor.inductor_prims  # Inductor's own prims (softmax's prepare_softmax_online) registered
+    register_inductor_prims()  # the FX nodes may call them
 
     code = task.code
     for name in ("torch.float32", "torch.float16", "torch.bfloat16"):
