@@ -36,16 +36,10 @@ from .records.analysis import (
 __all__ = ["analyze", "analyze_comparison"]
 
 RULES = DiagnosisRules(
-    bound_rule_gpu=bound.rule_text(True),
-    bound_rule_cpu=bound.rule_text(False),
-    overhead_share=diagnosis.OVERHEAD_SHARE,
-    precision_share=diagnosis.PRECISION_SHARE,
-    autotune_under=diagnosis.AUTOTUNE_UNDER,
-    close_call=diagnosis.CLOSE_CALL,
-    noise_share=diagnosis.NOISE_SHARE,
-    far_from_roof=roofline.FAR_FROM_ROOF,
-    tiny_kernel_s=roofline.TINY_KERNEL_S,
-)
+    bound.rule_text(True), bound.rule_text(False),
+    diagnosis.OVERHEAD_SHARE, diagnosis.PRECISION_SHARE, diagnosis.AUTOTUNE_UNDER, diagnosis.CLOSE_CALL, diagnosis.NOISE_SHARE,
+    roofline.FAR_FROM_ROOF, roofline.TINY_KERNEL_S,
+)  # fmt: skip
 
 
 def analyze(run: CompileRun) -> RunAnalysis:

@@ -132,13 +132,15 @@ class GraphAnalysis:
 
 @dataclass(frozen=True)
 class RunAnalysis:
+    """A run's analysis (``inductor_lens.analysis.analyze``): what its pages read besides the run itself."""
+
     diagnosis: Diagnosis
     rules: DiagnosisRules
+    graphs: Mapping[str, GraphAnalysis]  # by graph id
     answers: Answers
-    bound: BoundVerdict | None
     line_times: tuple[LineTime, ...]
     module_times: tuple[ModuleTime, ...]
-    graphs: Mapping[str, GraphAnalysis]  # by graph id
+    bound: BoundVerdict | None
     # per (frame compile id, stage position from 1): the FX graph of each pre-grad IR stage
     pre_grad_graphs: Mapping[tuple[str, int], FxGraph]
     span_nesting: Mapping[int, tuple[int, int | None]]  # timeline span index -> (row, innermost parent)
