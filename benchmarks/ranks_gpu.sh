@@ -4,8 +4,8 @@
 # `inductor-lens compile ... --nproc N --train`; an unchanged torchrun DDP training script under
 # `inductor-lens run -- torchrun`; the planted divergences (a rank-dependent branch and a recompile on one rank:
 # samples/ranks_diverge.py; a warm compile cache on one rank only). The hand-written stage is off (not what these
-# runs measure). Every terminal line is stamped with the seconds since the command started. Then the table of
-# benchmarks/ranks_gpu_results.py; what comes back is $OUT/ranks.tgz (logs, table, landing pages, ranks.json).
+# runs measure). The ranks the landing page leaves for on demand are then built with `report OUT --rank R`. Every
+# terminal line is stamped with the seconds since the command started. Then the table of benchmarks/ranks_gpu_results.py; what comes back is $OUT/ranks.tgz (logs, table, landing pages, ranks.json).
 # Usage: benchmarks/ranks_gpu.sh [N]
 N=${1:-2}
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0
@@ -21,6 +21,13 @@ job() {  # job NAME ARGS...: one inductor-lens command into $W/NAME, its stamped
   local name=$1; shift
   python3 -m inductor_lens "$@" 2>&1 | python3 -c "$stamp" > $W/$name.log
   echo "exit ${PIPESTATUS[0]}" >> $W/$name.log
+  # the ranks the landing page left for on demand (identical to a rank with a full report): built here too, so the
+  # table has every rank's step times and collectives
+  for r in $(seq 0 $((N - 1))); do
+    if [ -d $W/$name/rank$r ] && [ ! -f $W/$name/rank$r/lens.json ]; then
+      python3 -m inductor_lens report $W/$name --rank $r 2>&1 | python3 -c "$stamp" >> $W/$name-on-demand.log
+    fi
+  done
 }
 common="--no-handwritten --timeout 400"
 job ddp_mlp compile samples/ddp_mlp.py --nproc $N --train --device cuda $common --out $W/ddp_mlp
