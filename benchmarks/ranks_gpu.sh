@@ -5,7 +5,8 @@
 # `inductor-lens run -- torchrun`; the planted divergences (a rank-dependent branch and a recompile on one rank:
 # samples/ranks_diverge.py; a warm compile cache on one rank only). The hand-written stage is off (not what these
 # runs measure). The ranks the landing page leaves for on demand are then built with `report OUT --rank R`. Every
-# terminal line is stamped with the seconds since the command started. Then the table of benchmarks/ranks_gpu_results.py; what comes back is $OUT/ranks.tgz (logs, table, landing pages, ranks.json).
+# terminal line is stamped with the seconds since the command started. Then the table of
+# benchmarks/ranks_gpu_results.py; what comes back is $OUT/ranks.tgz (logs, table, landing pages, ranks.json).
 # Usage: benchmarks/ranks_gpu.sh [N]
 N=${1:-2}
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0
