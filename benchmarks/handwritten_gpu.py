@@ -27,7 +27,8 @@ import torch
 import triton
 
 from inductor_lens.exchange.files import CeilingsData
-from inductor_lens.handwritten.catalog import EQUIVALENTS, ITEMSIZE, get
+from inductor_lens.handwritten.catalog import EQUIVALENTS, get
+from inductor_lens.handwritten.equivalent import ITEMSIZE
 from inductor_lens.worker.handwritten import check
 from inductor_lens.worker.measure import ceilings
 

@@ -24,7 +24,8 @@ from types import ModuleType
 import torch
 import triton
 
-from inductor_lens.handwritten.catalog import ITEMSIZE, get
+from inductor_lens.handwritten.catalog import get
+from inductor_lens.handwritten.equivalent import ITEMSIZE
 from inductor_lens.worker.handwritten import check, tuning
 from inductor_lens.worker.handwritten.kernels import batchnorm, norms
 

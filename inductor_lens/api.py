@@ -44,7 +44,7 @@ from .compare.trials import TryResult, try_suggestions
 from .config_options import check_inductor_options
 from .errors import DeviceError, KernelCheckError, UsageError
 from .handwritten import catalog
-from .handwritten.catalog import Equivalent
+from .handwritten.equivalent import Equivalent
 from .options import CompileSpec, ScriptSpec, normalize_dtype, script_spec
 from .pipeline import (
     Inspection,
@@ -225,7 +225,7 @@ def bench_handwritten(
 
 def _kernel_request(
     name: str, shape: str | None, dtype: str, *, bench: bool
-) -> tuple[catalog.Equivalent, dict[str, int], str]:
+) -> tuple[Equivalent, dict[str, int], str]:
     """The kernel, its shape (given, or the catalog's default for a check or a benchmark) and dtype."""
     equivalent = catalog.get(name)
     values = (

@@ -1,6 +1,9 @@
 """Stage 4 of the pipeline (bench), hand-written side: Triton kernels written by hand, set next to Inductor's.
 
 catalog.py   what each hand-written kernel computes, its shapes, cost and tolerance (no torch import)
+equivalent.py  what one catalog entry is (Equivalent), the kernels' dtypes and the checks' tolerances
+costs.py     the bytes moved and FLOPs of each kernel family on a catalog shape
+interpreter_shapes.py  the smaller shape a CPU check under Triton's interpreter runs on
 kernels/     the kernels, tutorial style: @triton.jit kernel, launcher, torch reference, input maker
 source.py    their source read without importing them, recorded with the catalog's facts for the report
 check.py     run one against its reference on given shapes (CPU: Triton's interpreter), and time it (GPU)

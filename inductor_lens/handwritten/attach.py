@@ -24,7 +24,8 @@ from ..exchange.files import (
     task_key,
 )
 from ..records import CompileRun, Diagnostic, HandwrittenMatch, HandwrittenRun
-from .catalog import ITEMSIZE, get
+from .catalog import get
+from .equivalent import ITEMSIZE
 from .match import match_run, run_device, shape_for, timed_launches
 from .runner import read_results, run_tasks
 from .source import kernel_record

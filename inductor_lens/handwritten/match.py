@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from ..parse.compat import SDPA_BACKWARD_CAUSAL_POSITION, SDPA_CAUSAL_POSITION
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, Launch
 from ..records.analysis import Coverage
-from .catalog import EQUIVALENTS, Equivalent, get
+from .catalog import EQUIVALENTS, get
+from .equivalent import Equivalent
 from .problem import FORMULA_ADDS, Problem, concepts_of, launch_problem, op_name, written_formulas
 
 __all__ = [

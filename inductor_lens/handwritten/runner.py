@@ -3,7 +3,7 @@
 ``run_tasks`` writes a plan (``worker/files.HandwrittenPlan``): each distinct (hand-written kernel,
 shape, dtype) the matches need, and has the check process (``worker/handwritten/job.py``) run it under
 the supervisor. On a GPU it checks and times each against its torch reference; on a CPU it runs them
-under Triton's interpreter, on a reduced shape (``catalog.interpreter_shape``), and times nothing. The
+under Triton's interpreter, on a reduced shape (``interpreter_shapes.interpreter_shape``), and times nothing. The
 worker writes its results after every task, so a crash or a timeout keeps what was done, and a hung
 or crashed kernel cannot take the tool down. The stage has a budget; what it left unchecked is reported as
 skipped, and each check's line of progress reaches ``on_phase``.

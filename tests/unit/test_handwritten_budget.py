@@ -23,7 +23,7 @@ from inductor_lens.exchange.files import (
     VerifyTask,
     write_json_file,
 )
-from inductor_lens.handwritten import catalog
+from inductor_lens.handwritten import catalog, interpreter_shapes
 from inductor_lens.handwritten.runner import read_results
 from inductor_lens.options import CompileSpec, ScriptSpec
 from inductor_lens.records import HandwrittenRun
@@ -171,7 +171,7 @@ def test_a_check_is_cut_short_at_the_end_of_the_budget() -> None:
 def test_progress_lines() -> None:
     task = HandwrittenTask("conv2d_backward", catalog.get("conv2d_backward").shape(
         (2, 32, 16, 16, 32, 7, 7, 1, 3, 1, 32, 0)), "float32")  # fmt: skip
-    checked = catalog.interpreter_shape(catalog.get("conv2d_backward"), dict(task.shape))
+    checked = interpreter_shapes.interpreter_shape(catalog.get("conv2d_backward"), dict(task.shape))
     entry = HandwrittenTaskResult(checked_shape=checked, interpreter=True, ok=True, seconds=1.24)
     assert worker.task_line(3, 17, task, entry) == (
         "hand-written 3/17: conv2d_backward 2x32x16x16x32x7x7x1x3x1x32x0 float32 (checked on "
@@ -212,10 +212,10 @@ def test_convolutions_are_checked_on_shapes_of_few_program_steps(
     name: str, full: tuple[int, ...], checked: tuple[int, ...]
 ) -> None:
     equivalent = catalog.get(name)
-    reduced = catalog.interpreter_shape(equivalent, equivalent.shape(full))
+    reduced = interpreter_shapes.interpreter_shape(equivalent, equivalent.shape(full))
     assert tuple(reduced.values()) == checked
     assert equivalent.interpreter_steps is not None
-    assert equivalent.interpreter_steps(reduced) <= catalog.INTERPRETER_STEPS
+    assert equivalent.interpreter_steps(reduced) <= interpreter_shapes.INTERPRETER_STEPS
 
 
 def test_program_steps_follow_the_measured_interpreter_times() -> None:
@@ -228,9 +228,9 @@ def test_program_steps_follow_the_measured_interpreter_times() -> None:
 
 
 def test_matmul_shapes_keep_their_partial_tiles() -> None:
-    reduced = catalog.interpreter_shape(catalog.get("matmul"), {"M": 1000, "N": 1024, "K": 8})
+    reduced = interpreter_shapes.interpreter_shape(catalog.get("matmul"), {"M": 1000, "N": 1024, "K": 8})
     assert reduced == {"M": 232, "N": 256, "K": 8}
-    assert catalog._tiled_shrink(40, 32) == 40 and catalog._tiled_shrink(1000, 32) == 488
+    assert interpreter_shapes._tiled_shrink(40, 32) == 40 and interpreter_shapes._tiled_shrink(1000, 32) == 488
 
 
 def test_the_interpreter_tiles_are_the_kernels() -> None:
@@ -238,15 +238,15 @@ def test_the_interpreter_tiles_are_the_kernels() -> None:
     from inductor_lens.worker.handwritten.kernels import conv, matmul
 
     config = matmul.INTERPRETER_CONFIG
-    assert (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) == catalog.MATMUL_TILE
-    for tile, config in ((catalog.CONV_GEMM_TILE, conv.INTERPRETER_GEMM_CONFIG),
-                         (catalog.CONV_WEIGHT_GRAD_TILE, conv.INTERPRETER_WEIGHT_GRAD_CONFIG)):  # fmt: skip
+    assert (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) == interpreter_shapes.MATMUL_TILE
+    for tile, config in ((interpreter_shapes.CONV_GEMM_TILE, conv.INTERPRETER_GEMM_CONFIG),
+                         (interpreter_shapes.CONV_WEIGHT_GRAD_TILE, conv.INTERPRETER_WEIGHT_GRAD_CONFIG)):  # fmt: skip
         assert tile == (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"])
     depthwise = conv.INTERPRETER_DEPTHWISE_CONFIG
-    assert (depthwise["BLOCK_M"], depthwise["BLOCK_N"]) == catalog.CONV_DEPTHWISE_TILE
-    assert catalog.CONV_FLAT_TAPS_BELOW == conv.FLAT_TAPS_BELOW
-    assert conv.INTERPRETER_SMS * max(conv.SPLIT_FILLS) == catalog.CONV_SLICE_PROGRAMS
-    assert catalog.CONV_MIN_SLICE_PIXELS == conv.INTERPRETER_MIN_SPLIT_PIXELS
+    assert (depthwise["BLOCK_M"], depthwise["BLOCK_N"]) == interpreter_shapes.CONV_DEPTHWISE_TILE
+    assert interpreter_shapes.CONV_FLAT_TAPS_BELOW == conv.FLAT_TAPS_BELOW
+    assert conv.INTERPRETER_SMS * max(conv.SPLIT_FILLS) == interpreter_shapes.CONV_SLICE_PROGRAMS
+    assert interpreter_shapes.CONV_MIN_SLICE_PIXELS == conv.INTERPRETER_MIN_SPLIT_PIXELS
 
 
 def test_the_check_process_reports_each_check_as_a_phase(tmp_path: Path) -> None:

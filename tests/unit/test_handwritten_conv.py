@@ -11,7 +11,8 @@ from types import ModuleType
 
 import pytest
 
-from inductor_lens.handwritten import catalog
+from inductor_lens.handwritten import catalog, interpreter_shapes
+from inductor_lens.handwritten.equivalent import DOT_TOLERANCE, TF32_TOLERANCE
 from inductor_lens.worker.handwritten.kernels import interpreter, load
 
 pytest.importorskip("triton")
@@ -58,9 +59,9 @@ def test_cost_counts_each_gemm_and_each_tensor_once() -> None:
 @pytest.mark.parametrize("name", CONV_ENTRIES)
 def test_bench_shape_shrinks_to_a_valid_interpreter_shape(conv: ModuleType, name: str) -> None:
     equivalent = catalog.get(name)
-    shape = catalog.interpreter_shape(equivalent, equivalent.shape(equivalent.bench_shape))
+    shape = interpreter_shapes.interpreter_shape(equivalent, equivalent.shape(equivalent.bench_shape))
     moved, flops = equivalent.cost(shape, 4)
-    assert flops <= 2 * catalog.INTERPRETER_MACS and moved <= 4 * catalog.INTERPRETER_ELEMENTS
+    assert flops <= 2 * interpreter_shapes.INTERPRETER_MACS and moved <= 4 * interpreter_shapes.INTERPRETER_ELEMENTS
     for size, kernel in ((shape["height"], shape["kernel_h"]), (shape["width"], shape["kernel_w"])):
         assert conv.output_size(size, kernel, shape["stride"], shape["padding"], shape["dilation"]) >= 1
 
@@ -164,11 +165,11 @@ def test_float32_follows_cudnns_tf32_flag_and_is_checked_at_tf32s_tolerance(
     as_if_tf32 = replace(conv.IMPLEMENTATIONS["conv2d"], float32_products=lambda: "tf32")
     monkeypatch.setattr(check, "implementation", lambda equivalent, device="cuda": as_if_tf32)
     entry = catalog.get("conv2d")
-    shape = catalog.interpreter_shape(entry, dict(zip(entry.dims, entry.default_shape, strict=True)))
+    shape = interpreter_shapes.interpreter_shape(entry, dict(zip(entry.dims, entry.default_shape, strict=True)))
     result = check.check("conv2d", shape, "float32", "cpu")
-    assert (result.ok, result.tolerance) == (True, catalog.TF32_TOLERANCE)
+    assert (result.ok, result.tolerance) == (True, TF32_TOLERANCE)
     assert result.note == "float32 products in TF32, as torch's flag allows its own"
-    assert check.check("conv2d", shape, "float16", "cpu").tolerance == catalog.DOT_TOLERANCE["float16"]
+    assert check.check("conv2d", shape, "float16", "cpu").tolerance == DOT_TOLERANCE["float16"]
 
 
 def test_pointwise_channels_last_convolution_runs_as_a_plain_gemm(conv: ModuleType) -> None:

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from inductor_lens.analysis import analyze
-from inductor_lens.handwritten.catalog import EQUIVALENTS, get, interpreter_shape, parse_shape
+from inductor_lens.handwritten.catalog import EQUIVALENTS, get, parse_shape
+from inductor_lens.handwritten.interpreter_shapes import interpreter_shape
 from inductor_lens.handwritten.match import choose, concepts_of, match_run, op_name, shape_for
 from inductor_lens.handwritten.source import kernel_source
 from inductor_lens.parse import parse_debug_folder

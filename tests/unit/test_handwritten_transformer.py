@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from inductor_lens.handwritten.catalog import INTERPRETER_ELEMENTS, get, interpreter_shape
+from inductor_lens.handwritten.catalog import get
+from inductor_lens.handwritten.interpreter_shapes import INTERPRETER_ELEMENTS, interpreter_shape
 from inductor_lens.handwritten.match import shape_for
 from inductor_lens.worker.handwritten import check
 from inductor_lens.worker.handwritten.kernels import interpreter

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...handwritten.catalog import ITEMSIZE, TF32_TOLERANCE, Equivalent, Shape, get
+from ...handwritten.catalog import get
+from ...handwritten.equivalent import ITEMSIZE, TF32_TOLERANCE, Equivalent, Shape
 
 if TYPE_CHECKING:  # the tool's side imports this module (``handwritten check``): torch only inside its functions
     import torch

@@ -44,7 +44,8 @@ def run_task(
 ) -> HandwrittenTaskResult:
     """Check the task's kernel against its torch reference and, on a GPU, time both; ``checked``: the check a
     helper already made of the same configurations (``compile_ahead``), then only the timings run here."""
-    from ...handwritten.catalog import get, interpreter_shape
+    from ...handwritten.catalog import get
+    from ...handwritten.interpreter_shapes import interpreter_shape
     from . import check as checks
     from . import tuning
 
