@@ -39,7 +39,7 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 
 from inductor_lens.worker.handwritten import tuning
 from inductor_lens.worker.handwritten.kernels import conv, load, matmul
-from inductor_lens.worker.handwritten.tuning import config_text
+from inductor_lens.worker.handwritten.tuning_store import config_text
 from inductor_lens.worker.measure import gpu_graph_time, gpu_time
 
 # (in_channels, height, width, out_channels, kernel, stride, padding, dilation, groups)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten import tuning_record
 from inductor_lens.worker.handwritten.check import implementation, make_inputs
 from inductor_lens.worker.measure import gpu_graph_time, gpu_time
 
@@ -67,7 +67,7 @@ def main() -> int:
     for label, (m, n, k) in SHAPES.items():
         for dtype in ("float32", "bfloat16"):
             a, b, bias = make_inputs(equivalent, {"M": m, "N": n, "K": k}, dtype, "cuda")
-            with tuning.recording() as configs:
+            with tuning_record.recording() as configs:
                 out = impl.run(a, b, bias)
             reference = torch.addmm(bias.double(), a.double(), b.double())
             error = float((out.double() - reference).abs().max() / reference.abs().max())

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inductor_lens.worker.handwritten.tuning import FORMAT
+from inductor_lens.worker.handwritten.tuning_store import FORMAT
 
 FIELDS = ("kernel", "version", "shape_class", "dtypes", "device", "triton", "config", "time_ms", "tuned_on")
 

@@ -18,9 +18,9 @@ torch = pytest.importorskip("torch")
 
 _TABLE_SHAPE = """
 import json, sys
-from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten import tuning_record
 from inductor_lens.worker.handwritten.check import check
-with tuning.recording() as used:
+with tuning_record.recording() as used:
     r = check("matmul_bias", {"M": 4096, "N": 2304, "K": 768}, sys.argv[1], "cuda")
 print(json.dumps({"ok": r.ok, "line": r.line(), "origins": [c.origin for c in used]}))
 """

@@ -17,13 +17,13 @@ from inductor_lens.errors import InUseError, NoSpaceError
 from inductor_lens.options import CompileSpec, ScriptSpec
 from inductor_lens.report import LENS_JSON, folders, highlight, render_cache, write_report
 from inductor_lens.report.folders import TIMELINE_EXPORT
-from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten import tuning_store
 
 from ..conftest import assert_one_line_error
 
 
-def _tuning_key() -> tuning.TuningKey:
-    return tuning.TuningKey(kernel="matmul", version="v1", shape_class={"M": 1024}, dtypes="float32",
+def _tuning_key() -> tuning_store.TuningKey:
+    return tuning_store.TuningKey(kernel="matmul", version="v1", shape_class={"M": 1024}, dtypes="float32",
                             device="NVIDIA H100 80GB HBM3", triton="3.6.0")  # fmt: skip
 
 
@@ -32,8 +32,8 @@ def test_deeply_nested_autotune_entry_reads_as_damaged(tmp_path: Path) -> None:
     nested = "[" * 100_000 + "]" * 100_000
     (tmp_path / key.file_name).write_text(nested, encoding="utf-8")
     (tmp_path / "matmul-0123456789abcdef0123456789abcdef.json").write_text(nested, encoding="utf-8")
-    assert tuning.load(key, tmp_path) is None
-    assert tuning.nearest_config(key, tmp_path) is None
+    assert tuning_store.load(key, tmp_path) is None
+    assert tuning_store.nearest_config(key, tmp_path) is None
 
 
 def test_damaged_render_cache_entries_are_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

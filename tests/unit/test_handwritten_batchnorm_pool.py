@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from inductor_lens.handwritten.catalog import get
-from inductor_lens.worker.handwritten import check, tuning
+from inductor_lens.worker.handwritten import check, tuning_search
 from inductor_lens.worker.handwritten.kernels import interpreter
 
 pytest.importorskip("triton")
@@ -125,7 +125,7 @@ def test_integer_outputs_compare_without_wrapping() -> None:
 def tuned_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The launchers' autotuned (GPU) path, run by Triton's autotuner under the interpreter with a fake timer."""
     monkeypatch.setenv("INDUCTOR_LENS_CACHE_DIR", str(tmp_path / "lens-cache"))
-    monkeypatch.setattr(tuning, "BENCHMARK", lambda kernel_call, quantiles=None: (kernel_call(), [1.0] * 3)[1])
+    monkeypatch.setattr(tuning_search, "BENCHMARK", lambda kernel_call, quantiles=None: (kernel_call(), [1.0] * 3)[1])
     for name in ("batchnorm", "max_pool2d"):
         monkeypatch.setattr(_module(name), "interpreting", lambda: False)
 

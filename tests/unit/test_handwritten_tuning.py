@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from inductor_lens import caches
-from inductor_lens.worker.handwritten import tuning
+from inductor_lens.worker.handwritten import tuning, tuning_record, tuning_search, tuning_store
 from inductor_lens.worker.handwritten.kernels import interpreter
 
 pytest.importorskip("triton")
@@ -38,7 +38,7 @@ def benchmarked(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         timings.append(float(len(timings) + 1))
         return [timings[-1], timings[-1], timings[-1]]
 
-    monkeypatch.setattr(tuning, "BENCHMARK", fake)
+    monkeypatch.setattr(tuning_search, "BENCHMARK", fake)
     return timings
 
 
@@ -69,9 +69,9 @@ def _double(kernel: tuning.TunedKernel, n: int, dtype: Any = None) -> None:
 
 
 def test_shape_class_rounds_sizes_up_to_powers_of_two() -> None:
-    assert tuning.shape_class({"M": 1000, "N": 1024, "K": 1025, "one": 1, "stride": 0}) == {
+    assert tuning_store.shape_class({"M": 1000, "N": 1024, "K": 1025, "one": 1, "stride": 0}) == {
         "M": 1024, "N": 1024, "K": 2048, "one": 1, "stride": 0}  # fmt: skip
-    assert tuning.shape_class({"HAS_BIAS": True, "ACTIVATION": "gelu", "eps": 1e-5}) == {
+    assert tuning_store.shape_class({"HAS_BIAS": True, "ACTIVATION": "gelu", "eps": 1e-5}) == {
         "HAS_BIAS": True, "ACTIVATION": "gelu", "eps": 1e-5}  # fmt: skip
 
 
@@ -79,7 +79,7 @@ def test_nearby_shapes_share_a_key_and_dtype_or_device_do_not() -> None:
     kernel = _doubling_kernel()
     x = torch.empty(4)
 
-    def key(n: int, tensor: Any = x) -> tuning.TuningKey:
+    def key(n: int, tensor: Any = x) -> tuning_store.TuningKey:
         return kernel.tuning_key({"x_ptr": tensor, "y_ptr": tensor, "n": n})
 
     assert key(1000).file_name == key(600).file_name != key(1100).file_name
@@ -87,7 +87,7 @@ def test_nearby_shapes_share_a_key_and_dtype_or_device_do_not() -> None:
     assert key(1000).dtypes == "float32,float32" and key(1000).device == "cpu"
     assert key(1000).file_name.startswith("double_kernel-")
     assert caches.HANDWRITTEN_ENTRY.match(key(1000).file_name)
-    other_device = tuning.TuningKey(**{**key(1000).__dict__, "device": "NVIDIA H100 80GB HBM3"})
+    other_device = tuning_store.TuningKey(**{**key(1000).__dict__, "device": "NVIDIA H100 80GB HBM3"})
     assert other_device.file_name != key(1000).file_name
 
 
@@ -96,15 +96,15 @@ def test_store_and_load_round_trip(cache_dir: Path) -> None:
 
     key = _doubling_kernel().tuning_key({"x_ptr": torch.empty(1), "y_ptr": torch.empty(1), "n": 100})
     config = triton.Config({"BLOCK": 32}, num_warps=2, num_stages=3)
-    tuning.store(key, cache_dir, config, 0.25, {"n": 100})
+    tuning_store.store(key, cache_dir, config, 0.25, {"n": 100})
     (written,) = cache_dir.iterdir()
     data = json.loads(written.read_text())
     assert (data["kernel"], data["shape_class"], data["dtypes"], data["device"]) == (
         "double_kernel", {"n": 128}, "float32,float32", "cpu")  # fmt: skip
     assert data["triton"] == triton.__version__ and data["time_ms"] == 0.25 and data["tuned_on"] == {"n": 100}
-    loaded = tuning.load(key, cache_dir)
-    assert loaded == tuning.CachedConfig(tuning.config_fields(config), 0.25)
-    assert tuning.config_text(config) == "BLOCK=32, num_warps=2, num_stages=3"
+    loaded = tuning_store.load(key, cache_dir)
+    assert loaded == tuning_store.CachedConfig(tuning_store.config_fields(config), 0.25)
+    assert tuning_store.config_text(config) == "BLOCK=32, num_warps=2, num_stages=3"
 
 
 @pytest.mark.parametrize(
@@ -126,30 +126,30 @@ def test_a_corrupt_or_foreign_file_is_ignored_and_tuned_afresh(
     benchmarked.clear()
     _double(_doubling_kernel(), 100)  # a new process: tunes again, no crash
     assert len(benchmarked) == 2
-    assert tuning.load(_doubling_kernel().tuning_key({"x_ptr": torch.empty(1), "y_ptr": torch.empty(1), "n": 100}),
+    assert tuning_store.load(_doubling_kernel().tuning_key({"x_ptr": torch.empty(1), "y_ptr": torch.empty(1), "n": 100}),
                        cache_dir) is not None  # fmt: skip
 
 
 def test_tuned_once_then_memoised_then_read_from_the_cache(cache_dir: Path, benchmarked: list[float]) -> None:
     kernel = _doubling_kernel()
-    before = dict(tuning.FIRST_USES)
-    with tuning.recording() as first:
+    before = dict(tuning_record.FIRST_USES)
+    with tuning_record.recording() as first:
         _double(kernel, 100)
         _double(kernel, 100)
     assert len(benchmarked) == 2  # both configurations, once
     assert [(c.kernel, c.config, c.origin, c.tuned_ms) for c in first] == [
         ("double_kernel", "BLOCK=16, num_warps=4, num_stages=3", "tuned", 1.0)]  # fmt: skip
-    with tuning.recording() as nearby:
+    with tuning_record.recording() as nearby:
         _double(kernel, 120)  # same shape class, same process: no tuning
     assert len(benchmarked) == 2 and [c.origin for c in nearby] == ["reused"]
 
     fresh = _doubling_kernel()  # another process, the same cache folder
-    with tuning.recording() as later:
+    with tuning_record.recording() as later:
         _double(fresh, 110)
     assert len(benchmarked) == 2  # the autotuner never benchmarked: a cache hit
     assert [(c.config, c.origin, c.tuned_ms) for c in later] == [("BLOCK=16, num_warps=4, num_stages=3", "cache", 1.0)]
-    assert tuning.FIRST_USES["tuned"] - before.get("tuned", 0) == 1
-    assert tuning.FIRST_USES["cache"] - before.get("cache", 0) == 1
+    assert tuning_record.FIRST_USES["tuned"] - before.get("tuned", 0) == 1
+    assert tuning_record.FIRST_USES["cache"] - before.get("cache", 0) == 1
 
     _double(fresh, 1000)  # another shape class: tuned
     assert len(benchmarked) == 4 and len(list(cache_dir.iterdir())) == 2
@@ -278,12 +278,12 @@ def fake(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> SimpleNamespace:
 
     def tune(grid: Any, args: Any, switches: Any, *_: Any) -> Any:
         best = configs[0]
-        return tuning._Choice(best, "tuned", 1.0, tuning.config_text(best)), kernel._launch(best, grid, args, switches)
+        return tuning_record.Choice(best, "tuned", 1.0, tuning_store.config_text(best)), kernel.launch_config(best, grid, args, switches)
 
     monkeypatch.setattr(kernel, "_tune", counted("tune", tune))
     monkeypatch.setattr(kernel, "tuning_key", counted("tuning_key", kernel.tuning_key))
-    monkeypatch.setattr(kernel, "_launch", counted("_launch", kernel._launch))
-    for name in ("load", "store", "handwritten_dir", "_note"):
+    monkeypatch.setattr(kernel, "launch_config", counted("launch_config", kernel.launch_config))
+    for name in ("load", "store", "handwritten_dir", "note"):
         monkeypatch.setattr(tuning, name, counted(name, getattr(tuning, name)))
     runtime = tuning._Runtime(lambda: 0, lambda device: f"stream {device}", triton.knobs)
     monkeypatch.setattr(tuning, "_runtime", lambda: runtime)
@@ -306,12 +306,12 @@ def test_a_repeated_launch_skips_the_key_the_files_and_the_tuner_and_launches_th
     x = torch.zeros(64)
     _scale(fake.kernel, x, ACTIVATION="relu")
     first = dict(fake.calls)
-    assert first == {"tuning_key": 1, "handwritten_dir": 1, "load": 1, "tune": 1, "_launch": 1, "store": 1, "_note": 1}
+    assert first == {"tuning_key": 1, "handwritten_dir": 1, "load": 1, "tune": 1, "launch_config": 1, "store": 1, "note": 1}
     _scale(fake.kernel, x, ACTIVATION="relu")  # a full launch, which returns the compiled kernel to keep
-    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "_launch": 2}
+    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "launch_config": 2}
     for _ in range(3):
         _scale(fake.kernel, x, ACTIVATION="relu")
-    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "_launch": 2}
+    assert fake.jit.runs == 2 and dict(fake.calls) == {**first, "launch_config": 2}
     (compiled,) = fake.jit.compiled.values()
     by_jit, direct = compiled.launches[1], compiled.launches[2]
     assert direct[0] == by_jit[0] == (4, 1, 1) and direct[1] == "stream 0"
@@ -353,20 +353,20 @@ def test_another_specialisation_is_never_served_by_the_wrong_compiled_kernel(
 
 def test_recording_lists_each_key_once_a_session(fake: SimpleNamespace) -> None:
     x = torch.zeros(64)
-    with tuning.recording() as first:
+    with tuning_record.recording() as first:
         for _ in range(4):
             _scale(fake.kernel, x)
             _scale(fake.kernel, x, stride=17)  # another launch key, the same configuration
     assert [(c.kernel, c.config, c.origin) for c in first] == [("scale_kernel", "BLOCK=16, num_warps=4, num_stages=3", "tuned")]
-    noted = fake.calls["_note"]
+    noted = fake.calls["note"]
     assert noted == 2  # the tuning, the other key's first launch (a memo hit): never on the fast path
     for _ in range(4):
         _scale(fake.kernel, x)  # outside any recording
-    noted = fake.calls["_note"]
-    with tuning.recording() as second:
+    noted = fake.calls["note"]
+    with tuning_record.recording() as second:
         for _ in range(4):
             _scale(fake.kernel, x)
-    assert [c.origin for c in second] == ["reused"] and fake.calls["_note"] == noted + 1
+    assert [c.origin for c in second] == ["reused"] and fake.calls["note"] == noted + 1
 
 
 def test_a_configurations_own_fields_reach_the_heuristics_and_never_the_kernel(cache_dir: Path) -> None:
@@ -379,7 +379,7 @@ def test_a_configurations_own_fields_reach_the_heuristics_and_never_the_kernel(c
     kernel = tuning.TunedKernel(jit, configs, key=["n"], heuristics={"EVEN": lambda a: a["waves"] == 2})
     x = torch.zeros(64)
     for config in configs:
-        kernel._launch(config, (1,), (x, torch.empty_like(x), 64, 16, 0.5), {})
+        kernel.launch_config(config, (1,), (x, torch.empty_like(x), 64, 16, 0.5), {})
     assert len(jit.compiled) == 2 and not any("waves" in options for _, options in jit.compiled)
     assert sorted(specialisation[6] for specialisation, _ in jit.compiled) == [("constexpr", False), ("constexpr", True)]
 
@@ -432,17 +432,17 @@ def test_the_full_launch_is_taken_where_the_direct_one_is_unavailable(
 @pytest.fixture
 def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
     """A shipped table for "sm_90" (the CPU device stands for an H100 here), written from its entries."""
-    monkeypatch.setattr(tuning, "TABLE_DIR", tmp_path / "tuned")
-    monkeypatch.setattr(tuning, "architecture", lambda device: "sm_90")
-    tuning.shipped_table.cache_clear()
+    monkeypatch.setattr(tuning_store, "TABLE_DIR", tmp_path / "tuned")
+    monkeypatch.setattr(tuning_store, "architecture", lambda device: "sm_90")
+    tuning_store.shipped_table.cache_clear()
 
     def write(entries: list[dict[str, Any]]) -> None:
         (tmp_path / "tuned").mkdir(exist_ok=True)
-        (tmp_path / "tuned" / "sm_90.json").write_text(json.dumps({"format": tuning.FORMAT, "entries": entries}))
-        tuning.shipped_table.cache_clear()
+        (tmp_path / "tuned" / "sm_90.json").write_text(json.dumps({"format": tuning_store.FORMAT, "entries": entries}))
+        tuning_store.shipped_table.cache_clear()
 
     yield write
-    tuning.shipped_table.cache_clear()
+    tuning_store.shipped_table.cache_clear()
 
 
 def _entry(n_class: int, block: int, warps: int) -> dict[str, Any]:
@@ -455,7 +455,7 @@ def test_a_shape_in_the_shipped_table_is_never_searched(
     cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
 ) -> None:
     table([_entry(128, 32, 2)])
-    with tuning.recording() as used:
+    with tuning_record.recording() as used:
         _double(_doubling_kernel(), 100)
     assert benchmarked == []
     assert [(c.config, c.origin, c.tuned_ms) for c in used] == [("BLOCK=32, num_warps=2, num_stages=3", "table", 0.5)]
@@ -466,19 +466,19 @@ def test_a_table_entry_the_kernel_no_longer_lists_is_searched_and_a_damaged_tabl
     cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
 ) -> None:
     table([_entry(128, 64, 8)])  # BLOCK=64 is not in the kernel's list
-    with tuning.recording() as used:
+    with tuning_record.recording() as used:
         _double(_doubling_kernel(), 100)
     assert len(benchmarked) == 2 and [c.origin for c in used] == ["tuned"]
-    (tuning.TABLE_DIR / "sm_90.json").write_text("{not json")
-    tuning.shipped_table.cache_clear()
-    assert tuning.shipped_table("sm_90") == {}
+    (tuning_store.TABLE_DIR / "sm_90.json").write_text("{not json")
+    tuning_store.shipped_table.cache_clear()
+    assert tuning_store.shipped_table("sm_90") == {}
 
 
 def test_a_search_starts_from_the_nearest_shape_class_of_the_table(
     cache_dir: Path, benchmarked: list[float], table: Callable[[list[dict[str, Any]]], None]
 ) -> None:
     table([_entry(4096, 32, 2), _entry(128, 16, 4)])  # 1024 is two powers of two from 4096, three from 128
-    with tuning.recording() as used:
+    with tuning_record.recording() as used:
         _double(_doubling_kernel(), 1000)  # class 1024: not in the table
     # the fake benchmark makes the first configuration timed the fastest: the table's neighbour went first
     assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"] and len(benchmarked) == 2
@@ -488,8 +488,8 @@ def test_a_search_starts_from_the_nearest_shape_class_of_the_table(
 def test_a_search_past_its_budget_says_it_was_cut_short(
     cache_dir: Path, benchmarked: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tuning, "TUNE_BUDGET_S", 1e-9)
-    with tuning.recording() as used:
+    monkeypatch.setattr(tuning_search, "TUNE_BUDGET_S", 1e-9)
+    with tuning_record.recording() as used:
         _double(_doubling_kernel(), 100)
     assert len(benchmarked) == 1  # at least one configuration is always timed
     assert used[0].origin == "tuned"
@@ -510,15 +510,15 @@ def test_a_configuration_that_does_not_fit_is_skipped_and_one_that_fails_otherwi
             raise OutOfResources("shared memory")
         return [3.0, 3.0, 3.0]
 
-    monkeypatch.setattr(tuning, "BENCHMARK", fussy)
-    with tuning.recording() as used:
+    monkeypatch.setattr(tuning_search, "BENCHMARK", fussy)
+    with tuning_record.recording() as used:
         _double(_doubling_kernel(), 100)
     assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"]
 
     def broken(kernel_call: Callable[[], Any], quantiles: Any = None) -> list[float]:
         raise ValueError("a bug")
 
-    monkeypatch.setattr(tuning, "BENCHMARK", broken)
+    monkeypatch.setattr(tuning_search, "BENCHMARK", broken)
     with pytest.raises(ValueError, match="a bug"):
         _double(_doubling_kernel(), 5000)
 
@@ -534,16 +534,16 @@ def test_every_entry_of_the_shipped_tables_names_a_configuration_its_kernel_stil
         load(module, interpret=True)
         found = vars(__import__(f"inductor_lens.worker.handwritten.kernels.{module}", fromlist=["_"]))
         tuned.update({k.name: k for k in found.values() if isinstance(k, tuning.TunedKernel)})
-    tables = sorted(tuning.TABLE_DIR.glob("sm_*.json"))
+    tables = sorted(tuning_store.TABLE_DIR.glob("sm_*.json"))
     assert tables, "no shipped table"
     for path in tables:
-        tuning.shipped_table.cache_clear()
-        entries = tuning.shipped_table(path.stem)
+        tuning_store.shipped_table.cache_clear()
+        entries = tuning_store.shipped_table(path.stem)
         assert entries, f"{path.name}: no readable entry"
         stale = [(e.kernel, e.shape_class) for e in entries.values()
-                 if e.kernel not in tuned or tuned[e.kernel]._known(e.config) is None]  # fmt: skip
+                 if e.kernel not in tuned or tuned[e.kernel].known(e.config) is None]  # fmt: skip
         assert not stale, f"{path.name}: {len(stale)} of {len(entries)} entries name no listed configuration: {stale[:3]}"
-    tuning.shipped_table.cache_clear()
+    tuning_store.shipped_table.cache_clear()
 
 
 def test_the_matmul_search_keeps_tiles_that_fit_and_pay_off() -> None:
@@ -570,17 +570,17 @@ def test_a_search_starts_from_inductors_own_choice_listed_or_not(
     """The configuration Inductor's autotuner chose for the kernel a check stands in for is timed first, before
     the table's nearest shape class; one the list lacks is added; the note says how it did."""
     table([_entry(4096, 16, 4)])  # the nearest class's winner would otherwise go first
-    with tuning.recording() as used, tuning.starting_from({"BLOCK": 32, "num_warps": 2, "num_stages": 3}):
+    with tuning_record.recording() as used, tuning_search.starting_from({"BLOCK": 32, "num_warps": 2, "num_stages": 3}):
         _double(_doubling_kernel(), 1000)
     assert [c.config for c in used] == ["BLOCK=32, num_warps=2, num_stages=3"] and len(benchmarked) == 2
     assert used[0].note.endswith(
         "; started from Inductor's own choice for this kernel (BLOCK=32, num_warps=2, num_stages=3): it won")
-    with tuning.recording() as used, tuning.starting_from({"BLOCK": 64, "num_warps": 8, "GROUP_M": 8}):
+    with tuning_record.recording() as used, tuning_search.starting_from({"BLOCK": 64, "num_warps": 8, "GROUP_M": 8}):
         _double(_doubling_kernel(), 2000)  # another shape class: searched again
     assert [c.config for c in used] == ["BLOCK=64, num_warps=8, num_stages=3"] and len(benchmarked) == 5
     assert used[0].note.endswith(
         "; started from Inductor's own choice for this kernel (BLOCK=64, num_warps=8, num_stages=3): it won")
-    with tuning.recording() as used, tuning.starting_from({"BLOCK_M": 128, "num_warps": 8}):
+    with tuning_record.recording() as used, tuning_search.starting_from({"BLOCK_M": 128, "num_warps": 8}):
         _double(_doubling_kernel(), 300)  # names none of the kernel's meta-parameters: the list's own order
     assert len(benchmarked) == 7 and "Inductor" not in used[0].note
-    assert tuning._start == {}  # the block's choice ends with it
+    assert tuning_search._start == {}  # the block's choice ends with it

@@ -47,7 +47,8 @@ def run_task(
     from ...handwritten.catalog import get
     from ...handwritten.interpreter_shapes import interpreter_shape
     from . import check as checks
-    from . import tuning
+    from .tuning_record import recording
+    from .tuning_search import starting_from
 
     equivalent = get(task.name)
     shape = {d: int(task.shape[d]) for d in equivalent.dims}
@@ -55,7 +56,7 @@ def run_task(
     if interpreter and task.dtype not in equivalent.interpreter_dtypes:
         return HandwrittenTaskResult(interpreter=True, error=f"not checked here: {equivalent.interpreter_note}")
     checked_shape = interpreter_shape(equivalent, shape) if interpreter else shape
-    with tuning.recording() as configs, tuning.starting_from(task.start_config):
+    with recording() as configs, starting_from(task.start_config):
         if checked is not None:
             entry = HandwrittenTaskResult(
                 checked_shape=checked.checked_shape, interpreter=checked.interpreter, ok=checked.ok,
