@@ -8,5 +8,6 @@ kernels/     the kernels, tutorial style: @triton.jit kernel, launcher, torch re
 source.py    their source read without importing them, recorded with the catalog's facts for the report
 check.py     run one against its reference on given shapes (CPU: Triton's interpreter), and time it (GPU)
 match.py     which hand-written kernel does the job of each Inductor kernel, on which shapes
+problem.py   what one launch computes (concepts.py: its ATen ops as concepts) and on what shapes (shapes.py)
 runner.py    the child process that checks and times the matches of a compiled run
 """

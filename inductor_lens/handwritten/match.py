@@ -18,8 +18,10 @@ from ..parse.compat import SDPA_BACKWARD_CAUSAL_POSITION, SDPA_CAUSAL_POSITION
 from ..records import CompileRun, GraphRecord, HandwrittenMatch, KernelRecord, Launch
 from ..records.analysis import Coverage
 from .catalog import EQUIVALENTS, get
+from .concepts import FORMULA_ADDS, concepts_of, op_name, written_formulas
 from .equivalent import Equivalent
-from .problem import FORMULA_ADDS, Problem, concepts_of, launch_problem, op_name, written_formulas
+from .problem import launch_problem
+from .shapes import Problem
 
 __all__ = [
     "LaunchMatches", "agrees", "choose", "concepts_of", "coverage", "match_launch", "match_run", "op_name", "shape_for",

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from inductor_lens.errors import ParseError
-from inductor_lens.handwritten.problem import launch_problem, strides_of
+from inductor_lens.handwritten.problem import launch_problem
+from inductor_lens.handwritten.shapes import strides_of
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.call_layouts import WrittenLayout, read_layouts, view_layout, written_layouts
 from inductor_lens.parse.diagnostics import Diagnostics
