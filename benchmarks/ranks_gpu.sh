@@ -45,11 +45,20 @@ RANKS_DIVERGE=none job warm_one compile samples/ranks_diverge.py --nproc $N --de
 unset INDUCTOR_LENS_RANK_CACHES
 python3 benchmarks/ranks_gpu_results.py ddp_mlp=$W/ddp_mlp gpt2_ddp=$W/gpt2_ddp llama_fsdp2=$W/llama_fsdp2 \
   torchrun_gpt2=$W/torchrun_gpt2 diverge=$W/diverge warm_first=$W/warm_first warm_one=$W/warm_one > $W/table.md 2>&1
+# the profiler's NCCL kernels and record_param_comms events of rank 0's profiled steps, for the collectives' parser
+for name in gpt2_ddp llama_fsdp2 torchrun_gpt2; do
+  python3 -c "
+import json, sys
+events = json.load(open(sys.argv[1])).get('traceEvents', [])
+kept = [e for e in events if str(e.get('name', '')).startswith(('nccl', 'record_param_comms'))]
+json.dump({'traceEvents': kept}, open(sys.argv[2], 'w'), indent=0)
+print(sys.argv[2], len(kept), 'events')" $W/$name/rank0/capture/profile_trace.json $W/nccl-events-$name.json >> $W/table.md 2>&1
+done
 # the pages, ranks.json, the logs and each rank's TORCH_TRACE log (the landing page can be made again from those)
-cd $W && tar czf $OUT/ranks.tgz versions.txt *.log table.md */index.html */ranks.json */rank*/index.html \
+cd $W && tar czf $OUT/ranks.tgz versions.txt *.log table.md nccl-events-*.json */index.html */ranks.json */rank*/index.html \
   */rank*/capture/capture.log */rank*/capture/trace 2>/dev/null
 if [ $(stat -c %s $OUT/ranks.tgz) -gt 15000000 ]; then
-  tar czf $OUT/ranks.tgz versions.txt *.log table.md */index.html */ranks.json */rank*/index.html \
+  tar czf $OUT/ranks.tgz versions.txt *.log table.md nccl-events-*.json */index.html */ranks.json */rank*/index.html \
     */rank*/capture/capture.log 2>/dev/null
 fi
 ls -la $OUT
