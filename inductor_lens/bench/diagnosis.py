@@ -59,6 +59,7 @@ from ..records import BoundVerdict, CompileRun, DynamoFrame, EndToEnd, GraphBrea
 from ..records.analysis import Diagnosis, Stability
 from ..records.answers import Confidence, Finding
 from ..records.codec import JsonValue
+from ..records.pages import frame_anchor, kernel_url, launch_url
 from ..records.trials import SettingChange
 from .bound import arithmetic, bound_verdict, is_training, launch_count
 from .operations import call_site
@@ -490,8 +491,6 @@ def _recompile_key(reason: str) -> str:
 
 
 def _recompiles(run: CompileRun) -> list[Finding]:
-    from ..report.views import frame_anchor  # the report's anchors: one definition
-
     groups: dict[str, list[DynamoFrame]] = {}
     for frame in run.recompiles:
         groups.setdefault(_recompile_key(frame.recompile_reasons[0]), []).append(frame)
@@ -565,8 +564,6 @@ def _op_name(launch: Launch) -> str:
 
 
 def _fallbacks(run: CompileRun) -> list[Finding]:
-    from ..report.views import launch_url
-
     found: list[tuple[GraphRecord, Launch]] = [
         (graph, launch)
         for graph in run.graphs
@@ -600,8 +597,6 @@ def _fallbacks(run: CompileRun) -> list[Finding]:
 
 def _custom_ops(run: CompileRun) -> list[Finding]:
     """Calls of custom ops (``torch.library``): the user's or a library's own code, opaque to Inductor."""
-    from ..report.views import launch_url
-
     found = [
         (graph, launch, name)
         for graph in run.graphs
@@ -653,8 +648,6 @@ def _input_dtype(graph: GraphRecord, launch: Launch) -> str | None:
 
 def _precision(run: CompileRun) -> list[Finding]:
     """Float32 library matmuls (convolutions where cuDNN's TF32 is off) that TF32 or bfloat16 would speed up."""
-    from ..report.views import launch_url
-
     bench = run.bench
     if bench is None or bench.device != "cuda" or bench.step is None or not bench.step.total_us:
         return []
@@ -746,8 +739,6 @@ def _precision(run: CompileRun) -> list[Finding]:
 
 def _freezing(run: CompileRun) -> list[Finding]:
     """CPU inference with unfrozen weights: library matmuls whose weights Inductor could fold and prepack."""
-    from ..report.views import launch_url
-
     bench = run.bench
     if (bench is None or bench.device != "cpu" or bench.step is None or not bench.step.total_us or is_training(run)
             or _on(_options(run), "freezing")):  # fmt: skip
@@ -780,8 +771,6 @@ def _freezing(run: CompileRun) -> list[Finding]:
 
 
 def _under_roofline(run: CompileRun) -> list[Finding]:
-    from ..report.views import kernel_url
-
     slow = []
     for graph, kernel in run.all_kernels():
         timing = kernel.timing
@@ -847,8 +836,6 @@ def _autotune(run: CompileRun) -> list[Finding]:
 
 def _untuned_matmuls(run: CompileRun) -> list[Finding]:
     """Library matmuls measurably under their roofline in a run that did not autotune: the time above the roof."""
-    from ..report.views import launch_url
-
     bench = run.bench
     if bench is None or bench.device != "cuda" or autotunes(run):
         return []

@@ -23,6 +23,7 @@ documents, each with its own schema version:
     trials.py       Trials: the diagnosis's suggestions run and measured (--try), SettingChange
     comparison.py   Comparison: several configurations or two reports, COMPARISON_SCHEMA_VERSION
     codec.py        the JSON codec both documents use, and JsonValue for content kept as JSON
+    pages.py        where the report shows a kernel, a launch or a compiled frame: the paths records link to
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from ..records import Answers, CompileRun, Finding, GraphRecord, Launch, ModuleTime, OperationGroup
 from ..records.analysis import RunAnalysis
 from ..records.answers import FORWARD, OUTSIDE, REST
+from ..records.pages import launch_page
 from ..units import format_micros
 from .trials_view import TriedOutcome, finding_outcome
-from .views import code_line_url, graph_url, kernel_url, launch_page
+from .views import code_line_url, graph_url, kernel_url
 
 FIRST_PAGE_GROUPS = 5
 FIRST_PAGE_MODULES = 4

@@ -31,8 +31,8 @@ from ..records import (
     KernelChange,
 )
 from ..records.analysis import ComparisonAnalysis
+from ..records.pages import launch_page
 from ..units import format_ms, format_percent, format_signed_percent
-from .views import launch_page
 
 KIND_ORDER = ("triton pointwise", "triton reduction", "triton persistent_reduction", "triton template")
 CONTEXT_LINES = 3

@@ -16,7 +16,7 @@ from ..records.numerics import (
     divergence_headline,
     output_code_hash,
 )
-from .views import launch_page
+from ..records.pages import launch_page
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 from ..records import Accuracy, CompileRun, DynamoFrame, GraphRecord, Launch, Roofline
 from ..records.analysis import RunAnalysis
 from ..records.numerics import NumericDivergence, divergence_headline
+from ..records.pages import frame_anchor, kernel_url, launch_url
 from ..records.wording import FROM_HINTS
 
 KIND_LABELS = {"triton": "Triton", "cpp": "C++", "extern": "extern"}
@@ -48,27 +49,6 @@ def file_name(url: str) -> str:
 def code_line_url(graph: GraphRecord, line: int) -> str:
     """A line of a graph's ``output_code.py`` (where ``call()`` launches a kernel)."""
     return f"{text_url(graph, 'output_code', line)}#code-{line}"
-
-
-def kernel_url(graph: GraphRecord, kernel_name: str) -> str:
-    return f"kernels/{graph.id}/{kernel_name}.html"
-
-
-def launch_url(graph: GraphRecord, launch: Launch) -> str:
-    """A library call's operation page where the answers grouped it; else ``launch_page``."""
-    if launch.kind == "extern" and launch.group is not None:
-        return f"ops/{launch.group}.html"
-    return launch_page(graph.id, launch.kind == "extern", launch.target, launch.position)
-
-
-def launch_page(graph_id: str, extern: bool, target: str, position: int) -> str:
-    """Where a launch is shown: an extern call on its graph's page, a kernel on its own page."""
-    return f"graphs/{graph_id}.html#launch-{position}" if extern else f"kernels/{graph_id}/{target}.html"
-
-
-def frame_anchor(compile_id: str) -> str:
-    """``0/0_1`` -> ``frame-0-0_1``: an HTML id for a compile id on the compilation page."""
-    return "frame-" + re.sub(r"[^A-Za-z0-9_]", "-", compile_id)
 
 
 def launch_category(graph: GraphRecord, launch: Launch, custom_ops: frozenset[str]) -> str:
