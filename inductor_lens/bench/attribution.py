@@ -1,25 +1,20 @@
 """Stage 4 of the pipeline (bench): tie every kernel of a profiled step to the launch that issued it.
 
-The profiler's Chrome trace (torch.profiler, Kineto) holds, per step (``inductor_lens_step_<i>`` from the
-model process, ``ProfilerStep#<i>`` from a profiled script or torch.profiler's schedule; a trace with neither,
-recorded elsewhere around a plain loop, gets its steps from the calls of its first compiled graph):
-- one ``## Call CompiledFxGraph <key> ##`` CPU range per compiled graph that ran;
-- inside it, one top-level CPU range per launch, in launch order: Inductor names each Triton
-  launch after its kernel, C++ kernels appear as ``graph_<k>_<kernel>`` (with
-  TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE), and extern calls as their op (``aten::mm``; a custom op,
-  ``torch.library``'s, as ``<namespace>::<op>``);
-- GPU kernels, each linked by ``External id`` to the CPU range that launched it (possibly nested
-  inside the top-level one, such as ``aten::_efficient_attention_forward`` inside SDPA).
-
-Each region is matched to a graph by its sequence of launch names, so graph breaks and backward
-graphs (run on autograd's thread) are told apart; identical graphs (a recompile, repeated layers served from the
-FX graph cache) by the compile id of Dynamo's ``Torch-Compiled Region`` around the call, or, for a backward call
-(run outside it), of the one around its forward call, which autograd's ``CompiledFunction`` and
-``CompiledFunctionBackward`` ranges tie to it by their ``Sequence number``; where the trace has neither, by the
-order they first ran (``JOIN_METHODS`` names how each graph was joined). On GPU a launch's time is the sum of its kernels'
-durations; on CPU it is the duration of its range. Kernels replayed from a CUDA graph (reduce-overhead)
-have no launch range of their own: Inductor's Triton kernels among them are matched by name, the rest
-is reported as device work not tied to a launch.
+``attribute`` reads the profiler's Chrome trace (torch.profiler, Kineto) in steps:
+1. its ranges, thread by thread, and its device work (``trace_ranges.read_trace``);
+2. which graph each ``## Call CompiledFxGraph <key> ##`` range ran (``graph_calls.join_calls``);
+3. the profiled steps (``inductor_lens_step_<i>`` from the model process, ``ProfilerStep#<i>`` from a profiled
+   script or torch.profiler's schedule; a trace with neither, recorded elsewhere around a plain loop, gets its
+   steps from the calls of its first compiled graph: ``trace_ranges.find_steps``), and the calls of identical
+   graphs nothing else tells apart, by the order they first ran (``graph_calls.by_order``);
+4. the optimizer's ranges (torch.optim's ``Optimizer.step#...``) in the steps;
+5. each call's launches paired with their top-level ranges (``_time_calls``);
+6. GPU: each kernel, linked by ``External id`` to the CPU range that launched it (possibly nested inside the
+   top-level one, such as ``aten::_efficient_attention_forward`` inside SDPA), charged to its launch: a launch's
+   time is the sum of its kernels' durations (``_charge_kernels``). Kernels replayed from a CUDA graph
+   (reduce-overhead) have no launch range of their own: Inductor's Triton kernels among them are matched by name,
+   the rest is reported as device work not tied to a launch (``_tie_replays``, ``graph_replay.py``);
+   CPU: a launch's time is the duration of its range (``_time_cpu_launches``).
 
 Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATen ops outside compiled graphs
 (CPU) inside a step are ``unattributed``; those outside every step are counted apart (``outside``).
@@ -27,36 +22,29 @@ Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATe
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
-import re
 import statistics
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ..exchange.files import REGION_MARK, STEP_MARKS
-from ..parse import compat
 from ..records import CollectiveTime, GraphRecord, Launch
 from .collectives import collectives_per_step
+from .graph_calls import JOIN_METHODS, Call, Child, JoinMethod, align, by_order, by_their_ops, join_calls
 from .graph_replay import LaunchKey, best_graph, tie_replay
-
-GPU_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
-_CPP_PROFILE_PREFIX = re.compile(r"^graph_\d+_")
-
-
-@dataclass(frozen=True)
-class _Range:
-    name: str
-    start: float
-    end: float
-    tid: Any
-    external_id: Any
-    duration: float = 0.0  # the trace's own ``dur``: end - start rounds at the clock's magnitude (µs since a base)
-    sequence: Any = None  # autograd's "Sequence number": a backward node's range carries its forward's
+from .trace_ranges import (
+    ProfiledTrace,
+    TraceRange,
+    containment,
+    eager_ops,
+    enclosing_graph,
+    find_steps,
+    load_trace,
+    outermost,
+    read_trace,
+    step_index,
+    union,
+)
 
 
 @dataclass
@@ -107,59 +95,11 @@ class Attribution:
     collectives: tuple[CollectiveTime, ...] = ()
 
 
-# How a compiled-graph call in the trace was tied to a graph of the report.
-JOIN_METHODS = {
-    "key": "FX graph cache key",
-    "code": "hash of the graph's output code",
-    "names": "launch-name sequence",
-    "names+id": "launch-name sequence and Dynamo compile id (other graphs launch the same kernels)",
-    "names+seq": (
-        "launch-name sequence and the compile id of its forward call, which autograd's sequence number ties it to "
-        "(other backward graphs launch the same kernels)"
-    ),
-    "order": (
-        "launch-name sequence and the order identical graphs first ran: nothing in the trace tells their calls "
-        "apart, so each step's i-th call is the i-th of them Inductor compiled"
-    ),
-    "replay": "kernel names of its CUDA-graph replays",
-}
-JoinMethod = Literal["key", "code", "names", "names+id", "names+seq", "order", "replay"]
-# a compiled-graph call: its range, its top-level ranges (each with those nested in it), its graph and how it was found
-_Call = tuple[_Range, list[tuple[_Range, list[_Range]]], GraphRecord | None, JoinMethod | None]
-COMPILED_REGION = "Torch-Compiled Region: "  # Dynamo's range around each call of a compiled frame, by compile id
-# AOTAutograd's autograd function: its forward call's range, and the range autograd's engine runs its backward in;
-# both carry the same "Sequence number" (the forward's), and the forward's sits inside Dynamo's compiled region
-AUTOGRAD_FORWARD = "CompiledFunction"
-AUTOGRAD_BACKWARD = "CompiledFunctionBackward"
 # torch.optim's profiler ranges around each optimizer call: "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"
 OPTIMIZER_MARKS = ("Optimizer.step#", "Optimizer.zero_grad#")
-
-
-def load_trace(path: Path) -> dict[str, Any]:
-    """A Chrome trace as torch.profiler's ``export_chrome_trace`` writes it (gzipped where it ends in .gz);
-    its ``traceEvents`` must be a list."""
-    raw = Path(path).read_bytes()
-    document = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    if not isinstance(document, dict) or not isinstance(document.get("traceEvents"), list):
-        raise ValueError("not a Chrome trace: no traceEvents list")
-    return document
-
-
-def launch_label(launch: Launch) -> str:
-    """The name the profiler gives a launch's top-level range: an op called through ``torch.ops`` is
-    ``<ns>::<op>`` (``aten::mm``, ``mkl::_mkl_linear``, a custom op's ``lens_demo::mix``)."""
-    if launch.kind == "extern":
-        found = compat.op_namespace(launch.target)
-        if found is not None:
-            return f"{found[0]}::{found[1]}"
-        op = launch.aten_op or launch.target
-        base = op.split(".")[1] if op.startswith("aten.") and "." in op else op
-        return f"aten::{base}"
-    return launch.target
-
-
-def range_label(name: str) -> str:
-    return _CPP_PROFILE_PREFIX.sub("", name)
+StepOf = Callable[[TraceRange | None], int | None]  # the index of the step that holds a range, if any
+# one kernel of a CUDA-graph replay: the kernel's event, its step and its duration
+ReplayedKernel = tuple[dict[str, Any], int, float]
 
 
 def attribute(
@@ -172,528 +112,294 @@ def attribute(
 ) -> Attribution:
     """``trace``: the file, or the document ``load_trace`` read; ``infer_steps``: a trace without step marks
     (recorded elsewhere) gets one step per call of its first compiled graph."""
-    events = (load_trace(trace) if isinstance(trace, Path) else trace)["traceEvents"]
-    ranges = [
-        _Range(
-            e["name"],
-            float(e["ts"]),
-            float(e["ts"]) + float(e.get("dur", 0)),
-            e.get("tid"),
-            (e.get("args") or {}).get("External id"),
-            float(e.get("dur", 0)),
-            (e.get("args") or {}).get("Sequence number"),
-        )
-        for e in events
-        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
-    ]
-    kernels = sorted(
-        (e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK),
-        key=lambda e: float(e.get("ts", 0)),
-    )
-    marked = [r for r in ranges if _step_number(r.name) is not None]
-    steps = sorted(marked, key=lambda r: _step_number(r.name) or 0)
+    profiled = read_trace((load_trace(trace) if isinstance(trace, Path) else trace)["traceEvents"])
     graphs = list(graphs)
-    by_thread: dict[Any, list[_Range]] = {}
-    for r in ranges:
-        by_thread.setdefault(r.tid, []).append(r)
-    for items in by_thread.values():
-        items.sort(key=lambda r: (r.start, -r.end))
-
-    by_code = _by_output_code(graphs) if any(len(_region_key(r.name)) == 32 for r in ranges) else {}
-    forwards: dict[Any, list[_Range]] = {}  # sequence number -> the forward calls' autograd ranges
-    backwards: dict[Any, list[_Range]] = {}  # thread -> the ranges autograd's engine ran backward calls in
-    for r in ranges:
-        if r.name == AUTOGRAD_FORWARD and r.sequence is not None:
-            forwards.setdefault(r.sequence, []).append(r)
-        elif r.name.endswith(AUTOGRAD_BACKWARD):
-            backwards.setdefault(r.tid, []).append(r)
-    regions: list[_Call] = []
-    for region in sorted((r for r in ranges if r.name.startswith(REGION_MARK)), key=lambda r: r.start):
-        children = _top_level(by_thread[region.tid], region)
-        names = [range_label(c.name) for c, _ in children]
-        compile_id, backward = _call_compile_id(by_thread, forwards, backwards.get(region.tid, []), region)
-        graph, how = _graph_of_region(graphs, by_code, region.name, names, compile_id, backward)
-        regions.append((region, children, graph, how))
-    if steps:
-        steps_found = f"{len(steps)} steps marked {next(m for m in STEP_MARKS if steps[0].name.startswith(m))}<i>"
-    elif infer_steps:
-        steps, steps_found = _inferred_steps(regions, by_thread, ranges, kernels)
+    calls = join_calls(profiled, graphs)
+    steps, steps_found = find_steps(profiled, calls, infer_steps)
+    step_of = step_index(steps)
+    calls = by_order(calls, graphs, step_of)
+    optimizer = _optimizer_calls(profiled, step_of, len(steps))
+    tally = _time_calls(calls, step_of, len(steps), device)
+    if device == "cuda":
+        device_time, replays = _charge_kernels(profiled, tally, step_of, optimizer.holds)
+        _tie_replays(replays, tally, device_time, graphs, known)
     else:
-        steps_found = "no step marks"
-    step_of_range = _step_index(steps)
-    regions = _by_order(regions, graphs, step_of_range)
-    optimizer_ranges = _outermost(r for r in ranges if r.name.startswith(OPTIMIZER_MARKS) and step_of_range(r) is not None)
-    under_optimizer = _containment(optimizer_ranges)
-    optimizer_us = [0.0] * len(steps)
-    for r in optimizer_ranges:
-        if (step := step_of_range(r)) is not None:
-            optimizer_us[step] += r.duration
-    optimizer_device_us = [0.0] * len(steps)
-    graph_host_us: dict[str, list[float]] = {}
+        device_time = _time_cpu_launches(profiled, calls, tally, step_of)
+    return _result(profiled, steps, steps_found, device, tally, device_time, optimizer)
 
-    launches: dict[tuple[str, int], LaunchTimes] = {}
-    owner_of_id: dict[Any, tuple[str, int]] = {}  # external id -> (graph, position) of its top-level launch
-    cpu_time: dict[tuple[str, int, int], float] = {}  # (graph, position, step) -> CPU range time
-    region_time = [0.0] * len(steps)
-    region_graphs: list[tuple[_Range, GraphRecord]] = []
-    joins: dict[str, tuple[str, int]] = {}
-    unjoined: list[_Range] = []  # calls in the steps of no graph (yet: a CUDA-graph replay may still tie one)
-    unattributed: dict[str, list[float]] = {}
-    unattributed_count = 0
-    by_ops: set[LaunchKey] = set()
-    for region, children, graph, how in regions:
-        step = step_of_range(region)
+
+@dataclass
+class _Tally:
+    """The attribution as the steps of ``attribute`` work it out, over the profiled steps."""
+
+    steps: int
+    # the compiled-graph calls in the steps (``_time_calls``)
+    launches: dict[LaunchKey, LaunchTimes] = field(default_factory=dict)
+    joins: dict[str, tuple[str, int]] = field(default_factory=dict)  # graph id -> how, and how many of its calls
+    unjoined: list[TraceRange] = field(default_factory=list)  # of no graph (yet: a CUDA-graph replay may tie one)
+    by_ops: set[LaunchKey] = field(default_factory=set)
+    owner_of_id: dict[Any, LaunchKey] = field(default_factory=dict)  # external id -> its top-level launch
+    cpu_time: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (graph, position, step) -> µs
+    region_time: list[float] = field(init=False)  # per step: host time inside the calls
+    region_graphs: list[tuple[TraceRange, GraphRecord]] = field(default_factory=list)
+    graph_host_us: dict[str, list[float]] = field(default_factory=dict)  # graph id -> host time of its calls
+    # GPU: the kernels each launch issued in the first step it ran, in order (``charge``)
+    kernel_names: dict[LaunchKey, list[str]] = field(default_factory=dict)
+    first_step: dict[LaunchKey, int] = field(default_factory=dict)
+    # what no launch explains: name -> µs per step, and how many kernels or ranges; what ran outside every step
+    unattributed: dict[str, list[float]] = field(default_factory=dict)
+    unattributed_count: int = 0
+    outside_count: int = 0
+    outside_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.region_time = [0.0] * self.steps
+
+    def joined(self, graph_id: str, how: JoinMethod) -> None:
+        self.joins[graph_id] = (JOIN_METHODS[how], self.joins.get(graph_id, ("", 0))[1] + 1)
+
+    def times(self, key: LaunchKey) -> LaunchTimes:
+        """The times of a launch, zero in every step the first time it is seen."""
+        found = self.launches.get(key)
+        if found is None:
+            found = self.launches[key] = LaunchTimes([0.0] * self.steps, [0] * self.steps)
+        return found
+
+    def unexplained(self, name: str, step: int, duration: float) -> None:
+        self.unattributed.setdefault(name, [0.0] * self.steps)[step] += duration
+        self.unattributed_count += 1
+
+    def outside(self, duration: float) -> None:
+        self.outside_count, self.outside_us = self.outside_count + 1, self.outside_us + duration
+
+    def charge(self, owner: LaunchKey | None, name: str, step: int, duration: float) -> None:
+        """A kernel's time to the launch that issued it, or to ``unattributed``."""
+        if owner is None:
+            self.unexplained(name, step, duration)
+            return
+        times = self.times(owner)
+        times.per_step_us[step] += duration
+        times.per_step_calls[step] += 1
+        if self.first_step.setdefault(owner, step) == step:
+            self.kernel_names.setdefault(owner, []).append(name)
+
+
+@dataclass
+class _DeviceTime:
+    """Per step: the device time (GPU: every kernel's; CPU: the time inside compiled graphs) and the kernels'
+    intervals; GPU: the time inside CUDA-graph replays, of which tied by position only, and under the optimizer."""
+
+    total: list[float]
+    intervals: list[list[tuple[float, float]]]
+    replayed: list[float]
+    approximate: list[float]
+    optimizer: list[float]
+    replays_tied_exactly: bool = False
+
+    @classmethod
+    def zero(cls, steps: int) -> _DeviceTime:
+        return cls([0.0] * steps, [[] for _ in range(steps)], [0.0] * steps, [0.0] * steps, [0.0] * steps)
+
+
+@dataclass(frozen=True)
+class _Optimizer:
+    ranges: list[TraceRange]  # the optimizer's outermost ranges inside the steps
+    holds: Callable[[TraceRange], bool]  # whether a range starts inside one of them
+    host_us: list[float]  # per step
+
+
+def _optimizer_calls(trace: ProfiledTrace, step_of: StepOf, steps: int) -> _Optimizer:
+    ranges = outermost(r for r in trace.ranges if r.name.startswith(OPTIMIZER_MARKS) and step_of(r) is not None)
+    host_us = [0.0] * steps
+    for r in ranges:
+        if (step := step_of(r)) is not None:
+            host_us[step] += r.duration
+    return _Optimizer(ranges, containment(ranges), host_us)
+
+
+def _time_calls(calls: list[Call], step_of: StepOf, steps: int, device: str) -> _Tally:
+    """The calls in the steps, each joined to its graph, with each launch paired with its top-level range (and the
+    ranges nested in it, whose external ids its kernels carry); CPU: the ranges no launch claimed are unattributed."""
+    tally = _Tally(steps)
+    for region, children, graph, how in calls:
+        step = step_of(region)
         if step is None:
             continue
-        region_time[step] += region.duration
+        tally.region_time[step] += region.duration
         if graph is None or how is None:
-            unjoined.append(region)
+            tally.unjoined.append(region)
             continue
-        joins[graph.id] = (JOIN_METHODS[how], joins.get(graph.id, ("", 0))[1] + 1)
-        region_graphs.append((region, graph))
-        graph_host_us.setdefault(graph.id, [0.0] * len(steps))[step] += region.duration
-        pairs = _align(graph.launches, children)
-        rangeless = _by_their_ops(graph.launches, children, pairs)
-        by_ops.update((graph.id, launch.position) for launch, _ in rangeless)
-        pairs += rangeless
+        tally.joined(graph.id, how)
+        tally.region_graphs.append((region, graph))
+        tally.graph_host_us.setdefault(graph.id, [0.0] * steps)[step] += region.duration
+        pairs = _pair_launches(graph, children, tally.by_ops)
         for launch, (child, nested) in pairs:
             key = (graph.id, launch.position)
-            launches.setdefault(key, LaunchTimes())
+            tally.times(key)
             for r in nested:
-                owner_of_id[r.external_id] = key
-            cpu_time[(graph.id, launch.position, step)] = cpu_time.get(
-                (graph.id, launch.position, step), 0.0
-            ) + child.duration
+                tally.owner_of_id[r.external_id] = key
+            cpu_key = (graph.id, launch.position, step)
+            tally.cpu_time[cpu_key] = tally.cpu_time.get(cpu_key, 0.0) + child.duration
         if device != "cuda":
             paired = {id(child) for _, (child, _) in pairs}
             for child, _ in children:
                 if id(child) not in paired:
-                    unattributed.setdefault(child.name, [0.0] * len(steps))[step] += child.duration
-                    unattributed_count += 1
+                    tally.unexplained(child.name, step, child.duration)
+    return tally
 
-    per_step: dict[LaunchKey, list[float]] = {key: [0.0] * len(steps) for key in launches}
-    per_step_calls: dict[LaunchKey, list[int]] = {key: [0] * len(steps) for key in launches}
-    total = [0.0] * len(steps)
-    intervals: list[list[tuple[float, float]]] = [[] for _ in steps]
-    kernel_names: dict[LaunchKey, list[str]] = {}
-    first_step: dict[LaunchKey, int] = {}
-    replayed = [0.0] * len(steps)
-    approximate = [0.0] * len(steps)
-    replays: dict[Any, list[tuple[dict[str, Any], int, float]]] = {}
+
+def _pair_launches(graph: GraphRecord, children: list[Child], by_ops: set[LaunchKey]) -> list[tuple[Launch, Child]]:
+    """Each launch of a call with its top-level range; a custom op without a range of its own with the ranges of
+    the ops it ran (added to ``by_ops``)."""
+    pairs = align(graph.launches, children)
+    rangeless = by_their_ops(graph.launches, children, pairs)
+    by_ops.update((graph.id, launch.position) for launch, _ in rangeless)
+    return pairs + rangeless
+
+
+def _charge_kernels(
+    trace: ProfiledTrace, tally: _Tally, step_of: StepOf, under_optimizer: Callable[[TraceRange], bool]
+) -> tuple[_DeviceTime, list[tuple[TraceRange, list[ReplayedKernel]]]]:
+    """GPU: each kernel in the steps charged to the launch whose range issued it; the kernels of CUDA-graph
+    replays set apart, each replay with the ``cudaGraphLaunch`` call that issued it, for ``_tie_replays``."""
+    launch_ranges = _launch_ranges(trace)
+    graph_launches = _graph_launches(trace.events)
+    device = _DeviceTime.zero(tally.steps)
+    replays: dict[Any, list[ReplayedKernel]] = {}
+    for kernel in trace.kernels:
+        ext = (kernel.get("args") or {}).get("External id")
+        source = launch_ranges.get(ext)
+        step = step_of(source) if source is not None else None
+        duration = float(kernel.get("dur", 0))
+        if step is None or source is None:
+            tally.outside(duration)
+            continue
+        device.total[step] += duration
+        start = float(kernel["ts"])
+        device.intervals[step].append((start, start + duration))
+        correlation = (kernel.get("args") or {}).get("correlation")
+        if correlation in graph_launches:
+            replays.setdefault(correlation, []).append((kernel, step, duration))
+        else:
+            owner = tally.owner_of_id.get(ext)
+            if owner is None and under_optimizer(source):
+                device.optimizer[step] += duration
+            tally.charge(owner, kernel["name"], step, duration)
+    return device, [(graph_launches[correlation], replay) for correlation, replay in replays.items()]
+
+
+def _launch_ranges(trace: ProfiledTrace) -> dict[Any, TraceRange]:
+    """External id -> the range that carries it: CUDA runtime calls (which place every kernel in its step,
+    cudaGraphLaunch ones included) and CPU ranges."""
+    runtime = [
+        TraceRange(e["name"], float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("tid"), ext)
+        for e in trace.events
+        if e.get("ph") == "X"
+        and e.get("cat") == "cuda_runtime"
+        and (ext := (e.get("args") or {}).get("External id")) is not None
+    ]
+    return {r.external_id: r for r in [*runtime, *trace.ranges] if r.external_id is not None}
+
+
+def _graph_launches(events: list[dict[str, Any]]) -> dict[Any, TraceRange]:
+    """The ``cudaGraphLaunch`` calls by their correlation id: a kernel's ``correlation`` names the runtime call
+    that issued it, one of these for a replayed kernel."""
+    return {
+        e["args"]["correlation"]: TraceRange(e["name"], float(e["ts"]), float(e["ts"]), e.get("tid"), None)
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "cuda_runtime"
+        and e.get("name") == "cudaGraphLaunch"
+        and isinstance(e.get("args"), dict)
+        and e["args"].get("correlation") is not None
+    }
+
+
+def _tie_replays(
+    replays: list[tuple[TraceRange, list[ReplayedKernel]]],
+    tally: _Tally,
+    device: _DeviceTime,
+    graphs: list[GraphRecord],
+    known: dict[LaunchKey, list[str]] | None,
+) -> None:
+    """GPU: each replay's kernels charged to the launches of the graph whose call issued it (else of the graph
+    whose kernels they best match, which joins a call no launch names tied), or to ``unattributed``."""
     exact = True
-    outside_count, outside_us = 0, 0.0
+    for launch_call, replay in replays:
+        names = [kernel["name"] for kernel, _, _ in replay]
+        graph = enclosing_graph(launch_call, tally.region_graphs)
+        if graph is None and (graph := best_graph(names, graphs)) is not None:
+            tally.joined(graph.id, "replay")
+            tally.unjoined = [
+                r for r in tally.unjoined if not (r.tid == launch_call.tid and r.start <= launch_call.start <= r.end)
+            ]
+        if graph is None:
+            for kernel, step, duration in replay:
+                tally.charge(None, kernel["name"], step, duration)
+            continue
+        tie = tie_replay(names, graph, known)
+        exact = exact and not tie.approximate and bool(known)
+        for index, ((kernel, step, duration), owner) in enumerate(zip(replay, tie.owners, strict=True)):
+            device.replayed[step] += duration
+            if index in tie.approximate:
+                device.approximate[step] += duration
+            tally.charge(owner, kernel["name"], step, duration)
+    device.replays_tied_exactly = bool(replays) and exact
 
-    def charge(owner: LaunchKey | None, kernel: dict[str, Any], step: int, duration: float) -> None:
-        nonlocal unattributed_count
-        if owner is None:
-            unattributed.setdefault(kernel["name"], [0.0] * len(steps))[step] += duration
-            unattributed_count += 1
-            return
-        if owner not in per_step:
-            launches.setdefault(owner, LaunchTimes())
-            per_step[owner], per_step_calls[owner] = [0.0] * len(steps), [0] * len(steps)
-        per_step[owner][step] += duration
-        per_step_calls[owner][step] += 1
-        if first_step.setdefault(owner, step) == step:
-            kernel_names.setdefault(owner, []).append(kernel["name"])
 
-    if device == "cuda":
-        # cuda_runtime ranges place every kernel in its step, cudaGraphLaunch ones included
-        runtime = [
-            _Range(e["name"], float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("tid"), ext)
-            for e in events
-            if e.get("ph") == "X"
-            and e.get("cat") == "cuda_runtime"
-            and (ext := (e.get("args") or {}).get("External id")) is not None
-        ]
-        launch_ranges = {r.external_id: r for r in [*runtime, *ranges] if r.external_id is not None}
-        # a kernel's ``correlation`` names the runtime call that issued it: cudaGraphLaunch for a replay
-        graph_launches = {
-            e["args"]["correlation"]: _Range(e["name"], float(e["ts"]), float(e["ts"]), e.get("tid"), None)
-            for e in events
-            if e.get("ph") == "X"
-            and e.get("cat") == "cuda_runtime"
-            and e.get("name") == "cudaGraphLaunch"
-            and isinstance(e.get("args"), dict)
-            and e["args"].get("correlation") is not None
-        }
-        for kernel in kernels:
-            ext = (kernel.get("args") or {}).get("External id")
-            source = launch_ranges.get(ext)
-            step = step_of_range(source) if source is not None else None
-            duration = float(kernel.get("dur", 0))
-            if step is None or source is None:
-                outside_count, outside_us = outside_count + 1, outside_us + duration
-                continue
-            total[step] += duration
-            start = float(kernel["ts"])
-            intervals[step].append((start, start + duration))
-            correlation = (kernel.get("args") or {}).get("correlation")
-            if correlation in graph_launches:
-                replays.setdefault(correlation, []).append((kernel, step, duration))
-            else:
-                owner = owner_of_id.get(ext)
-                if owner is None and under_optimizer(source):
-                    optimizer_device_us[step] += duration
-                charge(owner, kernel, step, duration)
-        for correlation, replay in replays.items():
-            names = [kernel["name"] for kernel, _, _ in replay]
-            launch_call = graph_launches[correlation]
-            graph = _enclosing_graph(launch_call, region_graphs)
-            if graph is None and (graph := best_graph(names, graphs)) is not None:
-                joins[graph.id] = (JOIN_METHODS["replay"], joins.get(graph.id, ("", 0))[1] + 1)
-                unjoined = [r for r in unjoined if not (r.tid == launch_call.tid and r.start <= launch_call.start <= r.end)]
-            if graph is None:
-                for kernel, step, duration in replay:
-                    charge(None, kernel, step, duration)
-                continue
-            tie = tie_replay(names, graph, known)
-            exact = exact and not tie.approximate and bool(known)
-            for index, ((kernel, step, duration), owner) in enumerate(zip(replay, tie.owners, strict=True)):
-                replayed[step] += duration
-                if index in tie.approximate:
-                    approximate[step] += duration
-                charge(owner, kernel, step, duration)
-    else:
-        for (graph_id, position, step), duration in cpu_time.items():
-            per_step[(graph_id, position)][step] += duration
-            per_step_calls[(graph_id, position)][step] += 1
-        total = region_time
-        for op in _eager_ops(by_thread, regions):
-            step = step_of_range(op)
-            if step is None:
-                outside_count, outside_us = outside_count + 1, outside_us + op.duration
-            else:
-                unattributed.setdefault(op.name, [0.0] * len(steps))[step] += op.duration
-                unattributed_count += 1
-    for key, times in launches.items():
-        times.per_step_us = per_step[key]
-        times.per_step_calls = per_step_calls[key]
-    span = [max(e for _, e in iv) - min(s for s, _ in iv) if iv else 0.0 for iv in intervals]
-    busy = [_union(iv) for iv in intervals]
+def _time_cpu_launches(trace: ProfiledTrace, calls: list[Call], tally: _Tally, step_of: StepOf) -> _DeviceTime:
+    """CPU: each launch's time is its range's, once per step it ran in; the ATen ops outside every compiled graph
+    are unattributed (in a step) or outside."""
+    for (graph_id, position, step), duration in tally.cpu_time.items():
+        times = tally.launches[(graph_id, position)]
+        times.per_step_us[step] += duration
+        times.per_step_calls[step] += 1
+    for op in eager_ops(trace.by_thread, calls):
+        op_step = step_of(op)
+        if op_step is None:
+            tally.outside(op.duration)
+        else:
+            tally.unexplained(op.name, op_step, op.duration)
+    device = _DeviceTime.zero(tally.steps)
+    device.total = tally.region_time
+    return device
+
+
+def _result(
+    trace: ProfiledTrace,
+    steps: list[TraceRange],
+    steps_found: str,
+    device: str,
+    tally: _Tally,
+    device_time: _DeviceTime,
+    optimizer: _Optimizer,
+) -> Attribution:
+    cuda = device == "cuda"
+    intervals = device_time.intervals
     return Attribution(
         steps=len(steps),
         device=device,
-        launches=launches,
-        step_total_us=total,
-        step_span_us=span,
-        step_busy_us=busy,
-        unattributed={name: statistics.median(v) for name, v in unattributed.items()},
-        kernel_names=kernel_names,
-        replayed_us=replayed if device == "cuda" else [],
-        approximate_us=approximate if device == "cuda" else [],
-        replays_tied_exactly=device == "cuda" and bool(replays) and exact,
+        launches=tally.launches,
+        step_total_us=device_time.total,
+        step_span_us=[max(e for _, e in iv) - min(s for s, _ in iv) if iv else 0.0 for iv in intervals],
+        step_busy_us=[union(iv) for iv in intervals],
+        unattributed={name: statistics.median(v) for name, v in tally.unattributed.items()},
+        kernel_names=tally.kernel_names,
+        replayed_us=device_time.replayed if cuda else [],
+        approximate_us=device_time.approximate if cuda else [],
+        replays_tied_exactly=cuda and device_time.replays_tied_exactly,
         steps_found=steps_found,
-        joins=joins,
-        unjoined_calls=len(unjoined),
-        unattributed_count=unattributed_count,
-        outside_count=outside_count,
-        outside_us=outside_us,
-        by_ops=by_ops,
+        joins=tally.joins,
+        unjoined_calls=len(tally.unjoined),
+        unattributed_count=tally.unattributed_count,
+        outside_count=tally.outside_count,
+        outside_us=tally.outside_us,
+        by_ops=tally.by_ops,
         step_wall_us=[s.duration or s.end - s.start for s in steps],
-        graph_host_us=graph_host_us,
-        optimizer_us=optimizer_us,
-        optimizer_device_us=optimizer_device_us if device == "cuda" else [],
-        optimizer_graphs={graph.id for region, graph in region_graphs if under_optimizer(region)},
-        optimizer_ranges=len(optimizer_ranges),
-        collectives=collectives_per_step(events, len(steps), device),
+        graph_host_us=tally.graph_host_us,
+        optimizer_us=optimizer.host_us,
+        optimizer_device_us=device_time.optimizer if cuda else [],
+        optimizer_graphs={graph.id for region, graph in tally.region_graphs if optimizer.holds(region)},
+        optimizer_ranges=len(optimizer.ranges),
+        collectives=collectives_per_step(trace.events, len(steps), device),
     )
-
-
-def _outermost(candidates: Iterable[_Range]) -> list[_Range]:
-    """The ranges not nested in another of them on their thread (a wrapped optimizer's step runs the inner one's)."""
-    found: list[_Range] = []
-    ends: dict[Any, float] = {}
-    for r in sorted(candidates, key=lambda r: (r.start, -r.end)):
-        if r.end <= ends.get(r.tid, float("-inf")):
-            continue
-        ends[r.tid] = r.end
-        found.append(r)
-    return found
-
-
-def _containment(outer: list[_Range]) -> Callable[[_Range], bool]:
-    """Whether a range starts inside one of ``outer`` (disjoint per thread) on its own thread."""
-    by_thread: dict[Any, list[_Range]] = {}
-    for r in outer:
-        by_thread.setdefault(r.tid, []).append(r)
-    starts = {tid: [r.start for r in items] for tid, items in by_thread.items()}
-
-    def inside(r: _Range) -> bool:
-        items = by_thread.get(r.tid)
-        if not items:
-            return False
-        index = bisect_right(starts[r.tid], r.start) - 1
-        return index >= 0 and r.start <= items[index].end
-
-    return inside
-
-
-def _inferred_steps(
-    regions: list[tuple[_Range, Any, GraphRecord | None, Any]],
-    by_thread: dict[Any, list[_Range]],
-    ranges: list[_Range],
-    kernels: list[dict[str, Any]],
-) -> tuple[list[_Range], str]:
-    """Steps of a trace without step marks: one per call of the first compiled graph that runs (the first
-    call joined to a graph of the report, else the first call at all), from the outermost range around
-    that call that holds no other call of it, to the next one; the last as long as the one before it."""
-    if not regions:
-        return [], "no step marks and no compiled-graph calls"
-    joined = [(region, graph.id) for region, _, graph, _ in regions if graph is not None]
-    calls = joined or [(region, region.name) for region, _, _, _ in regions]
-    opener = calls[0][1]
-    openings = [region for region, key in calls if key == opener]
-    starts: list[float] = []
-    for region in openings:
-        around = [r for r in by_thread[region.tid] if r.start <= region.start and region.end <= r.end]
-        lone = [r for r in around if sum(r.start <= o.start < r.end for o in openings) == 1]
-        starts.append(min((r.start for r in lone), default=region.start))
-    last_end = max([r.end for r in ranges] + [float(k["ts"]) + float(k.get("dur", 0)) for k in kernels])
-    ends = [*starts[1:], min(last_end, 2 * starts[-1] - starts[-2]) if len(starts) > 1 else last_end]
-    steps = [_Range(f"step {i}", *window, None, None) for i, window in enumerate(zip(starts, ends, strict=True))]
-    named = f"graph {opener}" if joined else f"the compiled graph of the call {opener.strip('# ')!r}"
-    return steps, (
-        f"no step marks in the trace: {len(steps)} steps, one per call of {named} (the first compiled graph to "
-        "run), each from that call to the next (the last as long as the one before it)"
-    )
-
-
-def _eager_ops(
-    by_thread: dict[Any, list[_Range]], regions: list[tuple[_Range, Any, Any, Any]]
-) -> Iterator[_Range]:
-    """CPU: the ATen ops run outside every compiled graph (eager code around them), outermost only."""
-    regions_of: dict[Any, list[_Range]] = {}
-    for region, *_ in regions:
-        regions_of.setdefault(region.tid, []).append(region)
-    for tid, thread in by_thread.items():
-        covered = regions_of.get(tid, [])
-        outer_end = float("-inf")
-        for r in thread:  # sorted by start, the outer of two ranges first
-            if not r.name.startswith("aten::") or r.end <= outer_end:
-                continue
-            if any(c.start <= r.start and r.end <= c.end for c in covered):
-                continue
-            outer_end = r.end
-            yield r
-
-
-def _enclosing_graph(launch: _Range, regions: list[tuple[_Range, GraphRecord]]) -> GraphRecord | None:
-    """The graph whose ``## Call CompiledFxGraph`` range holds this runtime call (same thread)."""
-    for region, graph in regions:
-        if region.tid == launch.tid and region.start <= launch.start <= region.end:
-            return graph
-    return None
-
-
-def _step_index(steps: list[_Range]) -> Callable[[_Range | None], int | None]:
-    starts = [s.start for s in steps]
-
-    def find(r: _Range | None) -> int | None:
-        if r is None:
-            return None
-        # Backward graphs run on autograd's thread, but inside the step's time window all the same.
-        index = bisect_right(starts, r.start) - 1
-        return index if index >= 0 and r.start <= steps[index].end else None
-
-    return find
-
-
-def _top_level(thread: list[_Range], region: _Range) -> list[tuple[_Range, list[_Range]]]:
-    """The direct children of a region, each with every range nested in it (itself included)."""
-    inside = [r for r in thread if region.start < r.start and r.end <= region.end and r is not region]
-    children: list[tuple[_Range, list[_Range]]] = []
-    for r in inside:
-        if children and r.end <= children[-1][0].end and r.start >= children[-1][0].start:
-            children[-1][1].append(r)
-        else:
-            children.append((r, [r]))
-    return children
-
-
-def _region_key(name: str) -> str:
-    return name.removeprefix(REGION_MARK).strip(" #") if name.startswith(REGION_MARK) else ""
-
-
-def _by_output_code(graphs: list[GraphRecord]) -> dict[str, list[GraphRecord]]:
-    """md5 of output_code.py -> its graphs: graph_free.py's ranges name a graph by it."""
-    found: dict[str, list[GraphRecord]] = {}
-    for graph in graphs:
-        found.setdefault(hashlib.md5(graph.output_code.encode()).hexdigest(), []).append(graph)
-    return found
-
-
-def _compile_id(thread: list[_Range], region: _Range) -> str | None:
-    """The Dynamo compile id (``0/1``) of the compiled frame whose call holds this region, where Dynamo marked it."""
-    around = [r for r in thread if r.name.startswith(COMPILED_REGION) and r.start <= region.start and region.end <= r.end]
-    return around[-1].name.removeprefix(COMPILED_REGION).strip() if around else None
-
-
-def _call_compile_id(
-    by_thread: dict[Any, list[_Range]], forwards: dict[Any, list[_Range]], backwards: list[_Range], region: _Range
-) -> tuple[str | None, bool]:
-    """The compile id of the call that ran this region, and whether it is a backward call. Autograd's engine runs
-    a backward graph outside every compiled region (on CPU on the caller's thread, on GPU on its own), inside the
-    ``CompiledFunctionBackward`` range of its forward call's autograd node: the two ranges share a sequence number,
-    and the forward's compiled region names the compile id, the one its backward graph has too."""
-    around = [r for r in backwards if r.start <= region.start and region.end <= r.end]
-    node = max(around, key=lambda r: r.start, default=None)  # the innermost
-    if node is not None and node.sequence is not None:
-        forward = forwards.get(node.sequence, [])
-        # sequence numbers count per forward thread: two forward threads could give one twice
-        return (_compile_id(by_thread[forward[0].tid], forward[0]) if len(forward) == 1 else None), True
-    return _compile_id(by_thread[region.tid], region), False
-
-
-def _graph_of_region(
-    graphs: list[GraphRecord],
-    by_code: dict[str, list[GraphRecord]],
-    region: str,
-    names: list[str],
-    compile_id: str | None = None,
-    backward: bool = False,
-) -> tuple[GraphRecord | None, JoinMethod | None]:
-    """The graph a ``## Call CompiledFxGraph <key> ##`` region ran, and how it was found: by its FX graph
-    cache key where the trace logged it (graphs of a recompile can launch the same kernels), or by the md5 of
-    its output code (graph-free calls), else by its launches (a trace from another process, whose keys differ)."""
-    key = _region_key(region)
-    by_key = [g for g in graphs if g.fx_cache_key and g.fx_cache_key == key]
-    if len(by_key) == 1:
-        return by_key[0], "key"
-    by_hash = [] if by_key else by_code.get(key, [])
-    if len(by_hash) == 1:
-        return by_hash[0], "code"
-    return _match_graph(graphs, names, compile_id, backward)
-
-
-def _by_order(
-    regions: list[_Call],
-    graphs: list[GraphRecord],
-    step_of: Callable[[_Range | None], int | None],
-) -> list[_Call]:
-    """Calls of identical graphs that no compile id tells apart (a trace without Dynamo's compiled regions or
-    autograd's sequence numbers): where a step holds one call of each, its i-th call goes to the i-th of them in the
-    order Inductor compiled them, the order they first ran (a backward graph is compiled at its first backward)."""
-    tied: dict[tuple[int, tuple[str, ...]], list[int]] = {}  # (step, the identical graphs) -> their calls' indices
-    for index, (region, children, _, how) in enumerate(regions):
-        step = step_of(region)
-        if how != "names" or step is None:
-            continue
-        names = [range_label(c.name) for c, _ in children]
-        same = tuple(g.id for g in graphs if _expected_labels(g) == names)
-        if len(same) > 1:
-            tied.setdefault((step, same), []).append(index)
-    by_id = {g.id: g for g in graphs}
-    found = list(regions)
-    for (_, same), indices in tied.items():
-        if len(indices) == len(same):
-            for index, graph_id in zip(indices, same, strict=True):
-                region, children, _, _ = found[index]
-                found[index] = (region, children, by_id[graph_id], "order")
-    return found
-
-
-def _expected_labels(graph: GraphRecord) -> list[str]:
-    """The top-level range names a call of this graph leaves, in order; a custom op's own range may be missing
-    (compat.RANGELESS_CUSTOM_OPS): not expected."""
-    return [launch_label(launch) for launch in graph.launches if compat.custom_op(launch.target) is None]
-
-
-def _match_graph(
-    graphs: list[GraphRecord], names: list[str], compile_id: str | None = None, backward: bool = False
-) -> tuple[GraphRecord | None, JoinMethod | None]:
-    """The graph whose launch sequence best matches the region's top-level range names; between graphs that
-    match equally (a recompile launching the same kernels, identical layers' graphs served from the FX graph cache),
-    the one of the compile id Dynamo marked the call with (a backward call: its forward call's, ``_call_compile_id``)."""
-    scores: list[tuple[float, GraphRecord]] = []
-    for graph in graphs:
-        expected = _expected_labels(graph)
-        if expected:
-            scores.append((_count_in_order(expected, names) / len(expected), graph))
-    best_score = max((score for score, _ in scores), default=0.0)
-    if best_score < 0.8:
-        return None, None
-    best = [graph for score, graph in scores if score == best_score]
-    if len(best) == 1:
-        return best[0], "names"
-    same_id = [
-        g
-        for g in best
-        if compile_id and (g.compile_id or "").split("_")[0] == compile_id and (g.kind == "backward") == backward
-    ]
-    if len(same_id) == 1:
-        return same_id[0], "names+seq" if backward else "names+id"
-    return best[0], "names"
-
-
-def _count_in_order(expected: list[str], names: list[str]) -> int:
-    position, matched = 0, 0
-    for want in expected:
-        try:
-            position = names.index(want, position) + 1
-            matched += 1
-        except ValueError:
-            continue
-    return matched
-
-
-def _align(
-    launches: tuple[Launch, ...], children: list[tuple[_Range, list[_Range]]]
-) -> list[tuple[Launch, tuple[_Range, list[_Range]]]]:
-    """Pair each launch with the next top-level range of the same name, in order."""
-    pairs: list[tuple[Launch, tuple[_Range, list[_Range]]]] = []
-    position = 0
-    names = [range_label(c.name) for c, _ in children]
-    for launch in launches:
-        try:
-            index = names.index(launch_label(launch), position)
-        except ValueError:
-            continue
-        pairs.append((launch, children[index]))
-        position = index + 1
-    return pairs
-
-
-def _by_their_ops(
-    launches: tuple[Launch, ...],
-    children: list[tuple[_Range, list[_Range]]],
-    pairs: list[tuple[Launch, tuple[_Range, list[_Range]]]],
-) -> list[tuple[Launch, tuple[_Range, list[_Range]]]]:
-    """Custom ops that left no range of their own (``compat.RANGELESS_CUSTOM_OPS``), each with the top-level
-    ranges no launch claimed between its neighbours' ranges: the ops it ran. Only where it is the one launch
-    without a range between those neighbours; otherwise whose ranges they are is not known, and they stay untied."""
-    index_of = {id(child): index for index, (child, _) in enumerate(children)}
-    placed = sorted((launch.position, index_of[id(child)]) for launch, (child, _) in pairs)
-    has_range = {position for position, _ in placed}
-    claimed = {index for _, index in placed}
-    found: list[tuple[Launch, tuple[_Range, list[_Range]]]] = []
-    for launch in launches:
-        if launch.position in has_range or launch.kind != "extern" or compat.custom_op(launch.target) is None:
-            continue
-        low_position, low = max(((p, i) for p, i in placed if p < launch.position), default=(0, -1))
-        high_position, high = min(((p, i) for p, i in placed if p > launch.position), default=(1 << 30, len(children)))
-        alone = not any(
-            other is not launch and other.position not in has_range and low_position < other.position < high_position
-            for other in launches
-        )
-        if alone:
-            found += [(launch, children[index]) for index in range(low + 1, high) if index not in claimed]
-    return found
-
-
-def _union(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted(intervals):
-        if stop <= end:
-            continue
-        total += stop - max(start, end)
-        end = stop
-    return total
-
-
-def _step_number(name: str) -> int | None:
-    """The number of a profiled step's range, or None for any other range."""
-    for mark in STEP_MARKS:
-        if name.startswith(mark) and name[len(mark) :].isdecimal():
-            return int(name[len(mark) :])
-    return None

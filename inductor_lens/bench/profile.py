@@ -29,7 +29,8 @@ from ..errors import InputFolderError
 from ..exchange.files import REGION_MARK
 from ..records import BenchResult, CompileRun, DeviceCeilings, GraphJoin, GraphRecord, ProfileSource
 from . import time_steps
-from .attribution import GPU_WORK, Attribution, attribute, load_trace
+from .attribution import Attribution, attribute
+from .trace_ranges import GPU_WORK, load_trace
 
 __all__ = ["attach_profile"]
 

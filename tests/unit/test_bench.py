@@ -18,7 +18,8 @@ import pytest
 
 from inductor_lens.analysis import analyze
 from inductor_lens.bench import attach_measurements
-from inductor_lens.bench.attribution import attribute, launch_label
+from inductor_lens.bench.attribution import attribute
+from inductor_lens.bench.graph_calls import launch_label
 from inductor_lens.bench.roofline import (
     AT_MEMORY_ROOF,
     OVERCOUNTED,

@@ -19,8 +19,8 @@ import pytest
 
 from inductor_lens.analysis import analyze
 from inductor_lens.bench import attach_measurements
-from inductor_lens.bench.attribution import launch_label
 from inductor_lens.bench.diagnosis import diagnose
+from inductor_lens.bench.graph_calls import launch_label
 from inductor_lens.parse import compat, parse_debug_folder
 from inductor_lens.parse.diagnostics import Diagnostics
 from inductor_lens.parse.output_code import parse_output_code
