@@ -24,7 +24,8 @@ from dataclasses import replace
 from ..exchange.files import HandwrittenTask, VerifyInput, VerifyTask
 from ..parse.symbolic import tensor_dims
 from ..records import GraphRecord, HandwrittenMatch, KernelRecord
-from ..repro.plan import TORCH_DTYPES, ReferenceOutput, ReproError, plan_repro
+from ..repro.parts import TORCH_DTYPES, ReferenceOutput, ReproError
+from ..repro.plan import plan_repro
 from .catalog import get
 from .match import op_name, shape_for
 

@@ -20,7 +20,9 @@ import pprint
 from dataclasses import asdict
 
 from ..version import __version__
-from .plan import ReproPlan, ScalarArg, TensorArg, extent
+from .arguments import extent
+from .parts import ScalarArg, TensorArg
+from .plan import ReproPlan
 
 SUMMARY_PREFIX = "repro "
 

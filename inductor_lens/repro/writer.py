@@ -13,7 +13,8 @@ from pathlib import Path
 from ..errors import InputFolderError, UsageError
 from ..exchange.files import SAVED_INPUTS_DIR, SAVED_INPUTS_INDEX, FileShapeError, SavedInputs, read_json_file
 from ..records import CompileRun, GraphRecord, KernelRecord
-from .plan import ReproError, ReproPlan, plan_repro
+from .parts import ReproError
+from .plan import ReproPlan, plan_repro
 from .script import render_script
 
 SCRIPT_NAME = "repro.py"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.repro.plan import ReproError, plan_repro
+from inductor_lens.repro.parts import ReproError
+from inductor_lens.repro.plan import plan_repro
 from inductor_lens.repro.writer import find_kernel, load_capture, write_repro
 
 from ..conftest import GPU_CASES, CliResult, assert_one_line_error

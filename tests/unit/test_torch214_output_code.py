@@ -25,7 +25,8 @@ from inductor_lens.parse.call_layouts import WrittenLayout, read_layouts, view_l
 from inductor_lens.parse.diagnostics import Diagnostics
 from inductor_lens.parse.output_code import parse_output_code
 from inductor_lens.records import GraphRecord
-from inductor_lens.repro.plan import call_layouts, contiguous, plan_repro
+from inductor_lens.repro.arguments import call_layouts, contiguous
+from inductor_lens.repro.plan import plan_repro
 from inductor_lens.repro.writer import write_repro
 
 from .test_repro import run_script
