@@ -58,16 +58,16 @@ def main() -> None:
     module = load_model_file(args.model_file)
     torch.manual_seed(0)
     base = module.get_model()
-    calls = calls_from(torch, module.get_inputs())
+    calls = calls_from(module.get_inputs())
     if not args.train:
         torch.set_grad_enabled(False)
 
-    ref_model, ref_calls = place(torch, copy.deepcopy(base), calls, torch.device("cuda"), torch.float64)
+    ref_model, ref_calls = place(copy.deepcopy(base), calls, torch.device("cuda"), torch.float64)
     ref_out, ref_grads = run(ref_model, ref_calls, args.train)
 
     def variant(name: str, compile_options: dict[str, Any] | None, channels_last: bool = False) -> None:
         torch._dynamo.reset()
-        model, placed = place(torch, copy.deepcopy(base), calls, torch.device("cuda"), dtype)
+        model, placed = place(copy.deepcopy(base), calls, torch.device("cuda"), dtype)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
             placed = [type(c)(tuple(a.to(memory_format=torch.channels_last) if a.dim() == 4 else a for a in c.args),

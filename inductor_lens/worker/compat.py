@@ -94,6 +94,12 @@ def tree_leaves(value: Any) -> list[Any]:
     return list(torch.utils._pytree.tree_leaves(value))
 
 
+def tree_map(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` with ``fn`` applied to each leaf, its lists, tuples and dicts rebuilt
+    (``torch.utils._pytree.tree_map``). Checked 2.13, 2.14.1."""
+    return torch.utils._pytree.tree_map(fn, value)
+
+
 # --- the compile being traced ----------------------------------------------------------------------------------
 
 
@@ -155,6 +161,123 @@ def trace_structured(kind: str, metadata: Callable[[], Any]) -> None:
     """Log one structured trace record (``torch._logging.trace_structured``, without the compile context).
     Checked 2.13, 2.14.1."""
     torch._logging.trace_structured(kind, metadata, suppress_context=True)
+
+
+# --- Inductor's Triton runtime -------------------------------------------------------------------------------------
+
+# The Triton helper module the kernels import and inline (its @triton.jit functions change between versions:
+# parse/compat.py TRITON_HELPER_MODULES). Checked 2.11, 2.13, 2.14.1.
+TRITON_HELPERS_MODULE = "torch._inductor.runtime.triton_helpers"
+
+
+def triton_helpers() -> Any:
+    """``torch._inductor.runtime.triton_helpers``: ``libdevice`` (Triton's, which the preview swaps for NumPy
+    under the interpreter) and ``set_driver_to_gpu`` (which the compile child stubs). Checked 2.13, 2.14.1."""
+    return importlib.import_module(TRITON_HELPERS_MODULE)
+
+
+def triton_heuristics() -> Any:
+    """``torch._inductor.runtime.triton_heuristics``: ``cached_autotune`` (the decorator of Inductor's kernels) and
+    ``CachingAutotuner`` (whose ``_create_compile_meta`` and ``_create_compile_options`` the compile child calls on a
+    stand-in). Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._inductor.runtime.triton_heuristics")
+
+
+# Functions of torch._C that a CUDA build has and a CPU build lacks: checked 2.14.1+cu130 (present, run on a CPU),
+# 2.13.0+cpu (absent). Kernel modules import the raw stream getter; Inductor plans CUDA graphs only where the
+# caching allocator says it is on.
+CUDA_RAW_STREAM = "_cuda_getCurrentRawStream"
+CUDA_CACHING_ALLOCATOR_ENABLED = "_cuda_cudaCachingAllocator_is_enabled"
+
+
+# --- the GPU preview's stand-in device (gpu_preview*.py) --------------------------------------------------------
+
+
+def cxx11_abi() -> int:
+    """Whether torch was built with the C++11 ABI (``torch._C._GLIBCXX_USE_CXX11_ABI``), for a library linked
+    against c10. Checked 2.13, 2.14.1 (both 1)."""
+    return int(torch._C._GLIBCXX_USE_CXX11_ABI)
+
+
+def cpp_standard_flag() -> str:
+    """The C++ standard torch's own C++ builder passes (``torch._inductor.cpp_builder._get_cpp_std_cflag``: 2.13 and
+    2.14.1 ``-std=c++20``, which 2.14's c10 headers need: ``std::strong_ordering`` in ``c10/util/intrusive_ptr.h``);
+    ``-std=c++17`` for a torch without that helper."""
+    try:
+        return "-" + str(importlib.import_module("torch._inductor.cpp_builder")._get_cpp_std_cflag()[0])
+    except (ImportError, AttributeError, IndexError):
+        return "-std=c++17"
+
+
+def sdp_priority_order() -> list[int]:
+    """The SDPA backends in the order the user set, or the default (``torch._C._get_sdp_priority_order``; SDPBackend
+    values, default [1, 2, 0, 3, 4] in 2.13 and 2.14.1)."""
+    return list(torch._C._get_sdp_priority_order())
+
+
+def alloc_with_matching_layout(query: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """An empty tensor of ``shape`` laid out as cuDNN attention's meta function lays its output out
+    (``torch._meta_registrations.alloc_with_matching_layout``). Checked 2.13, 2.14.1."""
+    alloc: Callable[[torch.Tensor, tuple[int, ...]], torch.Tensor]
+    alloc = importlib.import_module("torch._meta_registrations").alloc_with_matching_layout
+    return alloc(query, shape)
+
+
+def dynamo_guards() -> Any:
+    """``torch._C._dynamo.guards``, whose ``_empty_strided_cuda`` the output code allocates CUDA buffers with
+    (``EMPTY_STRIDED_CUDA``). Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._C._dynamo.guards")
+
+
+EMPTY_STRIDED_CUDA = "_empty_strided_cuda"
+
+
+def torch_triton() -> Any:
+    """``torch.utils._triton``, whose cached answers (``TRITON_CHECKS``) say whether Triton and a GPU backend are
+    there. Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch.utils._triton")
+
+
+TRITON_CHECKS = ("has_triton", "triton_backend", "triton_hash_with_backend")
+
+
+def cuda_interface() -> Any:
+    """Dynamo's CUDA device interface (``torch._dynamo.device_interface.CudaInterface``), its static methods
+    answering for the device while Inductor compiles. Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._dynamo.device_interface").CudaInterface
+
+
+def cuda_private_answers() -> dict[str, Callable[..., Any]]:
+    """Stand-ins for torch.cuda's private functions Inductor and the output code call (what a single GPU answers):
+    ``_exchange_device``, ``_maybe_exchange_device`` (2.13: Python functions; 2.14.1: torch._C builtins),
+    ``_DeviceGuard`` and ``_lazy_init`` (a real tensor made "on CUDA" while tracing is allocated on the CPU)."""
+    import contextlib
+
+    return {
+        "_exchange_device": lambda device: 0,
+        "_maybe_exchange_device": lambda device: 0,
+        "_DeviceGuard": lambda index: contextlib.nullcontext(),
+        "_lazy_init": lambda: None,
+    }
+
+
+def fake_tensor_mode() -> Any:
+    """``torch._subclasses.fake_tensor.FakeTensorMode`` (the class; its ``avoid_device_init`` property keeps a CPU
+    build's behaviour). Checked 2.13, 2.14.1."""
+    return importlib.import_module("torch._subclasses.fake_tensor").FakeTensorMode
+
+
+def fake_from_meta(mode: Any, meta: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A fake tensor of ``mode`` shaped as ``meta``, on ``device`` (``FakeTensorConverter.from_meta_and_device``).
+    Checked 2.13, 2.14.1."""
+    fake: torch.Tensor = mode.fake_tensor_converter.from_meta_and_device(mode, meta, device)
+    return fake
+
+
+def tracing_with(mode: Any) -> Any:
+    """A context manager tracing in ``mode`` as Dynamo would hand a graph to Inductor
+    (``torch._guards.tracing(TracingContext(mode))``). Checked 2.13, 2.14.1."""
+    return torch._guards.tracing(torch._guards.TracingContext(mode))
 
 
 # --- the bench stage and the hand-written checks (measure, graph_free, saved_inputs, accuracy, handwritten/) ------

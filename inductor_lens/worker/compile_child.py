@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import json
 import sys
 from collections.abc import Iterator, Mapping
@@ -23,8 +24,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import torch
+
+from .compat import (
+    CUDA_RAW_STREAM,
+    TRITON_HELPERS_MODULE,
+    caching_autotuner,
+    triton_helpers,
+    triton_heuristics,
+)
+
 KEPT_PACKAGE = "inductor_lens_kept_triton_runtime"
-HELPERS_MODULE = "torch._inductor.runtime.triton_helpers"
 HELPER_NAMES = ("triton_helpers", "libdevice", "tl_math")  # as the kernels import them
 
 
@@ -35,13 +45,9 @@ def _no_stream(device: int = 0) -> int:
 def _prepare_child() -> dict[str, Any]:
     """Make a kernel module importable on any machine: the GPU driver is never asked for, and the
     decorator's autotuner is replaced by one that records what the decorator computed."""
-    import torch
-    import torch._inductor.runtime.triton_helpers as triton_helpers
-    import torch._inductor.runtime.triton_heuristics as triton_heuristics
-
-    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # a CPU build of torch: imported by kernel modules
-        torch._C._cuda_getCurrentRawStream = _no_stream
-    triton_helpers.set_driver_to_gpu = lambda: None
+    if not hasattr(torch._C, CUDA_RAW_STREAM):  # a CPU build of torch: imported by kernel modules
+        setattr(torch._C, CUDA_RAW_STREAM, _no_stream)
+    triton_helpers().set_driver_to_gpu = lambda: None
     seen: dict[str, Any] = {}
 
     def recording_autotune(
@@ -58,7 +64,7 @@ def _prepare_child() -> dict[str, Any]:
 
         return decorate
 
-    triton_heuristics.cached_autotune = recording_autotune
+    triton_heuristics().cached_autotune = recording_autotune
     return seen
 
 
@@ -102,17 +108,18 @@ def _load_kept_helpers(folder: Path) -> ModuleType:
 @contextlib.contextmanager
 def _helpers_as(module: ModuleType | None) -> Iterator[None]:
     """While inside: ``torch._inductor.runtime.triton_helpers`` is ``module`` (None: the installed one)."""
-    import torch._inductor.runtime as runtime
-
     if module is None:
         yield
         return
-    installed = sys.modules[HELPERS_MODULE]
-    sys.modules[HELPERS_MODULE], runtime.triton_helpers = module, module
+    runtime = importlib.import_module(TRITON_HELPERS_MODULE.rpartition(".")[0])
+    installed = triton_helpers()
+    sys.modules[TRITON_HELPERS_MODULE] = module
+    setattr(runtime, "triton_helpers", module)  # noqa: B010  # the package's attribute, as `from . import` reads it
     try:
         yield
     finally:
-        sys.modules[HELPERS_MODULE], runtime.triton_helpers = installed, installed
+        sys.modules[TRITON_HELPERS_MODULE] = installed
+        setattr(runtime, "triton_helpers", installed)  # noqa: B010
 
 
 def _helper_in_error(error: BaseException) -> dict[str, str]:
@@ -136,7 +143,6 @@ def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any],
     from types import SimpleNamespace
 
     import triton
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -154,8 +160,9 @@ def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any],
     owner = SimpleNamespace(triton_meta=seen["triton_meta"], inductor_meta=seen["inductor_meta"], fn=seen["fn"],
                             device_props=seen["triton_meta"].get("device"))  # fmt: skip
     # torch's own methods on a stand-in holding what they read: no autotuner (which would ask for a GPU) is made
-    meta = CachingAutotuner._create_compile_meta(owner, config)  # type: ignore[arg-type]
-    options = CachingAutotuner._create_compile_options(owner, config, meta)  # type: ignore[arg-type]
+    autotuner = caching_autotuner()
+    meta = autotuner._create_compile_meta(owner, config)
+    options = autotuner._create_compile_options(owner, config, meta)
     source = ASTSource(seen["fn"], meta["signature"], meta["constants"], meta["configs"][0])
     compiled = triton.compile(source, target=GPUTarget("cuda", request["cc"], 32), options=options)
     json_file = next(p for name, p in compiled.metadata_group.items() if name.endswith(".json"))
@@ -164,8 +171,6 @@ def _compile_one(request: Mapping[str, Any], folder: Path, seen: dict[str, Any],
 
 
 def main() -> None:
-    import torch
-
     payload = json.load(sys.stdin)
     seen = _prepare_child()
     helpers, used = None, "installed"

@@ -22,30 +22,45 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dis
 import functools
 import math
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from ..parse.diagnostics import Diagnostics
-from ..parse.output_code import parse_output_code
+import torch
+
 from ..parse.source_lines import from_traceback, user_frames
-from ..records import Launch, SourceLine
+from ..records import SourceLine
 from ..records.codec import JsonScalar, JsonValue
 from ..records.numerics import (
     BufferCheck,
-    DivergenceGraph,
     NumericDivergence,
     OptionTrial,
-    output_code_hash,
 )
 from .accuracy import OUTPUT_TOLERANCE, check_tensor, describe_leaf
-from .model_file import first_line
+from .compat import (
+    POST_FUSION_PASS_OPTION,
+    cast_to_fp64,
+    compile_fx_module,
+    functorch_config,
+    inductor_config,
+    inductor_options,
+    reset_dynamo,
+    trace_logger,
+)
+from .divergence_watch import (
+    CallTracer,
+    CompiledGraph,
+    GraphCall,
+    Recorder,
+    Written,
+    post_fusion_pass,
+    recording,
+)
+from .failure import first_line
 
 # (option, value, when it can change the result): tried in this order after a divergence is found;
 # Inductor's graph rewrites first, as compiler_bisector bisects its passes before lowering and codegen.
@@ -58,8 +73,6 @@ NUMERIC_OPTIONS: tuple[tuple[str, JsonScalar, str], ...] = (
     ("max_autotune", False, "autotuned"),
 )
 DEFAULT_BUDGET_S = 300.0
-# Copies of buffers taken in one step, at most (the rest is not compared, and the report says so).
-SNAPSHOT_BYTES = 2 << 30
 CHECKS_KEPT = 40
 METHOD = ("each buffer a kernel writes, in launch order, judged against the FX node it holds, that node run "
           "(torch.fx.Interpreter) on the same inputs as part of the graph Inductor received before its post-grad "
@@ -67,221 +80,63 @@ METHOD = ("each buffer a kernel writes, in launch order, judged against the FX n
           "node in the model's dtype, or an RMSE against float64 at most 2x (3x for 16-bit dtypes and tensors "
           "under 1,000 elements) that node's own plus tol/10")  # fmt: skip
 
-RunStep = Callable[[Any], None]  # one step of the model (each call of get_inputs(), and backward with --train)
-
-
-@dataclass
-class CompiledGraph:
-    """One graph as the search compiled it."""
-
-    index: int
-    reference: Any  # torch.fx.GraphModule: the graph Inductor received, before its post-grad passes
-    origins: dict[str, str] = field(default_factory=dict)  # buffer -> the post-grad node it holds
-    code: str = ""
-    launches: tuple[Launch, ...] = ()
-
-    def record(self) -> DivergenceGraph:
-        kernels = tuple(dict.fromkeys(launch.target for launch in self.launches if launch.kind != "extern"))
-        return DivergenceGraph(self.index, output_code_hash(self.code), kernels, len(self.launches))
-
-
-@dataclass
-class Written:
-    """A buffer a launch wrote, as it was right after the launch (None: past the copy budget)."""
-
-    launch: Launch
-    buffer: str
-    value: Any
-
-
-@dataclass
-class GraphCall:
-    """One call of a compiled graph's ``call()``: its inputs and the buffers its launches wrote."""
-
-    graph: CompiledGraph
-    inputs: list[Any] | None = None
-    written: list[Written] = field(default_factory=list)
-
-
-class Recorder:
-    """The ``inner_compile`` and post-fusion pass of the search's compile: each graph, its buffers' nodes."""
-
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self.graphs: list[CompiledGraph] = []
-        self.compiling: CompiledGraph | None = None
-        self.user_pass = torch._inductor.config._post_fusion_custom_pass
-
-    def inner_compile(self, gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
-        from torch._inductor.compile_fx import compile_fx_inner
-
-        graph = CompiledGraph(len(self.graphs), copy.deepcopy(gm))
-        self.graphs.append(graph)
-        self.compiling = graph
-        try:
-            compiled = compile_fx_inner(gm, example_inputs, **kwargs)
-        finally:
-            self.compiling = None
-        graph.code = getattr(compiled, "source_code", "") or ""
-        graph.launches = parse_output_code(graph.code, "divergence search", Diagnostics()).launches
-        return compiled
-
-    def post_fusion(self, nodes: list[Any]) -> list[Any]:
-        if self.compiling is not None:
-            for node in nodes:
-                for buffer in node.get_outputs():
-                    origin = getattr(buffer.node, "origin_node", None)
-                    if origin is not None:
-                        self.compiling.origins[buffer.get_name()] = origin.name
-        return self.user_pass(nodes) if self.user_pass is not None else nodes
-
-
-_RECORDING: list[Recorder] = []  # the search's recorder while it compiles
-
-
-def post_fusion_pass(nodes: list[Any]) -> list[Any]:
-    """Inductor's ``_post_fusion_custom_pass`` during the search: a module-level function, as Inductor pickles
-    its config (a bound method would drag the recorder along)."""
-    return _RECORDING[-1].post_fusion(nodes) if _RECORDING else nodes
-
-
-class CallTracer:
-    """``sys.settrace`` on the generated ``call()`` (and the partition functions it calls): inputs at its
-    first line, and each launch's written buffers once the line after the launch is reached."""
-
-    def __init__(self, torch: Any, graphs: Sequence[CompiledGraph]) -> None:
-        self.torch = torch
-        self.graphs = graphs
-        self.by_file: dict[str, CompiledGraph | None] = {}
-        self.calls: list[GraphCall] = []
-        self.open: dict[int, GraphCall] = {}  # graph index -> its call() in progress
-        self.pending: dict[int, list[Launch]] = {}  # id(code object) -> its launches not yet copied
-        self.copied_bytes = 0
-
-    @contextlib.contextmanager
-    def tracing(self) -> Iterator[None]:
-        previous = sys.gettrace()
-        sys.settrace(self.on_call)
-        try:
-            yield
-        finally:
-            sys.settrace(previous)
-
-    def graph_of(self, filename: str) -> CompiledGraph | None:
-        if filename not in self.by_file:
-            try:
-                with open(filename, encoding="utf-8") as handle:
-                    text = handle.read()
-            except (OSError, UnicodeDecodeError):
-                text = None
-            self.by_file[filename] = next((g for g in self.graphs if text is not None and g.code == text), None)
-        return self.by_file[filename]
-
-    def on_call(self, frame: Any, event: str, arg: Any) -> Any:
-        code = frame.f_code
-        if event != "call" or not (code.co_name == "call" or code.co_name.startswith("partition_")):
-            return None
-        graph = self.graph_of(code.co_filename)
-        if graph is None:
-            return None
-        if code.co_name == "call":
-            self.open[graph.index] = GraphCall(graph)
-            self.calls.append(self.open[graph.index])
-        graph_call = self.open.get(graph.index)
-        if graph_call is None:
-            return None
-        lines = {line for _, line in dis.findlinestarts(code) if line is not None}
-        self.pending[id(code)] = [launch for launch in graph.launches if launch.line in lines]
-        return functools.partial(self.on_line, graph_call)
-
-    def on_line(self, graph_call: GraphCall, frame: Any, event: str, arg: Any) -> Any:
-        if graph_call.inputs is None and frame.f_code.co_name == "call" and event == "line":
-            graph_call.inputs = [self.keep(value) for value in frame.f_locals.get("args") or []]
-        if event in ("line", "return"):
-            now = frame.f_lineno if event == "line" else math.inf
-            pending = self.pending.get(id(frame.f_code), [])
-            while pending and _last_line(pending[0]) < now:
-                launch = pending.pop(0)
-                for name in launch.writes:
-                    value = frame.f_locals.get(name)
-                    if isinstance(value, self.torch.Tensor):
-                        graph_call.written.append(Written(launch, name, self.copy(value)))
-        return functools.partial(self.on_line, graph_call)
-
-    def keep(self, value: Any) -> Any:
-        return value.detach().clone() if isinstance(value, self.torch.Tensor) else value
-
-    def copy(self, tensor: Any) -> Any:
-        size = tensor.numel() * tensor.element_size()
-        if self.copied_bytes + size > SNAPSHOT_BYTES:
-            return None
-        self.copied_bytes += size
-        return tensor.detach().clone()
-
-
-def _last_line(launch: Launch) -> int:
-    return launch.line + launch.code.count("\n")
+RunStep = Callable[[Callable[..., Any]], None]  # one step of the model (each call of get_inputs(), and backward with --train)
 
 
 @contextlib.contextmanager
-def quiet_compile(torch: Any) -> Iterator[None]:
+def quiet_compile() -> Iterator[None]:
     """No TORCH_TRACE records and no debug folders for the search's compiles: the report is the capture's."""
-    from torch._logging._internal import trace_log
-
+    trace_log = trace_logger()
     handlers = list(trace_log.handlers)
     for handler in handlers:
         trace_log.removeHandler(handler)
     try:
-        with torch._functorch.config.patch(enable_autograd_cache=False):
+        with functorch_config().patch(enable_autograd_cache=False):
             yield
     finally:
         for handler in handlers:
             trace_log.addHandler(handler)
 
 
-def search_options(torch: Any, options: Mapping[str, JsonValue]) -> dict[str, Any]:
+def search_options(options: Mapping[str, JsonValue]) -> dict[str, Any]:
     """The Inductor config the search compiles with: the capture's options, its own hooks, no caches, no
     debug output, no CUDA graphs (a replay would run no ``call()`` to watch)."""
-    config = torch._inductor.config
-    patches: dict[str, Any] = {k: v for k, v in options.items() if k in config._config}
+    known = inductor_options()
+    patches: dict[str, Any] = {k: v for k, v in options.items() if k in known}
     patches.update({
         "fx_graph_cache": False,
         "trace.enabled": False,
         "triton.cudagraphs": False,
-        "_post_fusion_custom_pass": post_fusion_pass,
+        POST_FUSION_PASS_OPTION: post_fusion_pass,
     })  # fmt: skip
     return patches
 
 
 def examine(
-    torch: Any, model: Any, run_step: RunStep, options: Mapping[str, JsonValue], *, fullgraph: bool,
+    model: Callable[..., Any], run_step: RunStep, options: Mapping[str, JsonValue], *, fullgraph: bool,
     dynamic: bool | None,
 ) -> tuple[list[BufferCheck], list[str], list[CompiledGraph]]:  # fmt: skip
     """Compile, run one step with its buffers recorded, judge each: the checks in launch order, what was
     skipped (counted by reason), and the graphs."""
-    from torch._inductor.compile_fx import compile_fx
-
-    torch._dynamo.reset()
-    recorder = Recorder(torch)
-    backend = functools.partial(compile_fx, inner_compile=recorder.inner_compile)
-    tracer = CallTracer(torch, recorder.graphs)
-    _RECORDING.append(recorder)
+    reset_dynamo()
+    recorder = Recorder()
+    backend = functools.partial(compile_fx_module().compile_fx, inner_compile=recorder.inner_compile)
+    tracer = CallTracer(recorder.graphs)
     try:
-        with quiet_compile(torch), torch._inductor.config.patch(search_options(torch, options)):
+        with recording(recorder), quiet_compile(), inductor_config().patch(search_options(options)):
             compiled = torch.compile(model, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
             run_step(compiled)  # compiles (the backward too, with --train)
             # CUDA backwards run on autograd's device threads, out of a settrace's reach: keep them on this one
             with tracer.tracing(), torch.autograd.set_multithreading_enabled(False):
                 run_step(compiled)
     finally:
-        _RECORDING.remove(recorder)
-        torch._dynamo.reset()
+        reset_dynamo()
     skipped: Counter[str] = Counter()
     checks: list[BufferCheck] = []
     calls_seen: Counter[int] = Counter()
     for graph_call in tracer.calls:
         calls_seen[graph_call.graph.index] += 1
-        checks.extend(judge_call(torch, graph_call, calls_seen[graph_call.graph.index], skipped))
+        checks.extend(judge_call(graph_call, calls_seen[graph_call.graph.index], skipped))
     notes = [f"{n} buffer{'s' if n > 1 else ''}: {why}" for why, n in skipped.items()]
     untraced = [g for g in recorder.graphs if not calls_seen[g.index]]
     if untraced:
@@ -289,7 +144,7 @@ def examine(
     return checks, notes, recorder.graphs
 
 
-def judge_call(torch: Any, graph_call: GraphCall, call: int, skipped: Counter[str]) -> list[BufferCheck]:
+def judge_call(graph_call: GraphCall, call: int, skipped: Counter[str]) -> list[BufferCheck]:
     """Every buffer one call wrote, against its node in the graph Inductor received."""
     graph = graph_call.graph
     nodes = {node.name: node for node in graph.reference.graph.nodes}
@@ -307,16 +162,14 @@ def judge_call(torch: Any, graph_call: GraphCall, call: int, skipped: Counter[st
     names = {graph.origins[b] for b in wanted}
     inputs = graph_call.inputs or []
     try:
-        eager = run_nodes(torch, graph.reference, inputs, names)
+        eager = run_nodes(graph.reference, inputs, names)
     except Exception as exc:  # one graph that cannot run again eagerly leaves the others to judge
         why = f"{type(exc).__name__}: {first_line(exc)[:300]}"
         skipped[f"graph {graph.index} could not run again node by node ({why})"] += len(wanted)
         return []
     try:
-        from torch._dynamo.debug_utils import cast_to_fp64
-
         model64, inputs64 = cast_to_fp64(copy.deepcopy(graph.reference), list(inputs))
-        reference: dict[str, Any] | None = run_nodes(torch, model64, inputs64, names)
+        reference: dict[str, Any] | None = run_nodes(model64, inputs64, names)
     except Exception:
         reference = None
     checks = []
@@ -325,15 +178,16 @@ def judge_call(torch: Any, graph_call: GraphCall, call: int, skipped: Counter[st
             continue
         node = graph.origins[written.buffer]
         want = eager.get(node)
-        check = compare(torch, written, node, want, reference.get(node) if reference else None, skipped)
+        check = compare(written, node, want, reference.get(node) if reference else None, skipped)
         if check is not None:
             checks.append(replace(check, graph=graph.index, call=call, source=node_line(nodes[node])))
     return checks
 
 
-def compare(torch: Any, written: Written, node: str, want: Any, ref: Any, skipped: Counter[str]) -> BufferCheck | None:
+def compare(written: Written, node: str, want: object, ref: object, skipped: Counter[str]) -> BufferCheck | None:
     """One buffer against its node's value (``want``, the model's dtype) and float64 value (``ref``)."""
     got = written.value
+    assert got is not None, "a buffer past the copy budget is skipped before it is compared"
     if not isinstance(want, torch.Tensor):
         skipped["their node gives several tensors or none (var_mean, a tuple)"] += 1
         return None
@@ -354,12 +208,12 @@ def compare(torch: Any, written: Written, node: str, want: Any, ref: Any, skippe
     )  # fmt: skip
 
 
-def run_nodes(torch: Any, module: Any, inputs: Sequence[Any], names: set[str]) -> dict[str, Any]:
+def run_nodes(module: torch.fx.GraphModule, inputs: Sequence[Any], names: set[str]) -> dict[str, Any]:
     """The values of the named nodes when ``module`` runs on ``inputs``, node by node."""
     values: dict[str, Any] = {}
 
     class Recording(torch.fx.Interpreter):
-        def run_node(self, node: Any) -> Any:
+        def run_node(self, node: torch.fx.Node) -> Any:
             value = super().run_node(node)
             if node.name in names:
                 values[node.name] = value
@@ -370,7 +224,7 @@ def run_nodes(torch: Any, module: Any, inputs: Sequence[Any], names: set[str]) -
     return values
 
 
-def node_line(node: Any) -> SourceLine | None:
+def node_line(node: torch.fx.Node) -> SourceLine | None:
     """The model line a node was traced from: the innermost user frame of its stack trace."""
     frames = user_frames(from_traceback(node.meta.get("stack_trace") or ""))
     return frames[-1] if frames else None
@@ -406,8 +260,7 @@ def summarize(
     )  # fmt: skip
 
 
-def applicable(name: str, when: str, graphs: Sequence[CompiledGraph], device: str, options: Mapping[str, Any],
-               torch: Any) -> str:  # fmt: skip
+def applicable(name: str, when: str, graphs: Sequence[CompiledGraph], device: str, options: Mapping[str, Any]) -> str:
     """Why an option cannot change this model's result, or ``""`` when it may."""
     nodes = [node for graph in graphs for node in graph.reference.graph.nodes]
     if when == "16-bit":
@@ -426,13 +279,13 @@ def applicable(name: str, when: str, graphs: Sequence[CompiledGraph], device: st
 
 
 def search(
-    torch: Any, model: Any, run_step: RunStep, options: Mapping[str, JsonValue], *, device: str, fullgraph: bool,
+    model: Callable[..., Any], run_step: RunStep, options: Mapping[str, JsonValue], *, device: str, fullgraph: bool,
     dynamic: bool | None, budget_s: float = DEFAULT_BUDGET_S,
 ) -> NumericDivergence:  # fmt: skip
     """The first divergent buffer of one step, and which of NUMERIC_OPTIONS make it go away (within ``budget_s``)."""
     started = time.perf_counter()
     try:
-        checks, skipped, graphs = examine(torch, model, run_step, options, fullgraph=fullgraph, dynamic=dynamic)
+        checks, skipped, graphs = examine(model, run_step, options, fullgraph=fullgraph, dynamic=dynamic)
     except Exception as exc:
         return NumericDivergence(status="failed", method=METHOD, error=f"{type(exc).__name__}: {first_line(exc)}",
                                  seconds=time.perf_counter() - started)  # fmt: skip
@@ -441,12 +294,12 @@ def search(
         return replace(found, seconds=time.perf_counter() - started)
     trials = []
     budget_end = time.perf_counter() + budget_s
-    config = torch._inductor.config
+    known = inductor_options()
     for name, value, when in NUMERIC_OPTIONS:
-        if name not in config._config:
+        if name not in known:
             continue
-        current = options.get(name, config._config[name].default)
-        why_not = applicable(name, when, graphs, device, options, torch) or ("already set" if current == value else "")
+        current = options.get(name, known[name].default)
+        why_not = applicable(name, when, graphs, device, options) or ("already set" if current == value else "")
         if why_not:
             trials.append(OptionTrial(name, value, "not tried", why_not))
             continue
@@ -455,7 +308,7 @@ def search(
             continue
         trial_started = time.perf_counter()
         try:
-            trial_checks, _, _ = examine(torch, model, run_step, {**options, name: value}, fullgraph=fullgraph,
+            trial_checks, _, _ = examine(model, run_step, {**options, name: value}, fullgraph=fullgraph,
                                          dynamic=dynamic)  # fmt: skip
         except Exception as exc:
             trials.append(OptionTrial(name, value, "failed", f"{type(exc).__name__}: {first_line(exc)}",

@@ -10,7 +10,7 @@ and after, so code compiled earlier in the process neither hides this capture's 
 settings. Each capture's trace defines every file name its stacks use, however many captures the process
 made before, and Inductor's lines naming each graph folder's compile id are kept in ``inductor_debug.log``.
 ``capture_in_process(spec, result_path, model, inputs)`` then runs the model process's capture
-(``capture.py``) on a model the caller holds. Unlike the model process, nothing here is protected from a
+(``model_run.py``) on a model the caller holds. Unlike the model process, nothing here is protected from a
 crash or a hang. With ``handwritten/check.py``, this module is one of the two doors the tool side uses into
 ``worker/`` (``tests/unit/test_imports.py``).
 """
@@ -31,7 +31,7 @@ DEBUG_LOGGER = "torch._inductor.debug"
 DEBUG_LOG = "inductor_debug.log"
 
 # Inductor settings the model process gets through TORCH_COMPILE_DEBUG, TORCHINDUCTOR_BENCHMARK_KERNEL
-# and its options (worker/capture.py CAPTURE_OPTIONS).
+# and its options (worker/capture_run.py CAPTURE_OPTIONS).
 INDUCTOR_SETTINGS: dict[str, Any] = {
     "trace.enabled": True,
     "trace.provenance_tracking_level": 1,
@@ -43,36 +43,33 @@ INDUCTOR_SETTINGS: dict[str, Any] = {
 @contextlib.contextmanager
 def in_process_capture(capture_dir: Path) -> Iterator[Path]:
     """Capture every torch.compile made inside the block into ``capture_dir``; yields it."""
-    import torch
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
-    from torch._inductor.utils import fresh_cache
+    from .compat import dynamo_config, fresh_cache, inductor_config, reset_dynamo
 
     capture_dir = capture_dir.resolve()
     (capture_dir / TRACE_DIR).mkdir(parents=True, exist_ok=True)
-    torch._dynamo.reset()
+    reset_dynamo()
     handler = _trace_handler(capture_dir / TRACE_DIR)
     _log_interned_strings()
     debug_handler = _debug_trace_handler(capture_dir / DEBUG_LOG)
     try:
         with (
             fresh_cache(),
-            inductor_config.patch(INDUCTOR_SETTINGS),
-            dynamo_config.patch(debug_dir_root=str(capture_dir / "torch_compile_debug")),
+            inductor_config().patch(INDUCTOR_SETTINGS),
+            dynamo_config().patch(debug_dir_root=str(capture_dir / "torch_compile_debug")),
         ):
             yield capture_dir
     finally:
         _remove(handler)
         logging.getLogger(DEBUG_LOGGER).removeHandler(debug_handler)
         debug_handler.close()
-        torch._dynamo.reset()
+        reset_dynamo()
 
 
 def _trace_handler(folder: Path) -> logging.Handler:
-    from torch._logging._internal import LazyTraceHandler, TorchLogsFormatter, trace_log
+    from .compat import trace_file_handler, trace_logger
 
-    handler = LazyTraceHandler(str(folder))
-    handler.setFormatter(TorchLogsFormatter(trace=True))
+    handler = trace_file_handler(str(folder))
+    trace_log = trace_logger()
     trace_log.setLevel(logging.DEBUG)
     # Without TORCH_TRACE, torch's own trace handler removes itself on its first record (seen 2.13.0, 2.14.1), and
     # logging then skips the handler after it for that record (the process's first: a stack's file name): first.
@@ -83,10 +80,10 @@ def _trace_handler(folder: Path) -> logging.Handler:
 def _debug_trace_handler(path: Path) -> logging.Handler:
     """Inductor's ``debug trace:`` lines, which name each graph's folder with its compile id, kept in a log of
     the capture: the model process's capture.log has them (and everything else it printed)."""
-    from torch._logging._internal import TorchLogsFormatter
+    from .compat import torch_logs_formatter
 
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-    handler.setFormatter(TorchLogsFormatter())
+    handler.setFormatter(torch_logs_formatter())
     handler.setLevel(logging.WARNING)
     logging.getLogger(DEBUG_LOGGER).addHandler(handler)
     return handler
@@ -99,10 +96,10 @@ def _log_interned_strings() -> None:
     process (``torch._logging.structured.INTERN_TABLE``, seen 2.13.0 and 2.14.1), so a second capture's
     log would hold numbers it never defines. Each capture's log gets them all (other trace handlers get
     the same definitions again, which changes nothing)."""
-    from torch._logging import structured, trace_structured
+    from .compat import interned_strings, trace_structured
 
-    for text, number in list(structured.INTERN_TABLE.items()):
-        trace_structured("str", _interned(text, number), suppress_context=True)
+    for text, number in interned_strings().items():
+        trace_structured("str", _interned(text, number))
 
 
 def _interned(text: str, number: int) -> Callable[[], tuple[str, int]]:
@@ -110,16 +107,23 @@ def _interned(text: str, number: int) -> Callable[[], tuple[str, int]]:
 
 
 def _remove(handler: logging.Handler) -> None:
-    from torch._logging._internal import trace_log
+    from .compat import trace_logger
 
-    trace_log.removeHandler(handler)
+    trace_logger().removeHandler(handler)
     handler.close()
 
 
 def capture_in_process(spec: CompileSpec, result_path: Path, model: Any, inputs: Any) -> int:
     """The same capture on a model the caller holds (``inductor_lens.inspect``), in the caller's process;
     ``inputs`` as ``get_inputs()`` would return them. Returns 0, or 1 when it failed (the result says why)."""
-    from .capture import Run, calls_from, capture_model, guarded
+    from .capture_run import Run, guarded
 
     run = Run(spec, result_path)
-    return guarded(run, lambda torch: capture_model(run, torch, model, calls_from(torch, inputs)), catch_all=False)
+
+    def body() -> None:
+        from .model_file import calls_from  # these import torch: inside guarded's phase
+        from .model_run import capture_model
+
+        capture_model(run, model, calls_from(inputs))
+
+    return guarded(run, body, catch_all=False)

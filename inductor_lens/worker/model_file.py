@@ -19,24 +19,19 @@ import contextlib
 import importlib.util
 import linecache
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..records.graph import SourceLine
+from .compat import tree_map
+from .failure import Failure, first_line
 
 # Modules whose construction site is kept (a model of thousands of layers keeps its first ones).
 MODULE_SITES_KEPT = 200
-
-
-class Failure(Exception):
-    """Ends the run with an error kind the parent maps to an exit code (see errors.py)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 @dataclass
@@ -90,16 +85,16 @@ def call_contract(module: Any, name: str, path: Path) -> Any:
 
 
 @contextlib.contextmanager
-def module_construction(torch: Any, path: Path) -> Iterator[dict[int, tuple[Any, int]]]:
+def module_construction(path: Path) -> Iterator[dict[int, tuple[torch.nn.Module, int]]]:
     """While open, every ``nn.Module`` built from a line of the model file ``path`` is recorded: id -> (the
     module, its line). The model's own code, for a model of torch's modules (``nn.Sequential(nn.Linear(...))``),
     is only where it was built: its forward, and so every frame and FX note of the compile, is torch's."""
     module_class = torch.nn.Module
     original = module_class.__init__
     filename = str(path.resolve())
-    sites: dict[int, tuple[Any, int]] = {}
+    sites: dict[int, tuple[torch.nn.Module, int]] = {}
 
-    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    def recording_init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         frame = sys._getframe(1)
         # the first line of the model file that is not the module's own __init__ (its super().__init__())
@@ -108,14 +103,14 @@ def module_construction(torch: Any, path: Path) -> Iterator[dict[int, tuple[Any,
         if frame is not None and id(self) not in sites:
             sites[id(self)] = (self, frame.f_lineno)
 
-    module_class.__init__ = recording_init
+    module_class.__init__ = recording_init  # type: ignore[method-assign]
     try:
         yield sites
     finally:
-        module_class.__init__ = original
+        module_class.__init__ = original  # type: ignore[method-assign]
 
 
-def module_sites(torch: Any, model: Any, path: Path, sites: dict[int, tuple[Any, int]]) -> list[SourceLine]:
+def module_sites(model: object, path: Path, sites: dict[int, tuple[torch.nn.Module, int]]) -> list[SourceLine]:
     """Where the model file built the model and each of its modules: ``SourceLine(file, line, "0: Linear",
     code)``, the model itself first (``"Sequential"``); none for a model that is not an ``nn.Module``."""
     if not isinstance(model, torch.nn.Module):
@@ -134,15 +129,15 @@ def module_sites(torch: Any, model: Any, path: Path, sites: dict[int, tuple[Any,
     return lines
 
 
-def calls_from(torch: Any, value: Any) -> list[Call]:
+def calls_from(value: Any) -> list[Call]:
     """The calls ``get_inputs()`` asks for, in order."""
     items = value if isinstance(value, list) else [value]
     if not items:
         raise Failure("ModelFileError", "get_inputs() returned an empty list: no call to make")
-    return [_call(torch, item, len(items) > 1, n) for n, item in enumerate(items, 1)]
+    return [_call(item, len(items) > 1, n) for n, item in enumerate(items, 1)]
 
 
-def _call(torch: Any, item: Any, several: bool, number: int) -> Call:
+def _call(item: Any, several: bool, number: int) -> Call:
     where = f"get_inputs() item {number}" if several else "get_inputs()"
     if isinstance(item, dict):
         return Call((), _keywords(item, where))
@@ -166,19 +161,21 @@ def _keywords(value: dict[Any, Any], where: str) -> dict[str, Any]:
     return dict(value)
 
 
-def place(torch: Any, model: Any, calls: list[Call], device: Any, dtype: Any) -> tuple[Any, list[Call]]:
+def place(
+    model: Callable[..., Any], calls: list[Call], device: torch.device, dtype: torch.dtype | None
+) -> tuple[Callable[..., Any], list[Call]]:
     """The model and every tensor of every call on ``device``; floating ones in ``dtype`` when given."""
     try:
         if isinstance(model, torch.nn.Module):
             model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
-        return model, [Call(move(torch, c.args, device, dtype), move(torch, c.kwargs, device, dtype)) for c in calls]
+        return model, [Call(move(c.args, device, dtype), move(c.kwargs, device, dtype)) for c in calls]
     except Exception as exc:
         raise Failure(
             "ModelRunError", f"moving the model to {device} failed: {type(exc).__name__}: {first_line(exc)}"
         ) from exc
 
 
-def move(torch: Any, value: Any, device: Any, dtype: Any) -> Any:
+def move(value: Any, device: torch.device, dtype: torch.dtype | None) -> Any:
     """``value`` with every tensor inside it on ``device`` (and floating ones in ``dtype``)."""
 
     def one(x: Any) -> Any:
@@ -187,51 +184,35 @@ def move(torch: Any, value: Any, device: Any, dtype: Any) -> Any:
         x = x.to(device)
         return x.to(dtype) if dtype is not None and x.is_floating_point() else x
 
-    return torch.utils._pytree.tree_map(one, value)
+    return tree_map(one, value)
 
 
-def describe_calls(torch: Any, calls: list[Call]) -> list[str]:
+def describe_calls(calls: list[Call]) -> list[str]:
     """``float32[256, 1024] on cpu``, ``attention_mask=int64[4, 128] on cpu``; ``call 2: ...`` for several."""
     lines: list[str] = []
     for number, call in enumerate(calls, 1):
         prefix = f"call {number}: " if len(calls) > 1 else ""
-        parts = [describe(torch, a) for a in call.args] + [f"{k}={describe(torch, v)}" for k, v in call.kwargs.items()]
+        parts = [describe(a) for a in call.args] + [f"{k}={describe(v)}" for k, v in call.kwargs.items()]
         lines.extend(prefix + part for part in parts or ["(no arguments)"])
     return lines
 
 
-def describe(torch: Any, value: Any) -> str:
+def describe(value: object) -> str:
     if isinstance(value, torch.Tensor):
         short = str(value.dtype).removeprefix("torch.")
         return f"{short}[{', '.join(str(s) for s in value.shape)}] on {value.device}"
     if isinstance(value, (bool, int, float)):
         return repr(value)
     if isinstance(value, (list, tuple)):
-        inner = ", ".join(describe(torch, v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        inner = ", ".join(describe(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
         return f"[{inner}]" if isinstance(value, list) else f"({inner})"
     return type(value).__name__
 
 
-def resolve_device(torch: Any, requested: str) -> Any:
+def resolve_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "cuda" and not torch.cuda.is_available():
         raise Failure("UsageError", "--device cuda, but this torch sees no CUDA device")
     return torch.device(requested)
 
-
-def first_line(exc: BaseException) -> str:
-    """The first informative line of an exception message (torch's can run to pages). A line that only
-    introduces the cause ("backend='inductor' raised:") takes the cause's line with it."""
-    lines = [
-        line.strip()
-        for line in str(exc).splitlines()
-        if line.strip()
-        and not line.strip().startswith("Set TORCHDYNAMO_VERBOSE")
-        and not line.strip().startswith("You can suppress")
-    ]
-    if not lines:
-        return type(exc).__name__
-    if lines[0].endswith(":") and len(lines) > 1:
-        return f"{lines[0]} {lines[1]}"[:400]
-    return lines[0][:400]

@@ -11,30 +11,29 @@ provenance maps (pre-grad node names) and, for backward kernels, through their s
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..exchange.files import MODULE_STACKS_FILE, GraphModuleStacks, ModuleStacks, write_json_file
+from .compat import compile_fx_module, current_compile_id
 
 
 @contextlib.contextmanager
-def module_stacks(torch: Any, folder: Path) -> Iterator[None]:
+def module_stacks(folder: Path) -> Iterator[None]:
     """Record each compiled graph's node -> module stack and stack trace while the block runs."""
-    compile_fx_module: Any = importlib.import_module("torch._inductor.compile_fx")
-    original = compile_fx_module.compile_fx
+    inductor = compile_fx_module()
+    original = inductor.compile_fx
     found = ModuleStacks()
     stack_index: dict[tuple[tuple[str, str], ...], int] = {}
     trace_index: dict[str, int] = {}
     seen: set[str | None] = set()
 
-    def recording(model_: Any, *args: Any, **kwargs: Any) -> Any:
-        compile_id = torch._guards.CompileContext.current_trace_id()
-        key = str(compile_id) if compile_id else None
-        if key not in seen and hasattr(
-            model_, "graph"
-        ):  # compile_fx calls itself once with its config patches
+    def recording(model_: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> Any:
+        key = current_compile_id()
+        if key not in seen and hasattr(model_, "graph"):  # compile_fx calls itself once with its config patches
             seen.add(key)
             try:
                 found.graphs.append(_graph_stacks(model_, key, found, stack_index, trace_index))
@@ -43,17 +42,17 @@ def module_stacks(torch: Any, folder: Path) -> Iterator[None]:
                 found.errors.append(f"{type(exc).__name__}: {exc}")
         return original(model_, *args, **kwargs)
 
-    compile_fx_module.compile_fx = recording
+    inductor.compile_fx = recording
     try:
         yield
     finally:
-        compile_fx_module.compile_fx = original
+        inductor.compile_fx = original
         if found.errors:
             write_json_file(folder / MODULE_STACKS_FILE, found)
 
 
 def _graph_stacks(
-    graph_module: Any,
+    graph_module: torch.fx.GraphModule,
     compile_id: str | None,
     found: ModuleStacks,
     stack_index: dict[tuple[tuple[str, str], ...], int],
@@ -78,7 +77,7 @@ def _graph_stacks(
     return graph
 
 
-def _class_name(cls: Any) -> str:
+def _class_name(cls: type | str) -> str:
     if isinstance(cls, str):  # some torch versions keep the qualified name as a string
         return cls.rsplit(".", 1)[-1]
     return str(getattr(cls, "__qualname__", None) or getattr(cls, "__name__", None) or cls)

@@ -36,6 +36,7 @@ from ..exchange.shared import (
     STACKS_SIGNAL,
     rank_capture_dir,
 )
+from .failure import Failure
 
 _WATCH_S = 0.5
 
@@ -72,13 +73,12 @@ def rank_setup(args: list[str]) -> list[str]:
     return [*args[:-1], str(capture_dir / RESULT_FILE)] if args else args
 
 
-def init_process_group(torch: Any, requested_device: str) -> None:
+def init_process_group(requested_device: str) -> None:
     """Join the job's process group (compile --nproc), before the model file is loaded; raises ``Failure``."""
     if rank() is None or os.environ.get(PROCESS_GROUP_VARIABLE) != "1":
         return
+    import torch  # this module runs before torch is imported (rank_setup): torch only here
     import torch.distributed as dist
-
-    from .model_file import Failure
 
     if not dist.is_available():
         raise Failure("UsageError", "--nproc: this torch was built without torch.distributed")

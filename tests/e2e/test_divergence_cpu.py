@@ -97,7 +97,7 @@ def test_a_model_that_agrees_raises_no_alarm() -> None:
         with torch.no_grad():
             fn(x)
 
-    found = search(torch, model, one_step, {}, device="cpu", fullgraph=False, dynamic=None)
+    found = search(model, one_step, {}, device="cpu", fullgraph=False, dynamic=None)
     assert found.status == "agrees", found
     assert found.first is None and found.options == () and found.error is None
     assert found.compared >= 4 and all(c.within for c in found.checks)
@@ -109,17 +109,17 @@ def test_a_training_step_compares_the_backward_graph_too() -> None:
     """With a backward (--train), both graphs' buffers are judged: the forward's and the backward's."""
     import torch
 
-    from inductor_lens.worker.capture import backward_step
     from inductor_lens.worker.divergence import search
+    from inductor_lens.worker.model_run import backward_step
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 8))
     x = torch.randn(16, 32)
 
     def one_step(fn):
-        backward_step(torch, fn(x))
+        backward_step(fn(x))
 
-    found = search(torch, model, one_step, {}, device="cpu", fullgraph=False, dynamic=None)
+    found = search(model, one_step, {}, device="cpu", fullgraph=False, dynamic=None)
     assert found.status == "agrees", found
     assert len(found.graphs) == 2 and all(g.launches >= 1 for g in found.graphs)
     assert not any("not compared" in note for note in found.skipped), found.skipped

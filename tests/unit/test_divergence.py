@@ -10,7 +10,8 @@ import torch
 from inductor_lens.records import Launch, SourceLine
 from inductor_lens.records.codec import from_jsonable, to_jsonable
 from inductor_lens.records.numerics import NumericDivergence, divergence_headline
-from inductor_lens.worker.divergence import Written, compare, first_divergence, summarize
+from inductor_lens.worker.divergence import compare, first_divergence, summarize
+from inductor_lens.worker.divergence_watch import Written
 
 
 def launch(position: int, target: str, kind: str = "cpp") -> Launch:
@@ -29,7 +30,7 @@ def test_walk_names_the_first_buffer_out_of_bounds() -> None:
         (Written(launch(3, "cpp_fused_mul_1"), "buf2", eager * 1.01), "mul"),  # the bug
         (Written(launch(4, "cpp_fused_relu_2"), "buf3", eager * 1.02), "relu"),  # downstream of it
     ]
-    checks = [compare(torch, written, node, eager, x64, skipped) for written, node in recorded]
+    checks = [compare(written, node, eager, x64, skipped) for written, node in recorded]
     assert all(c is not None for c in checks) and not skipped
     judged = [c for c in checks if c is not None]
     assert [c.within for c in judged] == [True, True, False, False]
@@ -49,13 +50,13 @@ def test_compare_reshapes_unit_dims_and_skips_what_it_cannot_judge() -> None:
     skipped: Counter[str] = Counter()
     value = torch.arange(10, dtype=torch.float32)
     # a (1, 10) buffer for a (10,) node: the same values
-    check = compare(torch, Written(launch(1, "cpp_fused_sum_0"), "buf2", value.reshape(1, 10)), "sum_1", value,
+    check = compare(Written(launch(1, "cpp_fused_sum_0"), "buf2", value.reshape(1, 10)), "sum_1", value,
                     value.double(), skipped)  # fmt: skip
     assert check is not None and check.within and check.tensor == "float32[10]"
     # a node of several tensors (var_mean), and one of another shape: counted, never judged
-    several = compare(torch, Written(launch(2, "cpp_fused_var_mean_1"), "buf3", value), "var_mean", (value, value),
+    several = compare(Written(launch(2, "cpp_fused_var_mean_1"), "buf3", value), "var_mean", (value, value),
                       None, skipped)  # fmt: skip
-    other = compare(torch, Written(launch(3, "cpp_fused_view_2"), "buf4", value.reshape(2, 5)), "view", value.reshape(5, 2),
+    other = compare(Written(launch(3, "cpp_fused_view_2"), "buf4", value.reshape(2, 5)), "view", value.reshape(5, 2),
                     None, skipped)  # fmt: skip
     assert several is None and other is None
     assert skipped == Counter({"their node gives several tensors or none (var_mean, a tuple)": 1,
@@ -65,7 +66,7 @@ def test_compare_reshapes_unit_dims_and_skips_what_it_cannot_judge() -> None:
 def test_agreement_keeps_the_closest_and_reads_back_from_json() -> None:
     skipped: Counter[str] = Counter()
     base = torch.linspace(-1, 1, 50, dtype=torch.float64)
-    checks = [compare(torch, Written(launch(i, f"cpp_fused_{i}"), f"buf{i}", (base * (1 + i * 1e-7)).float()), f"n{i}",
+    checks = [compare(Written(launch(i, f"cpp_fused_{i}"), f"buf{i}", (base * (1 + i * 1e-7)).float()), f"n{i}",
                       base.float(), base, skipped) for i in range(1, 4)]  # fmt: skip
     found = summarize([c for c in checks if c is not None], [], [])
     assert found.status == "agrees" and found.first is None and found.compared == 3

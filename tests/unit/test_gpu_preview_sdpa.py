@@ -1,4 +1,4 @@
-"""The CPU preview's choice of attention backend (``worker/gpu_preview.py::sdp_choice``) against what CUDA's SDPA
+"""The CPU preview's choice of attention backend (``worker/gpu_preview_sdpa.py::sdp_choice``) against what CUDA's SDPA
 chose on an H200: every row of benchmarks/results/2026-11-25-h200-sdpa-choice.json (torch 2.11.0+cu130, cuDNN
 9.19, written by benchmarks/sdpa_choice_probe.py: dtypes, grouped heads, lengths, head dims, masks, causal,
 enable_gqa, requires_grad, dropout). A preview that picked another backend would name other kernels."""
@@ -9,7 +9,7 @@ import json
 
 import torch
 
-from inductor_lens.worker.gpu_preview import CUDNN, EFFICIENT, FLASH, MATH, sdp_choice
+from inductor_lens.worker.gpu_preview_sdpa import CUDNN, EFFICIENT, FLASH, MATH, sdp_choice
 
 from ..conftest import ROOT
 
@@ -36,7 +36,7 @@ def test_every_probed_case_gets_the_backend_the_h200_chose() -> None:
         if row["mask"] != "none":
             mask = torch.empty((2, 1, row["lq"], row["lk"]), dtype=torch.bool if row["mask"] == "bool" else dtype,
                                device="meta")  # fmt: skip
-        ours = sdp_choice(torch, q, k, v, mask, row["gqa"], row["dropout"], row["causal"])
+        ours = sdp_choice(q, k, v, mask, row["gqa"], row["dropout"], row["causal"])
         if ours != row["choice"]:
             wrong.append((row, ours))
     assert not wrong, f"{len(wrong)} of {len(rows)} differ, e.g. {wrong[:3]}"

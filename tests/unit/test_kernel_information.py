@@ -21,7 +21,8 @@ from inductor_lens.errors import ParseError
 from inductor_lens.parse import parse_debug_folder
 from inductor_lens.parse.kernel_information import attach_kernel_information
 from inductor_lens.records import CompileRun
-from inductor_lens.worker.capture import kernel_information
+from inductor_lens.worker import kernel_information as kernel_information_module
+from inductor_lens.worker.kernel_information import kernel_information
 
 from ..conftest import FIXED_TIME
 
@@ -117,14 +118,14 @@ def test_a_damaged_file_is_a_warning_or_under_strict_an_error(
         _run(root, capture, strict=True)
 
 
-def test_older_torch_writes_no_file(tmp_path: Path) -> None:
+def test_older_torch_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # torch 2.13: create_kernel_information_json and reset_provenance_globals, but no shapes of extern kernels
     debug = SimpleNamespace(
         reset_provenance_globals=lambda: pytest.fail("patched"),
         create_kernel_information_json=lambda: {"extern_kernels.mm:1": {"post_grad_nodes": ["mm"]}},
     )
-    torch = SimpleNamespace(_inductor=SimpleNamespace(debug=debug))
+    monkeypatch.setattr(kernel_information_module, "inductor_debug", lambda: debug)
     original = debug.reset_provenance_globals
-    with kernel_information(torch, tmp_path):
+    with kernel_information(tmp_path):
         assert debug.reset_provenance_globals is original  # torch's compile is left as it is
     assert list(tmp_path.iterdir()) == []

@@ -74,9 +74,9 @@ def test_where_get_model_built_each_module(sample: str, expected: list[tuple[str
     module = load_model_file(path)
     # Module.__init__ as it is now: once Dynamo has run in this process it is Dynamo's own patched_init
     before = torch.nn.Module.__init__
-    with module_construction(torch, path) as sites:
+    with module_construction(path) as sites:
         model = module.get_model()
-    built = module_sites(torch, model, path, sites)
+    built = module_sites(model, path, sites)
     assert [(s.function, s.line) for s in built] == expected
     assert all(s.filename == str(path) and s.code for s in built)
     assert torch.nn.Module.__init__ is before  # put back

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from inductor_lens.worker import accuracy
-from inductor_lens.worker.model_file import Call, Failure, calls_from, describe_calls, move
+from inductor_lens.worker.failure import Failure
+from inductor_lens.worker.model_file import Call, calls_from, describe_calls, move
 
 
 def _t(*shape: int) -> torch.Tensor:
@@ -16,21 +17,21 @@ def _t(*shape: int) -> torch.Tensor:
 
 def test_every_form_of_get_inputs() -> None:
     x, mask = _t(2, 3), torch.ones(2, 3, dtype=torch.long)
-    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from(torch, x)] == [(1, [])]
-    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from(torch, (x, x))] == [(2, [])]
-    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from(torch, {"input_ids": mask})] == [(0, ["input_ids"])]
-    (pair,) = calls_from(torch, ((x,), {"attention_mask": mask}))
+    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from(x)] == [(1, [])]
+    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from((x, x))] == [(2, [])]
+    assert [(len(c.args), sorted(c.kwargs)) for c in calls_from({"input_ids": mask})] == [(0, ["input_ids"])]
+    (pair,) = calls_from(((x,), {"attention_mask": mask}))
     assert pair.args == (x,) and list(pair.kwargs) == ["attention_mask"]
-    several = calls_from(torch, [x, (x, x), {"input_ids": mask}])
+    several = calls_from([x, (x, x), {"input_ids": mask}])
     assert [(len(c.args), sorted(c.kwargs)) for c in several] == [(1, []), (2, []), (0, ["input_ids"])]
-    assert describe_calls(torch, several) == [
+    assert describe_calls(several) == [
         "call 1: float32[2, 3] on cpu",
         "call 2: float32[2, 3] on cpu",
         "call 2: float32[2, 3] on cpu",
         "call 3: input_ids=int64[2, 3] on cpu",
     ]
     # a forward taking a tuple and a dict positionally is written ((t, d), {})
-    (nested,) = calls_from(torch, (((x, x), {"a": x}), {}))
+    (nested,) = calls_from((((x, x), {"a": x}), {}))
     assert nested.args == ((x, x), {"a": x}) and nested.kwargs == {}
 
 
@@ -46,13 +47,13 @@ def test_every_form_of_get_inputs() -> None:
 )
 def test_what_get_inputs_cannot_return(value: object, message: str) -> None:
     with pytest.raises(Failure, match=message.replace("(", r"\(").replace(")", r"\)")) as raised:
-        calls_from(torch, value)
+        calls_from(value)
     assert raised.value.kind == "ModelFileError"
 
 
 def test_nested_inputs_move_and_cast() -> None:
     value = {"a": [_t(2), torch.ones(2, dtype=torch.long)], "b": 3}
-    moved = move(torch, value, torch.device("cpu"), torch.bfloat16)
+    moved = move(value, torch.device("cpu"), torch.bfloat16)
     assert moved["a"][0].dtype == torch.bfloat16 and moved["a"][1].dtype == torch.long and moved["b"] == 3
     assert Call((), {"x": 2})(lambda x: x * 2) == 4
 

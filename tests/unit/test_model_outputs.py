@@ -13,7 +13,7 @@ import torch.utils._pytree as pytree
 from inductor_lens.records.outcome import Accuracy
 from inductor_lens.report.views import accuracy_item
 from inductor_lens.worker import accuracy
-from inductor_lens.worker.capture import backward_step
+from inductor_lens.worker.model_run import backward_step
 
 transformers = pytest.importorskip("transformers")
 
@@ -108,12 +108,12 @@ def test_train_backpropagates_the_loss_when_the_model_returns_one() -> None:
         logits = weight * x
         return {"loss": (logits * 10).sum(), "logits": logits}
 
-    assert backward_step(torch, forward()) == "outputs.loss"
+    assert backward_step(forward()) == "outputs.loss"
     assert weight.grad is not None and weight.grad.tolist() == [10.0, 10.0]  # the loss only, not logits too
     weight.grad = None
     output = _tiny_llama_output()  # a ModelOutput: the attribute/key ``loss`` is absent without labels
     assert getattr(output, "loss", None) is None
-    assert backward_step(torch, (weight * x, weight.sum())) == "the sum of 2 outputs"
+    assert backward_step((weight * x, weight.sum())) == "the sum of 2 outputs"
     assert weight.grad is not None and weight.grad.tolist() == [2.0, 2.0]
     weight.grad = None
-    assert backward_step(torch, {"loss": None, "y": weight * x}) == "the sum of 1 output"
+    assert backward_step({"loss": None, "y": weight * x}) == "the sum of 1 output"

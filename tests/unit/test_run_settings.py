@@ -23,8 +23,8 @@ from inductor_lens.exchange.files import CaptureResult, ReportedSettings
 from inductor_lens.options import CompileSpec, ScriptSpec, normalize_autocast
 from inductor_lens.records import CaptureOutcome, CompileRun, CompileSettings
 from inductor_lens.report import render_comparison
-from inductor_lens.worker.capture import forward, run_settings
 from inductor_lens.worker.model_file import Call
+from inductor_lens.worker.model_run import forward, run_settings
 
 
 def _spec(tmp_path: Path, **settings: object) -> CompileSpec:
@@ -139,7 +139,7 @@ def test_the_model_process_applies_and_restores_the_settings(tmp_path: Path) -> 
     before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
     spec = _spec(tmp_path, matmul_precision="medium", cudnn_allow_tf32=not before[1], autocast="bfloat16",
                  dynamo_options={"capture_scalar_outputs": True})  # fmt: skip
-    with run_settings(torch, spec) as applied:
+    with run_settings(spec) as applied:
         assert torch.get_float32_matmul_precision() == "medium"
         assert torch._dynamo.config.capture_scalar_outputs is True
         reported = ReportedSettings(**applied)
@@ -147,27 +147,27 @@ def test_the_model_process_applies_and_restores_the_settings(tmp_path: Path) -> 
         "medium", not before[1], "bfloat16", {"capture_scalar_outputs": True})  # fmt: skip
     assert (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32) == before
     assert torch._dynamo.config.capture_scalar_outputs is False
-    with run_settings(torch, _spec(tmp_path)) as applied:  # nothing set: nothing reported
+    with run_settings(_spec(tmp_path)) as applied:  # nothing set: nothing reported
         assert applied == {"matmul_precision": None, "cudnn_allow_tf32": None, "autocast": None, "dynamo_options": {}}
 
 
 def test_autocast_is_entered_around_each_forward_only_where_asked() -> None:
     linear, cpu = torch.nn.Linear(4, 4), torch.device("cpu")
     call = Call((torch.randn(2, 4),), {})
-    assert forward(torch, linear, call, False, cpu, torch.bfloat16).dtype == torch.bfloat16
-    assert forward(torch, linear, call, False, cpu, None).dtype == torch.float32
-    trained = forward(torch, linear, call, True, cpu, torch.bfloat16)
+    assert forward(linear, call, False, cpu, torch.bfloat16).dtype == torch.bfloat16
+    assert forward(linear, call, False, cpu, None).dtype == torch.float32
+    trained = forward(linear, call, True, cpu, torch.bfloat16)
     assert trained.dtype == torch.bfloat16 and trained.requires_grad
 
 
 def test_autocast_around_a_scripts_compiled_functions() -> None:
     from torch._dynamo.eval_frame import OptimizedModule
 
-    from inductor_lens.worker.script import Autocast
+    from inductor_lens.worker.script_hooks import Autocast
 
     original = OptimizedModule.__call__
     try:
-        autocast = Autocast(torch, "bfloat16")
+        autocast = Autocast("bfloat16")
         wrapped = autocast.wrap(lambda x: (torch.is_autocast_enabled("cpu"), x @ x))
         enabled, out = wrapped(torch.randn(3, 3))
         assert enabled and out.dtype == torch.bfloat16

@@ -49,27 +49,28 @@ def test_a_default_result_round_trips(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(tmp_path: Path) -> None:
+def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """torch.compile(options={"post_grad_custom_pre_pass": a_function}) once crashed the script process: its
     result file is JSON, and a function is not. The option is recorded by name and reaches torch unchanged."""
-    from types import SimpleNamespace
+    import torch
 
     from inductor_lens.exchange.files import read_capture_result
     from inductor_lens.options import ScriptSpec
-    from inductor_lens.worker.script import ScriptRun, wrap_compile
+    from inductor_lens.worker import script_hooks
+    from inductor_lens.worker.capture_run import ScriptRun
 
     def noop_pass(graph: object) -> None:
         return None
 
     received: dict[str, object] = {}
-    fake_torch = SimpleNamespace(
-        compile=lambda model, **kwargs: received.update(kwargs) or model,
-        _inductor=SimpleNamespace(list_mode_options=lambda mode, dynamic=None: {}),
-    )
+    monkeypatch.setattr(torch, "compile", lambda model, **kwargs: received.update(kwargs) or model)
+    monkeypatch.setattr(script_hooks, "list_mode_options", lambda mode, dynamic=None: {})
     spec = ScriptSpec(argv=("train.py",), cwd=tmp_path, model_path=tmp_path / "train.py")
     run = ScriptRun(spec, tmp_path / "capture.json")
-    wrap_compile(fake_torch, spec, run, None)
-    fake_torch.compile(noop_pass, options={"post_grad_custom_pre_pass": noop_pass, "max_autotune": True})
+    script_hooks.wrap_compile(spec, run, None)
+    torch.compile(noop_pass, options={"post_grad_custom_pre_pass": noop_pass, "max_autotune": True})
     (call,) = run.result.compile_calls
     assert call.script_options == {
         "post_grad_custom_pre_pass": "<function test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name.<locals>.noop_pass>",
@@ -83,7 +84,7 @@ def test_a_scripts_compile_options_holding_a_pass_object_are_recorded_by_name(tm
 def test_an_error_that_introduces_its_cause_keeps_the_cause_on_its_line() -> None:
     """torch's BackendCompilerFailed reads "backend='inductor' raised:" and names the cause on the next line:
     the one-line error once stopped at the colon and said nothing."""
-    from inductor_lens.worker.model_file import first_line
+    from inductor_lens.worker.failure import first_line
 
     exc = RuntimeError(
         "backend='inductor' raised:\nFakeTensorDeviceMismatchError: found at least two devices, cuda:0 and cpu!\n\n"
