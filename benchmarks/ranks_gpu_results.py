@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inductor_lens.pipeline import load_run
 from inductor_lens.ranked import read_ranked
-from inductor_lens.records.ranks import summarize
+from inductor_lens.records.rank_summary import summarize
 from inductor_lens.report.ranks_view import collective_text
 
 VERDICT = re.compile(r"(All ranks compiled the same[^<]*|The ranks diverged[^<]*)")

@@ -48,16 +48,9 @@ from .parse.rank_light import light_summaries
 from .parse.ranks import RANK_FOLDER, RankSource, find_ranks, rank_folder_name
 from .pipeline import _report_capture, build_run, load_run, render, report_folder
 from .records import CompileRun
-from .records.ranks import (
-    RANKS_JSON,
-    Divergence,
-    RankedRun,
-    RankEntry,
-    RankSummary,
-    divergences,
-    rank_list,
-    summarize,
-)
+from .records.rank_causes import divergences, rank_list
+from .records.rank_summary import summarize
+from .records.ranks import RANKS_JSON, Divergence, RankedRun, RankEntry, RankSummary
 from .report import write_report
 from .report.folders import LENS_JSON, REPORT_PAGES, locked_out_dir, named_out_dir, prepare_out_dir
 from .report.ranks_view import render_ranks

@@ -1,6 +1,6 @@
 """Stage 4 of the pipeline (bench): the collectives of the profiled steps, wherever they ran.
 
-A collective traced into a compiled graph is in its FX graph (records/ranks.py compares those across ranks). DDP's
+A collective traced into a compiled graph is in its FX graph (records/rank_causes.py compares those across ranks). DDP's
 gradient all-reduce and FSDP2's all-gathers and reduce-scatters are not: they run in the wrappers' hooks, outside
 every compiled graph, and only the profiler sees them. ``collectives_per_step(events, steps, device)`` reads them
 from the profiled steps' Chrome trace:

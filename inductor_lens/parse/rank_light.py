@@ -1,7 +1,7 @@
 """Parse stage, several ranks: the light pass over one rank's TORCH_TRACE logs, for the landing page.
 
 ``light_summary(rank, folder, logs)`` reads the rank's logs once (parse/trace.py, keeping each graph's output
-code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/ranks.py):
+code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/rank_summary.py):
 compile ids, recompile reasons, guards, cache lookups, compile times and graph breaks from the frames, and per
 graph its code hash, launches and collectives. Nothing is rendered and no graph is parsed beyond its output
 code's launches, so a job of many ranks gets its landing page in seconds (``light_summaries`` spreads the ranks
@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..records.ranks import RankSummary, code_hash, numbered, rank_graph, summary_of
+from ..records.rank_normalise import code_hash
+from ..records.rank_summary import numbered, rank_graph, summary_of
+from ..records.ranks import RankSummary
 from .diagnostics import Diagnostics
 from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
 from .output_code import parse_output_code

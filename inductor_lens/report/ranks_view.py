@@ -1,8 +1,8 @@
 """Report stage, several ranks: the landing page of a multi-rank report (``index.html`` beside ``rank<r>/``).
 
 ``ranks_page(ranked, summaries)`` builds the page's view model from the ``ranks.json`` document and the
-ranks' summaries (records/ranks.py: from each rank's lens.json, or the light pass over its logs): where the
-ranks diverged, each cause named with what to do, what each group of identical ranks compiled side by side,
+ranks' summaries (records/rank_summary.py: from each rank's lens.json, or the light pass over its logs): where
+the ranks diverged, each cause named with what to do, what each group of identical ranks compiled side by side,
 each rank's times in a row of its own (a page of a thousand ranks stays readable), which ranks have a full
 report and how to build the others. ``render_ranks`` renders it; each rank's own report is the ordinary
 single-rank report, untouched.
@@ -14,15 +14,9 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..records.ranks import (
-    NORMALISED,
-    RANKS_JSON,
-    Divergence,
-    RankedRun,
-    RankSummary,
-    divergences,
-    rank_list,
-)
+from ..records.rank_causes import divergences, rank_list
+from ..records.rank_normalise import NORMALISED
+from ..records.ranks import RANKS_JSON, Divergence, RankedRun, RankSummary
 from ..records.timing import CollectiveTime
 from ..units import format_bytes
 from ..version import __version__

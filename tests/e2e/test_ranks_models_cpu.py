@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SAME = "inductor-lens: the ranks compiled the same"
-# The landing page's causes (records/ranks.py)
+# The landing page's causes (records/rank_causes.py)
 RECOMPILE = "Recompile on some ranks only"
 RANK_CODE = "Rank-dependent code"
 CACHE_HANG_RISK = "HANG RISK: compile cache outcome differs across ranks"
@@ -134,7 +134,7 @@ def test_a_warm_cache_on_one_rank_only_is_named_a_hang_risk(tmp_path: Path, monk
     warm = _compile(SAMPLES / "ranks_diverge.py", tmp_path / "warm", "--no-bench")
     assert warm.code == 0, warm.stderr
     assert "inductor-lens: the ranks diverged" in warm.stderr
-    # the wording is records/ranks.py's
+    # the wording is records/rank_causes.py's
     assert CACHE_HANG_RISK in (tmp_path / "warm" / "index.html").read_text(encoding="utf-8")
     assert _full_reports(tmp_path / "warm") == [True, True]
 

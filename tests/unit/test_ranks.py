@@ -20,6 +20,9 @@ from inductor_lens.errors import UsageError
 from inductor_lens.parse.rank_light import light_summary
 from inductor_lens.parse.ranks import find_ranks
 from inductor_lens.ranked import read_ranked, report_rank, report_ranks, write_landing
+from inductor_lens.records.rank_causes import divergences, rank_list
+from inductor_lens.records.rank_normalise import code_hash, normalized_guards, paired
+from inductor_lens.records.rank_summary import summarize
 from inductor_lens.records.ranks import (
     TITLE_CACHE,
     TITLE_CODE,
@@ -29,12 +32,6 @@ from inductor_lens.records.ranks import (
     Collective,
     RankedRun,
     RankGraph,
-    code_hash,
-    divergences,
-    normalized_guards,
-    paired,
-    rank_list,
-    summarize,
 )
 from inductor_lens.report.ranks_view import ALL_SAME, render_ranks
 

@@ -7,7 +7,7 @@ what the kernel computes."""
 
 from __future__ import annotations
 
-from inductor_lens.records.ranks import code_hash
+from inductor_lens.records.rank_normalise import code_hash
 
 RANK0 = """
 # kernel path: /tmp/inductor-lens-cache-5lgkyfho/rank0/inductor/q5/cq5fdtniw4u3brstbllndsgusk6psbqwqwe5k2d4b244ga2vgr4z.py
@@ -33,7 +33,7 @@ def test_the_same_graph_on_two_gpus_hashes_the_same() -> None:
 def test_globals_dynamo_names_after_object_ids_are_per_process() -> None:
     """FSDP2's and tensor parallel's guards name globals after object ids (HF Llama, ``fully_shard``, gloo, two ranks
     of torch 2.13): the same guard on both ranks, once normalised."""
-    from inductor_lens.records.ranks import normalized_guards
+    from inductor_lens.records.rank_normalise import normalized_guards
 
     rank0 = ("ID_MATCH: ___check_obj_id(G['_139750064709264_c14'].Tensor, 94269139436384)\n"
              "LAMBDA_GUARD: G['__dtensor_spec_139750064709264'] ___check_opaque_guard_fn_139750064709264_c0/0")  # fmt: skip
