@@ -2,7 +2,8 @@
 
 ``parse_debug_folder(path)`` reads a TORCH_COMPILE_DEBUG tree (plus the TORCH_TRACE log and the
 process log when they are there) into the data model of ``records.py``. One module per artifact:
-``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace`` / ``trace_records``, ``logs``,
+``output_code``, ``fx_graph``, ``ir``, ``provenance``, ``trace`` / ``trace_records`` (its readers:
+``trace_kinds``, ``trace_artifacts``, ``trace_shapes``, ``trace_graphs``), ``logs``,
 ``autotune``; ``registry`` dispatches every file, trace record kind and artifact to the parser
 ``readers`` declares for it (``known`` lists what is valid and not shown); ``layout`` finds the files,
 ``graph`` joins them per graph, ``frames`` builds Dynamo frames and graph breaks, ``compat`` holds

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import compat
-from . import trace_records as tr
+from . import trace_artifacts as ta
+from . import trace_kinds as tk
 from . import trace_shapes as ts
 from .autotune import parse_autotune_tables
 from .diagnostics import Diagnostics
@@ -70,24 +71,24 @@ GRAPH_FILES = (
 # TORCH_TRACE record kinds this version reads (torch/_logging/structured.py and the trace_structured
 # calls of Dynamo and Inductor). Seen in 2.11 and 2.13.
 TRACE_RECORDS = (
-    Parser("trace record", "str", "an interned file name of the stacks", "SourceLine.filename", tr.read_str),
+    Parser("trace record", "str", "an interned file name of the stacks", "SourceLine.filename", tk.read_str),
     Parser("trace record", "inductor_output_code", "md5 of a graph's output code, tying it to a compile id",
-           "GraphRecord.compile_id", tr.read_output_code),
+           "GraphRecord.compile_id", tk.read_output_code),
     Parser("trace record", "artifact", "a named artifact, dispatched on its name (below, and known.py)",
-           "(by artifact name)", tr.read_artifact),
+           "(by artifact name)", ta.read_artifact),
     Parser("trace record", "dynamo_start", "the Python stack that triggered the compile",
-           "DynamoFrame.call_site", tr.read_dynamo_start),
+           "DynamoFrame.call_site", tk.read_dynamo_start),
     Parser("trace record", "dynamo_cpp_guards_str", "the frame's guards as text", "DynamoFrame.guards",
-           tr.read_guards, payload=True),
+           tk.read_guards, payload=True),
     Parser("trace record", "dynamo_output_graph", "Dynamo's graph; its placeholders name the parameters",
-           "FxNode.role, FxNode.origin", tr.read_output_graph, payload=True),
+           "FxNode.role, FxNode.origin", tk.read_output_graph, payload=True),
     Parser("trace record", "compilation_metrics", "a frame's compile times, cache counts and versions",
-           "DynamoFrame, Environment versions", tr.read_metrics),
+           "DynamoFrame, Environment versions", tk.read_metrics),
     Parser("trace record", "chromium_event", "a timeline event (begin, end, instant) of the compile timeline; "
            "CUDA-graph recordings (CUDAGraphNode.record) are also counted per compile",
-           "CompileRun.timeline, DynamoFrame.cudagraph_recordings", tr.read_chromium_event, payload=True),
+           "CompileRun.timeline, DynamoFrame.cudagraph_recordings", tk.read_chromium_event, payload=True),
     Parser("trace record", "bwd_compilation_metrics", "the backward graph's compile time (at .backward())",
-           "DynamoFrame.phases", tr.read_backward_metrics),
+           "DynamoFrame.phases", tk.read_backward_metrics),
     # Dynamic shapes: seen in 2.13 (create_symbol, guard_added_fast, symbolic_shape_specialization); the
     # other two from 2.13 fx/experimental/symbolic_shapes.py (create_unbacked_symbol for .item() and
     # nonzero sizes, guard_added only with TORCH_DTRACE).
@@ -103,7 +104,7 @@ TRACE_RECORDS = (
            "DynamoFrame.shape_guards", ts.read_guard_added),
     # AOTAutograd's graphs, and the post-grad graph as a record of its own (older releases; 2.13 on an FX
     # graph cache hit, _inductor/codecache.py): the compile's IR stages.
-    *(Parser("trace record", name, description, IR_STAGES, tr.read_ir_stage, payload=True)
+    *(Parser("trace record", name, description, IR_STAGES, tk.read_ir_stage, payload=True)
       for name, description in (
           ("aot_joint_graph", "AOTAutograd's joint forward-backward graph"),
           ("aot_forward_graph", "AOTAutograd's forward graph (of a graph that needs gradients)"),
@@ -117,25 +118,25 @@ TRACE_RECORDS = (
 TRACE_ARTIFACTS = (
     Parser("trace artifact", "inductor_provenance_tracking_node_mappings",
            "provenance maps of the graph just logged (backward graphs have no json file)",
-           "GraphRecord.provenance", tr.read_node_mappings, payload=True),
+           "GraphRecord.provenance", ta.read_node_mappings, payload=True),
     Parser("trace artifact", "inductor_provenance_tracking_kernel_stack_traces",
            "user stack of each kernel of the graph just logged", "KernelRecord.user_stack",
-           tr.read_kernel_stack_traces, payload=True),
+           ta.read_kernel_stack_traces, payload=True),
     # A compile's lookups in AOTAutograd's cache and Inductor's FX graph cache (compat.CACHE_LOOKUP_ARTIFACTS);
     # an FX graph cache key also names the graph just logged.
     *(Parser("trace artifact", name, f"a lookup in the {cache} cache: a {result}",
              "DynamoFrame.cache_lookups" + (", GraphRecord.fx_cache_key" if cache == "FX graph" else ""),
-             tr.read_cache_lookup, payload=True)
+             ta.read_cache_lookup, payload=True)
       for name, (cache, result) in compat.CACHE_LOOKUP_ARTIFACTS.items()),
     Parser("trace artifact", "dynamo_graph_break_reason", "why Dynamo broke the graph, with the user stack",
-           "CompileRun.graph_breaks", tr.read_graph_break, payload=True),
+           "CompileRun.graph_breaks", ta.read_graph_break, payload=True),
     Parser("trace artifact", "recompile_reasons", "the guard failures that made Dynamo recompile",
-           "DynamoFrame.recompile_reasons", tr.read_recompile_reasons, payload=True),
+           "DynamoFrame.recompile_reasons", ta.read_recompile_reasons, payload=True),
     Parser("trace artifact", "triton_kernel_info", "per Triton kernel: configs, autotune cache, compile time",
-           "KernelRecord.autotune_info", tr.read_kernel_info, payload=True),
+           "KernelRecord.autotune_info", ta.read_kernel_info, payload=True),
     # The graph before and after each group of Inductor's passes, and AOTAutograd's view of the inputs and
     # outputs: the compile's IR stages (seen in 2.11 and 2.13).
-    *(Parser("trace artifact", name, description, IR_STAGES, tr.read_ir_stage, payload=True)
+    *(Parser("trace artifact", name, description, IR_STAGES, tk.read_ir_stage, payload=True)
       for name, description in (
           ("before_pre_grad_graph", "the graph Inductor received from Dynamo, before its pre-grad passes"),
           ("after_pre_grad_graph", "the same graph after the pre-grad passes"),

@@ -5,8 +5,8 @@ start with a TAB; ``has_payload`` is the payload's md5 (the format tlparse reads
 hundreds of MB, so they are streamed and only the payloads a registered reader asks for are kept.
 
 Every record goes through the registry (``readers.py``): its kind, and for the ``artifact`` kind its
-name, picks the reader in ``trace_records.py``, or is known and not shown (counted only), or is not
-known to this version: a counted warning, an error under ``--strict``. Every kind is counted in
+name, picks the reader in ``trace_kinds.py`` or ``trace_artifacts.py``, or is known and not shown (counted
+only), or is not known to this version: a counted warning, an error under ``--strict``. Every kind is counted in
 ``TraceSummary.record_kinds``.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 from . import compat, registry
 from .diagnostics import Diagnostics
 from .readers import REGISTRY
+from .trace_graphs import keep_graph_file
 from .trace_records import (
     FrameTrace,
     GraphTrace,
@@ -28,7 +29,6 @@ from .trace_records import (
     TraceState,
     TraceSummary,
     format_compile_id,
-    keep_graph_file,
 )
 from .trace_timeline import glog_process
 

@@ -136,9 +136,9 @@ def test_each_compile_keeps_its_ir_stages_in_the_order_the_trace_logged_them(unp
 def test_a_stage_past_the_limit_is_cut_at_a_line_and_says_so(
     unpacked: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from inductor_lens.parse import trace_records
+    from inductor_lens.parse import trace_kinds
 
-    monkeypatch.setattr(trace_records, "IR_STAGE_LIMIT", 200)
+    monkeypatch.setattr(trace_kinds, "IR_STAGE_LIMIT", 200)
     (frame,) = parse_debug_folder(unpacked("cpu-torch2.13-mlp-train")).frames
     joint = next(s for s in frame.stages if s.name == "aot_joint_graph")
     assert len(joint.text) <= 200 and joint.text.endswith("\n") and joint.cut_chars > 0

@@ -1,4 +1,4 @@
-"""Each graph of a bare TORCH_TRACE log gets its own kind (parse/trace_records.py ``traced_graph_kind``).
+"""Each graph of a bare TORCH_TRACE log gets its own kind (parse/trace_graphs.py ``traced_graph_kind``).
 
 On a real DDP capture (tests/fixtures/cpu-torch2.13-ddp-split.tar.gz, PROVENANCE.md): Dynamo's DDP optimizer splits
 the one compiled frame (compile id 4/0) into three submodules, one per 1 MB bucket. Each is traced by AOTAutograd
