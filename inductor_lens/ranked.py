@@ -22,37 +22,36 @@ A multi-rank report folder::
                                      ranks ranks.json marks ``report``, the full report: index.html, lens.json;
                                      the others on demand
     capture/                         compile --nproc: spec.json and launch.log (what torchrun printed)
+
+Which ranks there are and what each is reported from: ranked_plan.py; their full reports, in parallel:
+ranked_reports.py; what the ranks are compared by: records/rank_summary.py and records/rank_causes.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
-import os
-import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from .capture import CAPTURE_DIR, Capture, PhaseCallback, find_capture_dir
+from .capture import PhaseCallback
 from .capture.ranks import RankedCapture, capture_ranks, capture_script_ranks, check_launcher
-from .errors import InputFolderError, LensError, UsageError
-from .exchange.files import RESULT_FILE, read_bench_data, read_capture_result
+from .errors import LensError, UsageError
 from .options import CompileSpec, ScriptSpec
-from .parse.layout import DebugLayout, locate
 from .parse.rank_light import light_summaries
-from .parse.ranks import RANK_FOLDER, RankSource, find_ranks, rank_folder_name
-from .pipeline import _report_capture, build_run, load_run, render, report_folder
+from .parse.ranks import find_ranks, rank_folder_name
+from .pipeline import load_run
+from .ranked_plan import PlannedRank, captured_rank, plan_ranks, prepare_ranked_out, read_ranked
+from .ranked_reports import CaptureReports, full_reports
 from .records import CompileRun
 from .records.rank_causes import divergences, rank_list
 from .records.rank_summary import summarize
 from .records.ranks import RANKS_JSON, Divergence, RankedRun, RankEntry, RankSummary
 from .report import write_report
-from .report.folders import LENS_JSON, REPORT_PAGES, locked_out_dir, named_out_dir, prepare_out_dir
+from .report.folders import locked_out_dir, named_out_dir
 from .report.ranks_view import render_ranks
 from .version import __version__
 
@@ -60,7 +59,6 @@ __all__ = [
     "RankedResult", "compile_ranks", "is_ranked", "report_rank", "report_ranks", "run_script_ranks", "write_landing"
 ]  # fmt: skip
 
-LANDING_PAGES = ("index.html", RANKS_JSON)
 _STRAGGLER_REPORTS = 4  # stragglers given a full report at once, the lowest ranks first
 
 
@@ -96,7 +94,7 @@ def report_ranks(
     told where the landing page is once it is written."""
     started = time.perf_counter()
     previous = read_ranked(folder)
-    plan = _plan(folder, previous)
+    plan = plan_ranks(folder, previous)
     if out_dir is None:
         out_dir = folder if previous is not None else named_out_dir(folder.resolve().name)
     prepare_ranked_out(out_dir)
@@ -106,16 +104,16 @@ def report_ranks(
     if previous is not None:  # re-rendered in place: every rank that had its full report keeps it
         keep |= {r.rank for r in plan if r.source is not None}
     job = previous if previous is not None else RankedRun(title, "", __version__, source_dir)
-    build = functools.partial(_full_reports, out_dir=out_dir, title=title, source_dir=source_dir, strict=strict,
+    build = functools.partial(full_reports, out_dir=out_dir, title=title, source_dir=source_dir, strict=strict,
                               draw=draw)  # fmt: skip
     return _report_plan(plan, out_dir, job, build, keep=keep, started=started, progress=progress)
 
 
 def _report_plan(
-    plan: Sequence[_Rank],
+    plan: Sequence[PlannedRank],
     out_dir: Path,
     job: RankedRun,
-    build: Callable[[Sequence[_Rank]], dict[int, CompileRun]],
+    build: Callable[[Sequence[PlannedRank]], dict[int, CompileRun]],
     *,
     keep: set[int],
     started: float,
@@ -173,9 +171,9 @@ def report_rank(folder: Path, out_dir: Path | None, rank: int, *, strict: bool =
     if entry is None:
         known = rank_list(e.rank for e in landing.ranks)
         raise UsageError(f"--rank {rank}: {out_dir} holds no rank {rank} (its ranks: {known}); give one of those")
-    plan = next(r for r in _plan(out_dir, landing) if r.rank == rank)
+    plan = next(r for r in plan_ranks(out_dir, landing) if r.rank == rank)
     if not entry.report:
-        _full_reports([plan], out_dir, landing.title, landing.source_dir, strict, draw)
+        full_reports([plan], out_dir, landing.title, landing.source_dir, strict, draw)
         landing = replace(landing, ranks=tuple(replace(e, report=e.report or e.rank == rank) for e in landing.ranks))
     index, runs, found, summaries = _landing(out_dir, landing)
     return RankedResult(landing, runs, found, index, summaries=summaries)
@@ -245,51 +243,14 @@ def _report_ranked_capture(
     (``budget_s``: each one's, ``--handwritten-budget``); the others built on demand (``report OUT --rank R``)."""
     started = time.perf_counter()
     captures = {int(c.capture_dir.parent.name.removeprefix("rank")): c for c in captured.captures}
-    plan = [_captured(number, capture, out_dir) for number, capture in sorted(captures.items())]
+    plan = [captured_rank(number, capture, out_dir) for number, capture in sorted(captures.items())]
     inaccurate = {n for n, c in captures.items() if c.outcome.accuracy is not None
                   and not c.outcome.accuracy.within_tolerance}  # fmt: skip
     error = captured.error.one_line() if captured.error is not None else None
     job = RankedRun(title, "", __version__, source, launch=captured.launch, error=error)
-    build = _CaptureReports(captures, out_dir, title, handwritten, timeout_s, strict, draw, progress, budget_s)
+    build = CaptureReports(captures, out_dir, title, handwritten, timeout_s, strict, draw, progress, budget_s)
     return _report_plan(plan, out_dir, job, build, keep={0} & set(captures) | inaccurate, started=started,
                         progress=progress, error=captured.error, handwritten=handwritten)  # fmt: skip
-
-
-def _captured(number: int, capture: Capture, out_dir: Path) -> _Rank:
-    """A rank of a capture just made: its outcome as the launcher saw it, its TORCH_TRACE logs and times."""
-    folder = out_dir / rank_folder_name(number)
-    source = RankSource(number, folder)
-    outcome = capture.outcome
-    return _Rank(number, source, _logs(source), outcome.status, outcome.error, f"{folder.name}/{CAPTURE_DIR}",
-                 *_capture_times(folder))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _CaptureReports:
-    """The full reports of a capture's ranks, as ``compile`` writes one (``budget_s``: each hand-written stage's):
-    rank 0's here, reporting its progress, the others in parallel meanwhile; one after another where the
-    hand-written stage runs (its checks time kernels on the device every rank's check uses: side by side they
-    would slow each other)."""
-
-    captures: Mapping[int, Capture]
-    out_dir: Path
-    title: str
-    handwritten: bool
-    timeout_s: float
-    strict: bool
-    draw: bool
-    progress: PhaseCallback | None
-    budget_s: float | None
-
-    def __call__(self, ranks: Sequence[_Rank]) -> dict[int, CompileRun]:
-        quiet = replace(self, progress=None)  # what crosses to another process: no callback
-        jobs = {r.rank: (self if r.rank == 0 else quiet, r.rank) for r in ranks}
-        return _in_parallel(_CaptureReports.report, jobs, here=0, parallel=not self.handwritten)
-
-    def report(self, rank: int) -> CompileRun:
-        return _report_capture(self.captures[rank], self.out_dir / rank_folder_name(rank), f"{self.title} · rank {rank}",
-                               self.handwritten, self.timeout_s, strict=self.strict, draw=self.draw,
-                               progress=self.progress, budget_s=self.budget_s).run  # fmt: skip
 
 
 def write_landing(
@@ -312,113 +273,6 @@ def chosen_ranks(summaries: Sequence[RankSummary]) -> set[int]:
     return set(chosen.values()) | failed | set(slow[:_STRAGGLER_REPORTS])
 
 
-def read_ranked(folder: Path) -> RankedRun | None:
-    try:
-        return RankedRun.from_json((folder / RANKS_JSON).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (ValueError, TypeError, KeyError) as exc:
-        raise InputFolderError(f"{folder / RANKS_JSON}: not a readable ranks document ({exc})") from exc
-
-
-def prepare_ranked_out(out_dir: Path, *, rerun: bool = False) -> None:
-    """Like ``prepare_out_dir``: a new or empty folder, or an earlier multi-rank report (its landing replaced;
-    with ``rerun``, its ranks and capture too: a new capture replaces them)."""
-    if not (out_dir / RANKS_JSON).is_file():
-        prepare_out_dir(out_dir, replace=LANDING_PAGES)
-        return
-    for name in LANDING_PAGES:
-        with contextlib.suppress(FileNotFoundError):
-            (out_dir / name).unlink()
-    if rerun:
-        for child in out_dir.iterdir():
-            if (
-                child.is_dir()
-                and not child.is_symlink()
-                and (child.name == CAPTURE_DIR or RANK_FOLDER.match(child.name))
-            ):
-                shutil.rmtree(child)
-
-
-@dataclass(frozen=True)
-class _Rank:
-    """One rank to report: where its full report is built from, and its TORCH_TRACE logs for the light pass."""
-
-    rank: int
-    source: RankSource | None  # None: nothing but its logs to build a full report from
-    logs: tuple[str, ...]
-    status: str = "ok"
-    error: str | None = None
-    described: str = ""
-    cold_compile_s: float | None = None  # its capture's, where it has one
-    step_ms: float | None = None
-
-
-def _plan(folder: Path, previous: RankedRun | None) -> list[_Rank]:
-    """The ranks of ``folder``: those of its ranks document (a multi-rank report re-rendered in place: the ranks
-    with a full report are rebuilt from it), else those ``find_ranks`` finds."""
-    if previous is not None and previous.ranks:
-        plan = []
-        for entry in previous.ranks:
-            own = folder / entry.folder
-            source = RankSource(entry.rank, own) if entry.report and (own / LENS_JSON).is_file() else None
-            if source is None and not entry.logs:
-                raise InputFolderError(f"{own}: rank {entry.rank} has neither a report nor TORCH_TRACE logs "
-                                       f"listed in {folder / RANKS_JSON}; report the job's logs again")  # fmt: skip
-            times = _capture_times(own)
-            plan.append(_Rank(entry.rank, source, entry.logs, entry.status, entry.error, entry.source or entry.folder,
-                              *times))  # fmt: skip
-        return plan
-    sources = find_ranks(folder)
-    if not sources:
-        raise InputFolderError(
-            f"{folder}: no rank's output found (expected rank<r>/ folders or per-rank TORCH_TRACE logs)"
-        )
-    plan = []
-    for source in sources:
-        status, error = _capture_status(source)
-        times = _capture_times(source.folder) if source.layout is None else (None, None)
-        plan.append(_Rank(source.rank, source, _logs(source), status, error, _describe(source, folder), *times))
-    return plan
-
-
-def _logs(source: RankSource) -> tuple[str, ...]:
-    """A rank's TORCH_TRACE logs, absolute paths."""
-    if source.layout is not None:
-        files = source.layout.trace_files
-    else:
-        try:
-            files = locate(source.folder, allow_empty=True).trace_files
-        except (OSError, LensError):
-            return ()
-    return tuple(str(path.resolve()) for path in files)
-
-
-def _capture_status(source: RankSource) -> tuple[str, str | None]:
-    """How a rank's process ended, where its folder holds its capture (capture.json)."""
-    capture_dir = find_capture_dir(source.folder) if source.layout is None else None
-    result = read_capture_result(capture_dir / RESULT_FILE) if capture_dir is not None else None
-    if result is None or result.status == "ok":
-        return "ok", None
-    return "failed", result.error
-
-
-def _capture_times(folder: Path) -> tuple[float | None, float | None]:
-    """The first compiled call and the compiled step (median, ms) a rank's capture.json holds, as its full
-    report reads them; (None, None) without a capture or a readable one."""
-    capture_dir = find_capture_dir(folder)
-    if capture_dir is None:
-        return None, None
-    try:
-        result = read_capture_result(capture_dir / RESULT_FILE)
-        bench = read_bench_data(capture_dir / RESULT_FILE)
-    except LensError:
-        return None, None
-    timed = bench.end_to_end if bench is not None else None
-    step = timed.compiled.median_ms if timed is not None and timed.eager and timed.compiled else None
-    return (result.cold_compile_s if result is not None else None), step
-
-
 def _merged(light: RankSummary | None, full: RankSummary) -> RankSummary:
     """A rank compared as the light pass sees it (so every rank is compared alike: a debug folder's graphs may be
     named and ordered otherwise than the trace's), with its full report's outcome and times."""
@@ -429,66 +283,17 @@ def _merged(light: RankSummary | None, full: RankSummary) -> RankSummary:
                    step_collectives=full.step_collectives)  # fmt: skip
 
 
-def _summary(rank: _Rank, run: CompileRun) -> RankSummary:
+def _summary(rank: PlannedRank, run: CompileRun) -> RankSummary:
     capture = run.capture
     status = capture.status if capture is not None else rank.status
     error = capture.error if capture is not None else rank.error
     return summarize(rank.rank, rank_folder_name(rank.rank), run, status=status, error=error)
 
 
-def _source(rank: _Rank, source_dir: str) -> RankSource:
-    """Where a rank's full report is built from: its own folder, the capture its logs lie in (``compile --nproc``,
-    ``run -- torchrun``: ``rank<r>/capture/trace/``), the job's folder again, else its logs alone."""
-    if rank.source is not None:
-        return rank.source
-    above = Path(rank.logs[0]).parents if rank.logs else ()
-    if len(above) > 2 and find_capture_dir(above[2]) == above[1]:
-        return RankSource(rank.rank, above[2])
-    found = next((s for s in find_ranks(Path(source_dir)) if s.rank == rank.rank), None)
-    if found is not None:
-        return found
-    logs = tuple(Path(log) for log in rank.logs)
-    layout = DebugLayout(root=logs[0].parent, run_dirs=(), graph_folders=(), trace_files=logs, log_files=(),
-                         capture_json=None)  # fmt: skip
-    return RankSource(rank.rank, logs[0].parent, layout)
-
-
-def _full_reports(
-    ranks: Sequence[_Rank], out_dir: Path, title: str, source_dir: str, strict: bool, draw: bool
-) -> dict[int, CompileRun]:
-    """The full reports of ``ranks``, in parallel over the cores where there are several."""
-    jobs = {
-        r.rank: (_source(r, source_dir), out_dir / rank_folder_name(r.rank), f"{title} · rank {r.rank}", strict,
-                 draw)
-        for r in ranks
-    }  # fmt: skip
-    return _in_parallel(_report_rank, jobs)
-
-
-def _in_parallel(
-    work: Callable[..., CompileRun],
-    jobs: Mapping[int, tuple[object, ...]],
-    *,
-    here: int | None = None,
-    parallel: bool = True,
-) -> dict[int, CompileRun]:
-    """``work(*job)`` for each rank's job, in parallel over the cores where there are several (and ``parallel``);
-    rank ``here``'s job in this process meanwhile (what it reports reaches the caller's callbacks)."""
-    home = jobs.get(here) if here is not None else None
-    away = {rank: job for rank, job in jobs.items() if rank != here}
-    workers = min(len(away), (os.cpu_count() or 1) - (home is not None)) if parallel else 0
-    if workers < (1 if home is not None else 2):
-        return {rank: work(*jobs[rank]) for rank in sorted(jobs, key=lambda r: (r != here, r))}
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {rank: pool.submit(work, *job) for rank, job in away.items()}
-        built = {here: work(*home)} if here is not None and home is not None else {}
-        return built | {rank: future.result() for rank, future in futures.items()}
-
-
 def _landing(
     out_dir: Path, ranked: RankedRun
 ) -> tuple[Path, tuple[CompileRun, ...], tuple[Divergence, ...], tuple[RankSummary, ...]]:
-    plan = _plan(out_dir, ranked)
+    plan = plan_ranks(out_dir, ranked)
     runs = {r.rank: load_run(r.source.folder) for r in plan if r.source is not None}
     light = _light(plan)
     summaries = [_merged(light.get(r.rank), _summary(r, runs[r.rank])) if r.rank in runs else light[r.rank]
@@ -497,7 +302,7 @@ def _landing(
     return index, tuple(runs[r] for r in sorted(runs)), divergences(summaries), tuple(summaries)
 
 
-def _light(plan: Sequence[_Rank]) -> dict[int, RankSummary]:
+def _light(plan: Sequence[PlannedRank]) -> dict[int, RankSummary]:
     """The light pass over the logs of the ranks that have some, with the times their capture.json holds."""
     todo = [r for r in plan if r.logs]
     summaries = light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in todo])
@@ -505,27 +310,3 @@ def _light(plan: Sequence[_Rank]) -> dict[int, RankSummary]:
         r.rank: replace(summary, cold_compile_s=r.cold_compile_s, step_ms=r.step_ms)
         for r, summary in zip(todo, summaries, strict=True)
     }
-
-
-def _report_rank(source: RankSource, target: Path, title: str, strict: bool, draw: bool) -> CompileRun:
-    """One rank's ordinary report in ``target``."""
-    if source.layout is None:
-        return report_folder(source.folder, target, strict=strict, draw=draw).run
-    prepare_out_dir(target, replace=REPORT_PAGES)
-    run = build_run(source.folder, None, strict=strict, allow_empty=True, title=title, layout=source.layout)
-    render(run, target, draw=draw)
-    return run
-
-
-def _describe(source: RankSource, base: Path) -> str:
-    if source.layout is None:
-        return _relative(source.folder, base)
-    files = [_relative(p, base) for p in (*source.layout.trace_files, *source.layout.run_dirs)]
-    return ", ".join(files)
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix() or "."
-    except ValueError:
-        return str(path)
