@@ -15,6 +15,7 @@ under ``TYPE_CHECKING``), resolved to the module it names, and checked against t
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -61,12 +62,18 @@ def imports_of(name: str, source: str, known: Iterable[str], *, is_package: bool
     return {m for m in found if m in known}
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
     found = modules()
     return {
-        name: imports_of(name, path.read_text(encoding="utf-8"), found, is_package=path.name == "__init__.py")
+        name: frozenset(imports_of(name, path.read_text(encoding="utf-8"), found, is_package=path.name == "__init__.py"))
         for name, path in found.items()
     }
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module's imports of the project's modules (read once per test session; a fresh copy per call)."""
+    return {name: set(imported) for name, imported in _graph().items()}
 
 
 def _area(name: str) -> str:
