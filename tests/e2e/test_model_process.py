@@ -23,9 +23,11 @@ from inductor_lens.worker.model_file import MODEL_MODULE_PREFIX
 
 from ..conftest import ROOT, run_cli_process
 
-# The tool's own modules a worker may import: the boundary itself, the plain data it declares, and the plain
-# formatting of numbers its errors use (units: the standard library only).
-WORKER_SIDE = tuple(f"inductor_lens.{name}" for name in ("worker", "records", "options", "errors", "version", "units"))
+# The tool's own modules a worker may import: its own package, what crosses the boundary (exchange), the plain data
+# it declares, the spec it reads (options, config_options), and the plain formatting of numbers its errors use
+# (units: the standard library only).
+WORKER_SIDE = tuple(f"inductor_lens.{name}" for name in (
+    "worker", "exchange", "records", "options", "config_options", "errors", "version", "units"))  # fmt: skip
 # Libraries of the report and the command line. Inductor imports Jinja2 itself (for its templates),
 # so the test records who imported each first: it must never be the tool.
 PARENT_LIBRARIES = ("jinja2", "markupsafe", "pygments", "click", "graphviz")
