@@ -104,7 +104,9 @@ def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps): the tutorial's CUDA list, then Hopper-sized and skinny tiles,
 # then the winners of benchmarks/matmul_sweep_gpu.py on an H100 that the others missed: small-M tiles for
 # classifier heads (a 64x1000x384 product ran 2.5x slower than cuBLAS on the list without them), three-stage
-# 128x128 and 64x128 tiles. ``_prune`` drops, per shape, those that cannot fit or pay off.
+# 128x128 and 64x128 tiles; last, a two-warp small-M tile: the fp32 head by GPU time alone, 10.1 us against
+# four warps' 15.7 us (benchmarks/matmul_subtile_gpu.py). ``_prune`` drops, per shape, those that cannot fit or
+# pay off.
 AUTOTUNE_CONFIGS = [
     _config(*c)
     for c in (
@@ -131,6 +133,7 @@ AUTOTUNE_CONFIGS = [
         (16, 32, 128, 4, 4),
         (32, 32, 128, 5, 4),
         (32, 32, 64, 4, 4),
+        (16, 32, 128, 3, 2),
     )
 ]
 # What a Hopper block may use (227 KiB); the device's own figure where Triton's driver gives it.
