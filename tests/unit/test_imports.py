@@ -22,7 +22,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "inductor_lens"
 DOORS = frozenset({"inductor_lens.worker.inprocess", "inductor_lens.worker.handwritten.check"})
 # What worker/ may not import: the tool's stages after the capture, and its front ends.
-WORKER_NEVER = ("bench", "report", "compare", "repro", "pipeline", "ranked", "cli", "api", "stages", "capture")
+WORKER_NEVER = ("bench", "analysis", "report", "compare", "repro", "pipeline", "ranked", "ranked_plan", "ranked_reports", "cli",
+                "api", "stages", "capture")
 # What report/ may import besides itself: the records, and where its files go (the names of a capture's files,
 # the render cache's folder).
 REPORT_READS = ("records", "errors", "units", "version", "exchange", "caches")
