@@ -27,6 +27,7 @@ import argparse
 import itertools
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,18 +39,11 @@ import triton.language as tl
 from triton.testing import do_bench, do_bench_cudagraph
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matmul_sweep_gpu import _tile
+
 BF16_SHAPES = {"gpt2 c_attn": (4096, 2304, 768), "vit qkv": (12608, 1152, 384)}
 HEAD = (64, 1000, 384)
-
-
-@triton.jit
-def _tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
-    group_id = tile_id // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile_id % group_size_m)
-    pid_n = (tile_id % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
 
 
 @triton.jit
