@@ -421,7 +421,7 @@ def is_wrap_inline_frame(filename: str | None, function: str | None) -> bool:
 TRITON_HELPER_MODULES = ("triton_helpers", "triton_compat")
 # --preview-gpu's stand-in CUDA guard: torch 2.14.1's c10 headers need C++20 (std::strong_ordering in
 # c10/util/intrusive_ptr.h; 2.13's build as C++17). The flag is the one torch's own C++ builder passes
-# (worker/gpu_preview.py, cpp_standard_flag), not a version switch here.
+# (worker/compat.py, cpp_standard_flag), not a version switch here.
 
 
 # --- module stacks (capture/module_stacks.json) ------------------------------------------------------------------
