@@ -7,11 +7,13 @@
 # runs measure). The ranks the landing page leaves for on demand are then built with `report OUT --rank R`. Every
 # terminal line is stamped with the seconds since the command started. Then the table of
 # benchmarks/ranks_gpu_results.py; what comes back is $OUT/ranks.tgz (logs, table, landing pages, ranks.json).
-# Usage: benchmarks/ranks_gpu.sh [N]
+# Usage: benchmarks/ranks_gpu.sh [N]      (ONLY="gpt2_ddp llama_fsdp2": those jobs alone; KEEP=1: keep the earlier
+#                                          call's jobs in /tmp/ranks, for a job list split over two device calls)
 N=${1:-2}
 export PYTHONPATH=$PWD NCCL_NVLS_ENABLE=0
 W=/tmp/ranks
-rm -rf $W && mkdir -p $W
+[ "${KEEP:-0}" = 1 ] || rm -rf $W
+mkdir -p $W
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader > $W/versions.txt
 python3 -c "import torch, triton, transformers, sys; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'nccl', '.'.join(map(str, torch.cuda.nccl.version())), 'python', sys.version.split()[0])" >> $W/versions.txt
 stamp='import sys, time
@@ -20,6 +22,7 @@ for line in sys.stdin:
     print(f"{time.time() - start:7.1f} {line}", end="", flush=True)'
 job() {  # job NAME ARGS...: one inductor-lens command into $W/NAME, its stamped log and exit code
   local name=$1; shift
+  if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   python3 -m inductor_lens "$@" 2>&1 | python3 -c "$stamp" > $W/$name.log
   echo "exit ${PIPESTATUS[0]}" >> $W/$name.log
   # the ranks the landing page left for on demand (identical to a rank with a full report): built here too, so the
