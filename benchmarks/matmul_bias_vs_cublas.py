@@ -35,14 +35,14 @@ SHAPES = {"GPT-2 c_attn": (4096, 2304, 768), "ViT-S/16 qkv": (12608, 1152, 384),
 
 
 def rounds(
-    impl: Any, inputs: tuple[torch.Tensor, ...], count: int, timer: Callable[[Any, Callable[[], Any]], Any]
+    impl: Any, inputs: tuple[torch.Tensor, ...], count: int, timer: Callable[[Callable[[], Any]], Any]
 ) -> tuple[list[float], list[float]]:
     """Medians (ms) of the hand-written kernel and of addmm by ``timer``, in alternation, ``count`` rounds."""
     a, b, bias = inputs
     ours, theirs = [], []
     for _ in range(count):
-        ours.append(timer(torch, lambda: impl.run(a, b, bias)).median_ms)
-        theirs.append(timer(torch, lambda: torch.addmm(bias, a, b)).median_ms)
+        ours.append(timer(lambda: impl.run(a, b, bias)).median_ms)
+        theirs.append(timer(lambda: torch.addmm(bias, a, b)).median_ms)
     return ours, theirs
 
 
