@@ -132,3 +132,31 @@ def test_the_landing_page_gives_each_ranks_collectives_with_their_bytes_and_how_
     old_page = ranks_page(page.ranked, [summaries[2]])
     (row,) = [r for r in old_page.times if r.label == "Collectives per step"]
     assert "Bytes: not read by the version that wrote this report" in row.title
+
+
+# Rank 0's NCCL kernels of 20 profiled steps on four H200s (tests/fixtures/PROVENANCE.md): DDP's gradient all-reduce
+# (GPT-2) and FSDP2's all-gathers and reduce-scatters (Llama), as torch 2.11's profiler wrote them.
+REAL_NCCL = {"h200x4-nccl-events-gpt2-ddp.json.gz": 20, "h200x4-nccl-events-llama-fsdp2.json.gz": 20}
+
+
+@pytest.mark.parametrize("fixture", sorted(REAL_NCCL))
+def test_nccls_calls_and_bytes_per_step_on_a_real_trace(fixture: str) -> None:
+    import gzip
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / fixture
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    steps = REAL_NCCL[fixture]
+    sizes = {"Float": 4, "BFloat16": 2, "Half": 2}
+    expected: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("cat") == "kernel" and str(event["name"]).startswith("nccl"):
+            args = event["args"]
+            entry = expected.setdefault(str(args["Collective name"]), [0, 0, 0.0])
+            entry[0] += 1
+            entry[1] += int(args["In msg nelems"]) * sizes[str(args["dtype"])]
+            entry[2] += float(event["dur"])
+    found = collectives_per_step(events, steps, "cuda")
+    assert len(found) == len(expected) > 0
+    by_count = sorted((c.calls_per_step, c.bytes_per_step, c.us_per_step) for c in found)
+    assert by_count == pytest.approx(sorted((n / steps, b / steps, us / steps) for n, b, us in expected.values()))
+    assert all(c.backend == "NCCL" for c in found)
