@@ -257,6 +257,7 @@ def test_identical_copies_of_one_rank_never_diverge_and_one_stands_for_them(
     landing = (out / "index.html").read_text(encoding="utf-8")
     assert f"{ALL_SAME} (3 ranks)" in landing
     assert "(rank 0 stands for ranks 0-2, which compiled the same)" in landing
+    assert "logs · 3 ranks" in landing  # the header counts the ranks, not the groups of identical ones
     assert f"inductor-lens report {out.resolve()} --rank 1" in landing
     # the page written first, before the full reports, says they are being built; the last one does not
     assert "being built" not in landing
