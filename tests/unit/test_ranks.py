@@ -100,6 +100,7 @@ def test_the_landing_names_where_the_ranks_diverged(unpacked: Callable[[str], Pa
     assert "Recompile on some ranks only</b>:" in landing and "What to do:" in landing
     assert "Compared after normalising" in landing
     assert "How to read this page" in landing
+    assert "<h1>Where the ranks diverged</h1>" in landing
     for rank in (0, 1):
         assert f'href="rank{rank}/index.html"' in landing
         assert (tmp_path / "report" / f"rank{rank}" / "lens.json").is_file()
@@ -258,6 +259,7 @@ def test_identical_copies_of_one_rank_never_diverge_and_one_stands_for_them(
     assert f"{ALL_SAME} (3 ranks)" in landing
     assert "(rank 0 stands for ranks 0-2, which compiled the same)" in landing
     assert "logs · 3 ranks" in landing  # the header counts the ranks, not the groups of identical ones
+    assert "<h1>The ranks, compared: no divergence</h1>" in landing
     assert f"inductor-lens report {out.resolve()} --rank 1" in landing
     # the page written first, before the full reports, says they are being built; the last one does not
     assert "being built" not in landing
