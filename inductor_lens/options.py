@@ -22,6 +22,7 @@ from typing import Any
 
 from .config_options import check_dynamo_options
 from .errors import UsageError
+from .exchange.shared import check_spec, gpu_key
 
 # The modes of torch 2.11-2.13, known without importing torch; ``available_modes()`` asks torch itself.
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -109,8 +110,6 @@ class CompileSpec:
         check_mode(self.mode)
         check_run_settings(self.matmul_precision, self.cudnn_allow_tf32, self.autocast, self.dynamo_options)
         if self.preview_gpu is not None:
-            from .exchange.shared import check_spec, gpu_key
-
             try:
                 gpu_key(self.preview_gpu)
             except ValueError as exc:
