@@ -56,6 +56,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--results", type=Path, required=True)
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = parser.parse_args()
     equivalent = get("matmul_bias")
     impl = implementation(equivalent, "cuda")
@@ -65,7 +66,7 @@ def main() -> int:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, (m, n, k) in SHAPES.items():
-        for dtype in ("float32", "bfloat16"):
+        for dtype in args.dtypes:
             a, b, bias = make_inputs(equivalent, {"M": m, "N": n, "K": k}, dtype, "cuda")
             with tuning_record.recording() as configs:
                 out = impl.run(a, b, bias)

@@ -97,3 +97,50 @@ def test_shown_source_defines_every_jit_helper_it_calls() -> None:
         }
         assert called <= defined, (equivalent.name, called - defined)
         assert set(equivalent.kernels) <= defined, equivalent.name
+
+
+@pytest.mark.parametrize("k_contiguous_b", [True, False], ids=["weight-t", "row-major-b"])
+@pytest.mark.parametrize(("shape", "activation"), [((40, 48, 40), "gelu"), ((64, 64, 64), "relu"), ((48, 32, 24), "none")])
+def test_persistent_tma_form_agrees_with_torch(
+    shape: tuple[int, int, int], activation: str, k_contiguous_b: bool
+) -> None:
+    """matmul's persistent TMA form (Hopper, 16-bit) under the interpreter: fewer programs than tiles, so each
+    walks several; edges and a K tail zero-filled by the descriptors. float16: the interpreter's descriptors
+    misread bfloat16 (the GPU checks that: benchmarks/matmul_tma_gpu.py)."""
+    import torch
+    import triton
+
+    from inductor_lens.worker.handwritten.kernels.matmul import _reference, matmul_kernel
+
+    M, N, K = shape
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(M, K, generator=g).half()
+    b = (torch.randn(N, K, generator=g) * K**-0.5).half().t() if k_contiguous_b else (
+        torch.randn(K, N, generator=g) * K**-0.5).half()  # fmt: skip
+    bias = torch.randn(N, generator=g).half()
+    c = torch.full((M, N), float("nan"), dtype=torch.float16)
+    programs = 3
+    assert triton.cdiv(M, 16) * triton.cdiv(N, 16) > programs
+    matmul_kernel[(programs,)](
+        a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        HAS_BIAS=True, ACTIVATION=activation, INPUT_PRECISION="ieee", BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
+        GROUP_M=2, EVEN_K=K % 16 == 0, INT64_OFFSETS=False, TMA_PERSISTENT=True, B_K_CONTIGUOUS=k_contiguous_b,
+        NUM_SMS=programs,
+    )  # fmt: skip
+    expected = _reference(activation)(a.float(), b.float(), bias.float())
+    torch.testing.assert_close(c.float(), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_the_persistent_form_is_pruned_off_the_gpu() -> None:
+    """On a CPU (or a GPU other than sm_90, or 32-bit inputs) the search never times the TMA form."""
+    import torch
+
+    from inductor_lens.worker.handwritten.kernels.matmul import AUTOTUNE_CONFIGS, _prune
+
+    a, b = torch.zeros(4096, 1024, dtype=torch.bfloat16), torch.zeros(1024, 4096, dtype=torch.bfloat16)
+    c = torch.zeros(4096, 4096, dtype=torch.bfloat16)
+    named = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": 4096, "N": 4096, "K": 1024, "stride_am": 1024,
+             "stride_ak": 1, "stride_bk": 4096, "stride_bn": 1, "stride_cm": 4096, "stride_cn": 1}  # fmt: skip
+    kept = _prune(AUTOTUNE_CONFIGS, named)
+    assert kept and not any(c.kwargs.get("TMA_PERSISTENT") for c in kept)
+    assert any(c.kwargs.get("TMA_PERSISTENT") for c in AUTOTUNE_CONFIGS)

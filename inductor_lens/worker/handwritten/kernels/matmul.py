@@ -35,51 +35,19 @@ ACTIVATIONS = ("none", "relu", "gelu")
 
 
 @triton.jit
-def matmul_kernel(
-    a_ptr, b_ptr, c_ptr, bias_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
-):  # fmt: skip
-    # Grouped ordering: consecutive programs sweep GROUP_M tile-rows column by column (L2 reuse).
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
+def _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped ordering: consecutive tiles sweep GROUP_M tile-rows column by column (L2 reuse)."""
     num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
+    group_id = tile_id // num_pid_in_group
     first_pid_m = group_id * GROUP_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
 
-    # Out-of-range rows/columns wrap onto valid ones; their results are dropped by the store mask.
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if INT64_OFFSETS:
-        offs_am = offs_am.to(tl.int64)
-        offs_bn = offs_bn.to(tl.int64)
-        offs_cm = offs_cm.to(tl.int64)
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
 
-    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            k_left = K - k * BLOCK_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        accumulator = tl.dot(a, b, accumulator, input_precision=INPUT_PRECISION)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-
+@triton.jit
+def _epilogue(accumulator, bias_ptr, offs_cn, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
         accumulator += bias.to(tl.float32)[None, :]
@@ -87,15 +55,104 @@ def matmul_kernel(
         accumulator = tl.maximum(accumulator, 0.0)
     elif ACTIVATION == "gelu":
         accumulator = 0.5 * accumulator * (1.0 + tl.math.erf(accumulator * 0.7071067811865476))
-
-    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
+    return accumulator
 
 
-def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -> triton.Config:
+@triton.jit
+def _persistent_tma_tiles(
+    a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_CONTIGUOUS: tl.constexpr, NUM_SMS: tl.constexpr,
+):  # fmt: skip
+    """Triton's persistent TMA matmul (tutorial 09): NUM_SMS programs walk the tiles, the tensor-memory
+    accelerator copies each block of a and b into shared memory (zero-filled past the edges, so no masks), and
+    ``flatten`` lets the compiler start the next tile's loads while this one's epilogue stores."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    if B_K_CONTIGUOUS:  # b is a transposed nn.Linear weight: read it as the [N, K] matrix it is
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])  # fmt: skip
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])  # fmt: skip
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    # The epilogue recomputes its tile from its own counter, as the tutorial does: the flattened loop
+    # pipelines better when the store does not depend on values carried from the loads.
+    tile_id_c = tl.program_id(axis=0) - NUM_SMS
+    for tile_id in tl.range(tl.program_id(axis=0), num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([off_m, ki * BLOCK_K])
+            if B_K_CONTIGUOUS:
+                accumulator = tl.dot(a, b_desc.load([off_n, ki * BLOCK_K]).T, accumulator)
+            else:
+                accumulator = tl.dot(a, b_desc.load([ki * BLOCK_K, off_n]), accumulator)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        accumulator = _epilogue(accumulator, bias_ptr, offs_cn, N, HAS_BIAS, ACTIVATION)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], accumulator.to(c_ptr.dtype.element_ty))
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+    TMA_PERSISTENT: tl.constexpr = False, B_K_CONTIGUOUS: tl.constexpr = False, NUM_SMS: tl.constexpr = 1,
+):  # fmt: skip
+    if TMA_PERSISTENT:
+        _persistent_tma_tiles(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+                              HAS_BIAS, ACTIVATION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, B_K_CONTIGUOUS, NUM_SMS)
+    else:
+        # One tile per program.
+        pid_m, pid_n = _grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+
+        # Out-of-range rows/columns wrap onto valid ones; their results are dropped by the store mask.
+        offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+        offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        if INT64_OFFSETS:
+            offs_am = offs_am.to(tl.int64)
+            offs_bn = offs_bn.to(tl.int64)
+            offs_cm = offs_cm.to(tl.int64)
+        offs_k = tl.arange(0, BLOCK_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            if EVEN_K:
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+            else:
+                k_left = K - k * BLOCK_K
+                a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+                b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            accumulator = tl.dot(a, b, accumulator, input_precision=INPUT_PRECISION)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+
+        accumulator = _epilogue(accumulator, bias_ptr, offs_cn, N, HAS_BIAS, ACTIVATION)
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+def _config(block_m: int, block_n: int, block_k: int, stages: int, warps: int, **form: bool) -> triton.Config:
     return triton.Config(
-        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8},
+        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": 8, **form},
         num_stages=stages,
         num_warps=warps,
     )
@@ -136,6 +193,27 @@ AUTOTUNE_CONFIGS = [
         (16, 32, 128, 3, 2),
     )
 ]
+# The persistent TMA form, for 16-bit inputs on Hopper (``_tma_fits``): on ViT-S/16's bf16 12608x1152x384 + bias
+# an H100 ran it 1.03x of cuBLAS's addmm by GPU time, the one-tile-per-program form 1.22x
+# (benchmarks/results/2026-11-28-h100-matmul-subtile.md). benchmarks/matmul_tma_gpu.py times each of these.
+TMA_CONFIGS = [
+    _config(*c, TMA_PERSISTENT=True)
+    for c in (
+        (128, 128, 128, 3, 8),
+        (128, 128, 64, 3, 8),
+        (128, 128, 64, 4, 8),
+        (128, 128, 128, 3, 4),
+        (128, 128, 64, 3, 4),
+        (128, 128, 64, 4, 4),
+        (128, 256, 64, 3, 8),
+        (256, 128, 64, 3, 8),
+        (128, 64, 128, 3, 4),
+        (128, 64, 64, 4, 4),
+        (64, 128, 64, 4, 4),
+        (128, 128, 32, 5, 4),
+    )
+]
+AUTOTUNE_CONFIGS += TMA_CONFIGS
 # What a Hopper block may use (227 KiB); the device's own figure where Triton's driver gives it.
 DEFAULT_SHARED_BYTES = 232448
 
@@ -149,24 +227,59 @@ def _shared_bytes(device_index: int) -> int:
         return DEFAULT_SHARED_BYTES
 
 
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device_index)
+
+
+@functools.cache
+def sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _tma_fits(named_args: Mapping[str, Any]) -> bool:
+    """Whether the persistent TMA form can run this product: a Hopper GPU (sm_90; Blackwell's TMA is untested
+    here), 16-bit inputs, a and c row-major and b contiguous along K or N, every address and row stride a
+    multiple of 16 bytes, as the tensor-memory accelerator requires."""
+    a = named_args["a_ptr"]
+    if a.device.type != "cuda" or _capability(a.device.index or 0)[0] != 9 or interpreting():
+        return False
+    b, c = named_args["b_ptr"], named_args["c_ptr"]
+    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype or c.dtype != a.dtype:
+        return False
+    stride_bk, stride_bn = named_args["stride_bk"], named_args["stride_bn"]
+    if named_args["stride_ak"] != 1 or named_args["stride_cn"] != 1 or 1 not in (stride_bk, stride_bn):
+        return False
+    b_row = stride_bn if stride_bk == 1 else stride_bk
+    rows = (named_args["stride_am"], b_row, named_args["stride_cm"])
+    return all(t.data_ptr() % 16 == 0 for t in (a, b, c)) and all(r * a.element_size() % 16 == 0 for r in rows)
+
+
 def _prune(configs: list[triton.Config], named_args: dict[str, Any], **switches: Any) -> list[triton.Config]:
-    """The configurations worth timing for this shape: their pipelined tiles fit in shared memory, and no tile
-    is larger than the product it covers (a 64-row product gains nothing from 256-row tiles, only waste)."""
+    """The configurations worth timing for this shape: their pipelined tiles fit in shared memory, no tile is
+    larger than the product it covers (a 64-row product gains nothing from 256-row tiles, only waste), and the
+    persistent TMA form only where it can run and has at least a tile for every SM to walk."""
     a = named_args["a_ptr"]
     M, N, K = named_args["M"], named_args["N"], named_args["K"]
     itemsize = a.element_size()
     limit = _shared_bytes(a.device.index or 0) if a.device.type == "cuda" else DEFAULT_SHARED_BYTES
+    tma = _tma_fits(named_args)
     kept = []
     for config in configs:
         block_m, block_n, block_k = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-        if config.num_stages * (block_m + block_n) * block_k * itemsize > limit:
+        persistent = config.kwargs.get("TMA_PERSISTENT", False)
+        if persistent and (not tma or cdiv(M, block_m) * cdiv(N, block_n) < sm_count(a.device.index or 0)):
+            continue
+        # The persistent form also stages its output tile in shared memory for the TMA store.
+        staged = block_m * block_n * itemsize if persistent else 0
+        if config.num_stages * (block_m + block_n) * block_k * itemsize + staged > limit:
             continue
         if block_m > max(16, triton.next_power_of_2(M)) or block_n > max(32, triton.next_power_of_2(N)):
             continue
         if block_k > max(32, triton.next_power_of_2(K)):
             continue
         kept.append(config)
-    return kept or configs[-1:]
+    return kept or [c for c in configs if not c.kwargs.get("TMA_PERSISTENT", False)][-1:]
 
 # Layout and epilogue are in the key: a transposed weight and a row-major b favour different tiles, and
 # the GELU epilogue (exposed after each tile's K loop) shifts the best tile shape. EVEN_K depends on the
@@ -176,7 +289,10 @@ matmul_tuned = TunedKernel(
     AUTOTUNE_CONFIGS,
     key=["M", "N", "K", "stride_ak", "stride_bk", "HAS_BIAS", "ACTIVATION"],
     prune=_prune,
-    heuristics={"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0},
+    heuristics={
+        "EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0,
+        "B_K_CONTIGUOUS": lambda args: args["stride_bk"] == 1,
+    },
 )
 # float32 products in IEEE precision (no TF32) run on the FMA units, which read b a row of N at a time: from a
 # transposed weight (K contiguous) an H100 ran GPT-2's 4096x2304x768 1.7x slower than from a copy of it with N
@@ -228,12 +344,20 @@ def matmul(
         programs = (cdiv(M, config["BLOCK_M"]) * cdiv(N, config["BLOCK_N"]),)
         matmul_kernel[programs](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
     else:
+        sms = sm_count(a.device.index or 0)
+        # The persistent form's descriptors are built on the GPU, in scratch memory Triton asks this for.
+        triton.set_allocator(_descriptor_scratch)
 
         def grid(meta: Mapping[str, Any]) -> tuple[int]:
-            return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)
+            tiles = cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])
+            return (min(sms, tiles),) if meta.get("TMA_PERSISTENT") else (tiles,)
 
-        matmul_tuned[grid](*args, **switches)
+        matmul_tuned[grid](*args, **switches, NUM_SMS=sms)
     return c
+
+
+def _descriptor_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def _make_inputs(
