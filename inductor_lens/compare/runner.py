@@ -191,7 +191,7 @@ def _compare(
         notes.append(f"{rounds_done} of the {rounds} warm rounds asked for were run, within the budget.")
     comparison = build_comparison(ordered, kind="compare", title=base.model_name, model_path=str(base.model_path),
                                   notes=notes)  # fmt: skip
-    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
+    index = _write_comparison(comparison, out_dir)
     return ComparisonResult(comparison, index, first_error, tuple(skipped), rounds_done)
 
 
@@ -321,7 +321,7 @@ def diff_reports(report_a: Path, report_b: Path, out_dir: Path | None = None) ->
         model_path=runs[0].capture.model_path if runs[0].capture else runs[0].source_dir,
         notes=_notes(entries),
     )
-    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
+    index = _write_comparison(comparison, out_dir)
     return ComparisonResult(comparison, index)
 
 
@@ -335,6 +335,11 @@ def current_run(folder: Path) -> CompileRun:
         return report_folder(folder).run
     except (LensError, OSError):
         return load_run(folder)
+
+
+def _write_comparison(comparison: Comparison, out_dir: Path) -> Path:
+    """Analyse the comparison, render its pages and write them; the index page's path."""
+    return write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
 
 
 def rerender_comparison(folder: Path, out_dir: Path | None = None) -> ComparisonResult:
@@ -361,5 +366,5 @@ def rerender_comparison(folder: Path, out_dir: Path | None = None) -> Comparison
         ]  # fmt: skip
         comparison = build_comparison(entries, kind=stored.kind, title=stored.title, model_path=stored.model_path,
                                       notes=stored.notes, created=stored.created)  # fmt: skip
-    index = write_report(render_comparison(comparison, analyze_comparison(comparison)), out_dir)
+    index = _write_comparison(comparison, out_dir)
     return ComparisonResult(comparison, index)
