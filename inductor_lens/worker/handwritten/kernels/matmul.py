@@ -199,8 +199,8 @@ AUTOTUNE_CONFIGS = [
     )
 ]
 # The persistent TMA form, for 16-bit inputs on Hopper (``_tma_fits``): on ViT-S/16's bf16 12608x1152x384 + bias
-# an H100 ran it 1.03x of cuBLAS's addmm by GPU time, the one-tile-per-program form 1.22x
-# (benchmarks/results/2026-11-28-h100-matmul-subtile.md). benchmarks/matmul_tma_gpu.py times each of these.
+# an H100 ran it 1.15x of cuBLAS's addmm by do_bench (1.105x by GPU time), the one-tile-per-program form 1.22x
+# (benchmarks/results/2026-11-28-h100-matmul-tma.md, where matmul_tma_gpu.py times each of these).
 TMA_CONFIGS = [
     _config(*c, TMA_PERSISTENT=True)
     for c in (
