@@ -49,7 +49,8 @@ for launch in json.load(sys.stdin):
     attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in launch["aligned"]}
     source = ASTSource(fn, dict(launch["signature"]), constexprs=dict(launch["constants"]), attrs=attrs)
     try:
-        kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": launch["warps"]})
+        options = {"num_warps": launch["warps"], "num_stages": launch["stages"]}
+        kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
         results[launch["key"]] = "" if kernel.asm.get("cubin") else "no cubin"
     except Exception as error:  # reported per launch by the test
         results[launch["key"]] = f"{type(error).__name__}: {error}"[-2000:]
@@ -85,7 +86,7 @@ def _launch_of(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
             raise TypeError(f"{fn.__name__}: argument {name} of type {type(value).__name__}")
     launch = {
         "module": fn.__module__, "function": fn.__name__, "signature": signature, "constants": constants,
-        "aligned": aligned, "warps": kwargs.get("num_warps", 4),
+        "aligned": aligned, "warps": kwargs.get("num_warps", 4), "stages": kwargs.get("num_stages", 3),
     }  # fmt: skip
     launch["key"] = json.dumps(launch, sort_keys=True, default=str)
     return launch
@@ -113,22 +114,27 @@ def _record(name: str) -> list[dict[str, Any]]:
     return list(launches.values())
 
 
-@functools.cache
-def _compiled() -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """Every entry's launches, and each launch's compile error ("" when it compiled)."""
-    launches = {e.name: _record(e.name) for e in EQUIVALENTS}
-    distinct = {launch["key"]: launch for entry in launches.values() for launch in entry}
+def _compile(launches: list[dict[str, Any]]) -> dict[str, str]:
+    """Each launch's compile error for sm_90 ("" when it compiled), in a child without the interpreter."""
     environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     child = subprocess.run(
         [sys.executable, "-c", COMPILER],
-        input=json.dumps(list(distinct.values())),
+        input=json.dumps(launches),
         capture_output=True,
         text=True,
         env=environment,
         check=False,
     )
     assert child.returncode == 0, child.stderr[-3000:]
-    return launches, json.loads(child.stdout.strip().splitlines()[-1])
+    return dict(json.loads(child.stdout.strip().splitlines()[-1]))
+
+
+@functools.cache
+def _compiled() -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Every entry's launches, and each launch's compile error ("" when it compiled)."""
+    launches = {e.name: _record(e.name) for e in EQUIVALENTS}
+    distinct = {launch["key"]: launch for entry in launches.values() for launch in entry}
+    return launches, _compile(list(distinct.values()))
 
 
 @pytest.mark.parametrize("name", [e.name for e in EQUIVALENTS])
@@ -137,3 +143,21 @@ def test_kernel_compiles_for_sm90(name: str) -> None:
     assert launches[name], f"{name}: the CPU check launched no kernel"
     failed = {launch["function"]: errors[launch["key"]] for launch in launches[name] if errors[launch["key"]]}
     assert not failed, failed
+
+
+def test_matmuls_persistent_tma_form_compiles_for_sm90() -> None:
+    """The persistent TMA form never runs on a CPU check (it is for 16-bit products on Hopper): two of its
+    configurations compiled here in bf16, for nn.Linear's transposed weight and for a row-major b."""
+    from inductor_lens.worker.handwritten.kernels import matmul
+
+    a, c, bias = (torch.empty(size, dtype=torch.bfloat16) for size in ((4096, 768), (4096, 2304), (2304,)))
+    launches = []
+    for config, b in ((matmul.TMA_CONFIGS[0], torch.empty(2304, 768, dtype=torch.bfloat16).t()),
+                      (matmul.TMA_CONFIGS[3], torch.empty(768, 2304, dtype=torch.bfloat16))):  # fmt: skip
+        args = (a, b, c, bias, 4096, 2304, 768, 768, 1, b.stride(0), b.stride(1), 2304, 1)
+        switches = dict(HAS_BIAS=True, ACTIVATION="none", INPUT_PRECISION="ieee", EVEN_K=True, INT64_OFFSETS=False,
+                        B_K_CONTIGUOUS=b.stride(0) == 1, NUM_SMS=132, **config.kwargs, num_warps=config.num_warps,
+                        num_stages=config.num_stages)  # fmt: skip
+        launches.append(_launch_of(matmul.matmul_kernel.fn, args, switches))
+    errors = _compile(launches)
+    assert len(errors) == 2 and not any(errors.values()), errors
