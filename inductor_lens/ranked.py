@@ -303,9 +303,11 @@ def _landing(
 
 
 def _light(plan: Sequence[PlannedRank]) -> dict[int, RankSummary]:
-    """The light pass over the logs of the ranks that have some, with the times their capture.json holds."""
+    """The light pass over the logs of the ranks that have some (and their capture's profile trace), with the times
+    their capture.json holds."""
     todo = [r for r in plan if r.logs]
-    summaries = light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error) for r in todo])
+    summaries = light_summaries([(r.rank, rank_folder_name(r.rank), r.logs, r.status, r.error, r.profile)
+                                 for r in todo])  # fmt: skip
     return {
         r.rank: replace(summary, cold_compile_s=r.cold_compile_s, step_ms=r.step_ms)
         for r, summary in zip(todo, summaries, strict=True)

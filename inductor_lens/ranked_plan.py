@@ -3,7 +3,7 @@
 ``plan_ranks(folder, previous)`` lists a job's ranks (``PlannedRank``): from the ranks document of a
 multi-rank report re-rendered in place, else from the ranks ``find_ranks`` finds in a job's folder
 (``rank<r>/`` folders or per-rank TORCH_TRACE logs), each with its TORCH_TRACE logs for the light pass, how
-its process ended and the times its capture.json holds; ``captured_rank`` does the same for a rank of a
+its process ended, the times its capture.json holds and its profile trace; ``captured_rank`` does the same for a rank of a
 capture just made. ``report_source`` says where a rank's full report is built from. ``read_ranked`` and
 ``prepare_ranked_out`` read and prepare a multi-rank report's folder.
 """
@@ -17,8 +17,9 @@ from pathlib import Path
 
 from .capture import CAPTURE_DIR, Capture, find_capture_dir
 from .errors import InputFolderError, LensError
-from .exchange.files import RESULT_FILE, read_bench_data, read_capture_result
+from .exchange.files import PROFILE_TRACE_FILE, RESULT_FILE, read_bench_data, read_capture_result
 from .parse.layout import DebugLayout, locate
+from .parse.rank_light import ProfileTrace
 from .parse.ranks import RANK_FOLDER, RankSource, find_ranks, rank_folder_name
 from .records.ranks import RANKS_JSON, RankedRun
 from .report.folders import LENS_JSON, prepare_out_dir
@@ -38,6 +39,7 @@ class PlannedRank:
     described: str = ""
     cold_compile_s: float | None = None  # its capture's, where it has one
     step_ms: float | None = None
+    profile: ProfileTrace | None = None  # its capture's profile trace, where its full report would time one
 
 
 def plan_ranks(folder: Path, previous: RankedRun | None) -> list[PlannedRank]:
@@ -63,7 +65,7 @@ def plan_ranks(folder: Path, previous: RankedRun | None) -> list[PlannedRank]:
     plan = []
     for source in sources:
         status, error = _capture_status(source)
-        times = _capture_times(source.folder) if source.layout is None else (None, None)
+        times = _capture_times(source.folder) if source.layout is None else (None, None, None)
         plan.append(
             PlannedRank(source.rank, source, _logs(source), status, error, _describe(source, folder), *times)
         )
@@ -100,20 +102,23 @@ def _capture_status(source: RankSource) -> tuple[str, str | None]:
     return "failed", result.error
 
 
-def _capture_times(folder: Path) -> tuple[float | None, float | None]:
-    """The first compiled call and the compiled step (median, ms) a rank's capture.json holds, as its full
-    report reads them; (None, None) without a capture or a readable one."""
+def _capture_times(folder: Path) -> tuple[float | None, float | None, ProfileTrace | None]:
+    """The first compiled call, the compiled step (median, ms) and the profile trace a rank's capture holds, as
+    its full report reads them (bench/attach_measurements: the trace beside a capture.json whose timing did not
+    fail); None for each without a capture or a readable one."""
     capture_dir = find_capture_dir(folder)
     if capture_dir is None:
-        return None, None
+        return None, None, None
     try:
         result = read_capture_result(capture_dir / RESULT_FILE)
         bench = read_bench_data(capture_dir / RESULT_FILE)
     except LensError:
-        return None, None
+        return None, None, None
     timed = bench.end_to_end if bench is not None else None
     step = timed.compiled.median_ms if timed is not None and timed.eager and timed.compiled else None
-    return (result.cold_compile_s if result is not None else None), step
+    trace = capture_dir / PROFILE_TRACE_FILE
+    profile = (str(trace.resolve()), bench.device) if bench is not None and not bench.error and trace.is_file() else None
+    return (result.cold_compile_s if result is not None else None), step, profile
 
 
 def report_source(rank: PlannedRank, source_dir: str) -> RankSource:

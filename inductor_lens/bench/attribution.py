@@ -16,6 +16,10 @@
    the rest is reported as device work not tied to a launch (``_tie_replays``, ``graph_replay.py``);
    CPU: a launch's time is the duration of its range (``_time_cpu_launches``).
 
+The step's total (``step_totals``: all kernel time on a GPU, the time inside compiled-graph calls on a CPU) and its
+collectives need no graph: ``profiled_step`` reads them alone, for the landing page of several ranks
+(parse/rank_light.py), by the same functions.
+
 Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATen ops outside compiled graphs
 (CPU) inside a step are ``unattributed``; those outside every step are counted apart (``outside``).
 """
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..exchange.files import REGION_MARK
 from ..records import CollectiveTime, GraphRecord, Launch
 from .collectives import collectives_per_step
 from .graph_calls import JOIN_METHODS, Call, Child, JoinMethod, align, by_order, by_their_ops, join_calls
@@ -120,12 +125,59 @@ def attribute(
     calls = by_order(calls, graphs, step_of)
     optimizer = _optimizer_calls(profiled, step_of, len(steps))
     tally = _time_calls(calls, step_of, len(steps), device)
+    launch_ranges = _launch_ranges(profiled) if device == "cuda" else {}
     if device == "cuda":
-        device_time, replays = _charge_kernels(profiled, tally, step_of, optimizer.holds)
+        device_time, replays = _charge_kernels(profiled, tally, step_of, optimizer.holds, launch_ranges)
         _tie_replays(replays, tally, device_time, graphs, known)
     else:
         device_time = _time_cpu_launches(profiled, calls, tally, step_of)
+    device_time.total = step_totals(profiled, step_of, len(steps), device, launch_ranges)
     return _result(profiled, steps, steps_found, device, tally, device_time, optimizer)
+
+
+def step_totals(
+    trace: ProfiledTrace,
+    step_of: StepOf,
+    steps: int,
+    device: str,
+    launch_ranges: dict[Any, TraceRange] | None = None,
+) -> list[float]:
+    """Per step, what ``StepTiming.total_us`` is the median of: GPU, every kernel whose launch (its CUDA runtime
+    call or CPU range, by External id: ``launch_ranges``, read here where not given) lies in the step; CPU, the
+    time inside compiled-graph calls. Needs no graph: the light pass over a rank reads it alone (``profiled_step``)."""
+    totals = [0.0] * steps
+    if device == "cuda":
+        launches = _launch_ranges(trace) if launch_ranges is None else launch_ranges
+        for kernel in trace.kernels:
+            source = launches.get((kernel.get("args") or {}).get("External id"))
+            if source is not None and (step := step_of(source)) is not None:
+                totals[step] += float(kernel.get("dur", 0))
+    else:
+        for region in trace.ranges:
+            if region.name.startswith(REGION_MARK) and (step := step_of(region)) is not None:
+                totals[step] += region.duration
+    return totals
+
+
+@dataclass(frozen=True)
+class ProfiledStep:
+    """A profiled trace's steps as a full report's ``StepTiming`` has them, read without the run's graphs."""
+
+    steps: int
+    total_us: float  # the median of ``step_totals``
+    collectives: tuple[CollectiveTime, ...]
+
+
+def profiled_step(trace: Path, device: str) -> ProfiledStep | None:
+    """The step time and collectives of the marked steps of the profiler trace at ``trace`` (a capture's, whose
+    report would time it with ``attribute`` and ``time_steps``), by the same functions; None where it marks no step.
+    For the landing page of several ranks, whose ranks mostly have no full report."""
+    profiled = read_trace(load_trace(trace)["traceEvents"])
+    steps, _ = find_steps(profiled, [], infer_steps=False)
+    if not steps:
+        return None
+    totals = step_totals(profiled, step_index(steps), len(steps), device)
+    return ProfiledStep(len(steps), statistics.median(totals), collectives_per_step(profiled.events, len(steps), device))
 
 
 @dataclass
@@ -140,7 +192,6 @@ class _Tally:
     by_ops: set[LaunchKey] = field(default_factory=set)
     owner_of_id: dict[Any, LaunchKey] = field(default_factory=dict)  # external id -> its top-level launch
     cpu_time: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (graph, position, step) -> µs
-    region_time: list[float] = field(init=False)  # per step: host time inside the calls
     region_graphs: list[tuple[TraceRange, GraphRecord]] = field(default_factory=list)
     graph_host_us: dict[str, list[float]] = field(default_factory=dict)  # graph id -> host time of its calls
     # GPU: the kernels each launch issued in the first step it ran, in order (``charge``)
@@ -151,9 +202,6 @@ class _Tally:
     unattributed_count: int = 0
     outside_count: int = 0
     outside_us: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.region_time = [0.0] * self.steps
 
     def joined(self, graph_id: str, how: JoinMethod) -> None:
         self.joins[graph_id] = (JOIN_METHODS[how], self.joins.get(graph_id, ("", 0))[1] + 1)
@@ -225,7 +273,6 @@ def _time_calls(calls: list[Call], step_of: StepOf, steps: int, device: str) -> 
         step = step_of(region)
         if step is None:
             continue
-        tally.region_time[step] += region.duration
         if graph is None or how is None:
             tally.unjoined.append(region)
             continue
@@ -258,11 +305,14 @@ def _pair_launches(graph: GraphRecord, children: list[Child], by_ops: set[Launch
 
 
 def _charge_kernels(
-    trace: ProfiledTrace, tally: _Tally, step_of: StepOf, under_optimizer: Callable[[TraceRange], bool]
+    trace: ProfiledTrace,
+    tally: _Tally,
+    step_of: StepOf,
+    under_optimizer: Callable[[TraceRange], bool],
+    launch_ranges: dict[Any, TraceRange],
 ) -> tuple[_DeviceTime, list[tuple[TraceRange, list[ReplayedKernel]]]]:
     """GPU: each kernel in the steps charged to the launch whose range issued it; the kernels of CUDA-graph
     replays set apart, each replay with the ``cudaGraphLaunch`` call that issued it, for ``_tie_replays``."""
-    launch_ranges = _launch_ranges(trace)
     graph_launches = _graph_launches(trace.events)
     device = _DeviceTime.zero(tally.steps)
     replays: dict[Any, list[ReplayedKernel]] = {}
@@ -274,7 +324,6 @@ def _charge_kernels(
         if step is None or source is None:
             tally.outside(duration)
             continue
-        device.total[step] += duration
         start = float(kernel["ts"])
         device.intervals[step].append((start, start + duration))
         correlation = (kernel.get("args") or {}).get("correlation")
@@ -360,9 +409,7 @@ def _time_cpu_launches(trace: ProfiledTrace, calls: list[Call], tally: _Tally, s
             tally.outside(op.duration)
         else:
             tally.unexplained(op.name, op_step, op.duration)
-    device = _DeviceTime.zero(tally.steps)
-    device.total = tally.region_time
-    return device
+    return _DeviceTime.zero(tally.steps)
 
 
 def _result(

@@ -3,7 +3,9 @@
 ``light_summary(rank, folder, logs)`` reads the rank's logs once (parse/trace.py, keeping each graph's output
 code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/rank_summary.py):
 compile ids, recompile reasons, guards, cache lookups, compile times and graph breaks from the frames, and per
-graph its code hash, launches and collectives. Nothing is rendered and no graph is parsed beyond its output
+graph its code hash, launches and collectives; and where the rank's capture left a profile trace, its profiled
+step's time in compiled code and its collectives per step (bench/attribution.py ``profiled_step``, as its full
+report's ``StepTiming`` has them). Nothing is rendered and no graph is parsed beyond its output
 code's launches, so a job of many ranks gets its landing page in seconds (``light_summaries`` spreads the ranks
 over the cores); the same facts of a full report (``summarize``) are made by the same functions.
 """
@@ -13,8 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
+from ..bench.attribution import ProfiledStep, profiled_step
 from ..records.rank_normalise import code_hash
 from ..records.rank_summary import numbered, rank_graph, summary_of
 from ..records.ranks import RankSummary
@@ -25,8 +29,10 @@ from .trace import read_traces
 
 __all__ = ["LightTask", "light_summaries", "light_summary"]
 
-# (rank, its report folder's name, its TORCH_TRACE logs, its status, its error)
-LightTask = tuple[int, str, tuple[str, ...], str, "str | None"]
+# A capture's profile trace (absolute path) and the device it profiled.
+ProfileTrace = tuple[str, str]
+# (rank, its report folder's name, its TORCH_TRACE logs, its status, its error, its profile trace)
+LightTask = tuple[int, str, tuple[str, ...], str, "str | None", "ProfileTrace | None"]
 # Below this many ranks the pass runs in this process: starting workers costs more than it saves.
 _PARALLEL_FROM = 4
 # The launches of each output code already read by this process, by its normalised hash: the ranks of a job
@@ -35,9 +41,16 @@ _LAUNCHES: dict[str, tuple[str, ...]] = {}
 
 
 def light_summary(
-    rank: int, folder: str, logs: Sequence[str], *, status: str = "ok", error: str | None = None
+    rank: int,
+    folder: str,
+    logs: Sequence[str],
+    *,
+    status: str = "ok",
+    error: str | None = None,
+    profile: ProfileTrace | None = None,
 ) -> RankSummary:
-    """The comparable facts of one rank, from its TORCH_TRACE logs alone."""
+    """The comparable facts of one rank, from its TORCH_TRACE logs (and ``profile``, its capture's profile trace
+    and device, where it has one: its profiled step and collectives)."""
     diagnostics = Diagnostics()
     paths = [Path(log) for log in logs]
     root = paths[0].parent if paths else Path()
@@ -56,7 +69,20 @@ def light_summary(
         fx_text = traced.files.get("fx_graph_readable.py") or traced.files.get("fx_graph_transformed.py")
         key = f"{traced.compile_id} {traced.kind}"
         graphs.append(rank_graph(key, key, code, _LAUNCHES[digest], fx_text, digest))
-    return summary_of(rank, folder, frames, numbered(graphs), breaks, status=status, error=error)
+    summary = summary_of(rank, folder, frames, numbered(graphs), breaks, status=status, error=error)
+    step = _profiled(profile) if profile is not None else None
+    if step is None:
+        return summary
+    return replace(summary, step_device_us=step.total_us, step_collectives=step.collectives)
+
+
+def _profiled(profile: ProfileTrace) -> ProfiledStep | None:
+    """The profiled step of a rank's trace; None where it is unreadable, as its full report is then untimed."""
+    trace, device = profile
+    try:
+        return profiled_step(Path(trace), device)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def light_summaries(tasks: Sequence[LightTask], workers: int | None = None) -> list[RankSummary]:
@@ -69,5 +95,5 @@ def light_summaries(tasks: Sequence[LightTask], workers: int | None = None) -> l
 
 
 def _run(task: LightTask) -> RankSummary:
-    rank, folder, logs, status, error = task
-    return light_summary(rank, folder, logs, status=status, error=error)
+    rank, folder, logs, status, error, profile = task
+    return light_summary(rank, folder, logs, status=status, error=error, profile=profile)

@@ -1,5 +1,7 @@
 """Records, ranks (stragglers): the ranks slower than the others by more than the noise, each with where (its
-compile, its first compiled call, its step); the other ranks wait for a straggler at every collective.
+compile, its first compiled call, its step, its profiled step in compiled code); the other ranks wait for a
+straggler at every collective. Every rank has each value its capture holds, full report or not (the profiled step:
+from the light pass over its profile trace, parse/rank_light.py).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ _PHASES: tuple[tuple[str, Callable[[RankSummary], float | None]], ...] = (
     ("compile time", lambda s: s.compile_s),
     ("first call", lambda s: s.cold_compile_s),
     ("step time", lambda s: s.step_ms / 1000 if s.step_ms is not None else None),
+    ("profiled step in compiled code", lambda s: s.step_device_us / 1e6 if s.step_device_us is not None else None),
 )
 
 
 def stragglers(summaries: Sequence[RankSummary]) -> list[Divergence]:
     """Ranks slower than the others by more than the noise, each with where: its compile, its first compiled
-    call, its step. The others wait for it at every collective."""
+    call, its step, its profiled step. The others wait for it at every collective."""
     slow: dict[int, list[str]] = {}
     for phase, value in _PHASES:
         times = {s.rank: v for s in summaries if (v := value(s)) is not None}

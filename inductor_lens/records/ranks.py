@@ -126,8 +126,9 @@ class RankSummary:
     compile_times: Mapping[str, float | None] = field(default_factory=dict)  # compile id -> seconds
     cold_compile_s: float | None = None  # the first compiled call (a capture)
     step_ms: float | None = None  # the compiled step, end to end (median)
-    step_device_us: float | None = None  # the profiled step's time in compiled code
-    # the profiled steps' collectives, in or outside the graphs (DDP's all-reduce runs in its hooks), from a full report
+    # the profiled step's time in compiled code, and its collectives in or outside the graphs (DDP's all-reduce runs in
+    # its hooks): from the rank's profile trace, by the light pass or its full report alike
+    step_device_us: float | None = None
     step_collectives: tuple[CollectiveTime, ...] = ()
     kernel_us: Mapping[str, float] = field(default_factory=dict)  # kernel -> in-context µs per step
 

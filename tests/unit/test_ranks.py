@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from inductor_lens.bench.attribution import profiled_step
 from inductor_lens.capture.ranks import check_launcher, split_torchrun
 from inductor_lens.errors import UsageError
 from inductor_lens.parse.rank_light import light_summary
 from inductor_lens.parse.ranks import find_ranks
+from inductor_lens.pipeline import report_folder
 from inductor_lens.ranked import read_ranked, report_rank, report_ranks, write_landing
+from inductor_lens.ranked_plan import plan_ranks
 from inductor_lens.records.rank_causes import divergences, rank_list
 from inductor_lens.records.rank_normalise import code_hash, normalized_guards, paired
 from inductor_lens.records.rank_summary import summarize
@@ -33,7 +36,7 @@ from inductor_lens.records.ranks import (
     RankedRun,
     RankGraph,
 )
-from inductor_lens.report.ranks_view import ALL_SAME, render_ranks
+from inductor_lens.report.ranks_view import ALL_SAME, collective_text, render_ranks
 
 from ..conftest import CliResult
 
@@ -312,6 +315,10 @@ def test_named_causes_a_cache_hit_on_one_rank_is_a_hang_risk_and_a_slow_rank_a_s
     assert straggler.text.startswith("rank 4 is slower than the others: compile time ")
     assert "; step time 31.0 ms against the ranks' median 10.2 ms" in straggler.text
     assert divergences(ranks) == ()
+    # a rank whose profiled step (from its profile trace, full report or not) takes 3x the others'
+    timed = [dataclasses.replace(zero, rank=r, step_device_us=20_000.0 + r * 10) for r in range(4)]
+    (late,) = divergences([*timed, dataclasses.replace(zero, rank=4, step_device_us=60_000.0)])
+    assert late.ranks == (4,) and "profiled step in compiled code 60.0 ms against the ranks' median 20.0 ms" in late.text
 
 
 def test_long_rank_lists_are_ranges_and_a_count() -> None:
@@ -355,6 +362,44 @@ def test_a_rank_without_a_full_report_keeps_its_capture_times(
     assert [e.report for e in result.ranked.ranks] == [True, False]
     zero, one = result.summaries
     assert one.step_ms == zero.step_ms is not None and one.cold_compile_s == zero.cold_compile_s is not None
+    # and its profiled step and collectives, from the light pass over its profile trace
+    assert one.step_device_us == zero.step_device_us is not None
+    assert one.step_collectives == zero.step_collectives and [c.op for c in one.step_collectives] == ["all_reduce"]
+    landing = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    row = landing.split('<tr id="rank-1">', 1)[1].split("</tr>", 1)[0]  # its row in the table of ranks
+    assert f"{one.step_device_us:.1f} µs" in row and collective_text(one.step_collectives[0]) in row
+    # rank 1's full report, built on demand, has the same values as the light pass gave it
+    light = one
+    (_zero, built) = report_rank(tmp_path / "report", None, 1, draw=False).summaries
+    assert (built.step_device_us, built.step_collectives) == (light.step_device_us, light.step_collectives)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_light_pass_reads_a_ranks_profiled_step_as_its_full_report_does(
+    unpacked: Callable[[str], Path], tmp_path: Path, rank: int
+) -> None:
+    job = unpacked(FIXTURE) / "compile-nproc"
+    planned = next(p for p in plan_ranks(job, None) if p.rank == rank)
+    assert planned.profile is not None and planned.profile[1] == "cpu"
+    light = light_summary(rank, f"rank{rank}", planned.logs, profile=planned.profile)
+    full = summarize(rank, f"rank{rank}", report_folder(job / f"rank{rank}", tmp_path / "report", draw=False).run)
+    assert light.step_device_us is not None and light.step_collectives
+    assert (light.step_device_us, light.step_collectives) == (full.step_device_us, full.step_collectives)
+    # TORCH_TRACE logs alone (no capture): no profiled step, as before
+    bare = light_summary(rank, f"rank{rank}", planned.logs)
+    assert (bare.step_device_us, bare.step_collectives) == (None, ())
+
+
+def test_the_light_pass_reads_a_gpu_profiled_step_as_its_full_report_does(
+    unpacked: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # a real H200 capture of one process, read as one rank: all kernel time per step, CUDA-graph free
+    folder = unpacked("h200-block-autotune-timed")
+    run = report_folder(folder, tmp_path / "report", draw=False).run
+    assert run.bench is not None and run.bench.step is not None
+    step = profiled_step(folder / "capture" / "profile_trace.json", run.bench.device)
+    assert step is not None and run.bench.device == "cuda"
+    assert (step.total_us, step.collectives) == (run.bench.step.total_us, run.bench.step.collectives)
 
 
 def test_report_rank_from_the_command_line(
