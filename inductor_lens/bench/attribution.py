@@ -18,7 +18,7 @@
 
 The step's total (``step_totals``: all kernel time on a GPU, the time inside compiled-graph calls on a CPU) and its
 collectives need no graph: ``profiled_step`` reads them alone, for the landing page of several ranks
-(parse/rank_light.py), by the same functions.
+(ranked_light.py), by the same functions.
 
 Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATen ops outside compiled graphs
 (CPU) inside a step are ``unattributed``; those outside every step are counted apart (``outside``).
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exchange.files import REGION_MARK
+from ..exchange.files import COLLECTIVE_SIZES_TRACE_FILE, REGION_MARK
 from ..records import CollectiveTime, GraphRecord, Launch
-from .collectives import collectives_per_step
+from .collectives import collectives_per_step, sizes_per_step
 from .graph_calls import JOIN_METHODS, Call, Child, JoinMethod, align, by_order, by_their_ops, join_calls
 from .graph_replay import LaunchKey, best_graph, tie_replay
 from .trace_ranges import (
@@ -132,7 +132,8 @@ def attribute(
     else:
         device_time = _time_cpu_launches(profiled, calls, tally, step_of)
     device_time.total = step_totals(profiled, step_of, len(steps), device, launch_ranges)
-    return _result(profiled, steps, steps_found, device, tally, device_time, optimizer)
+    sizes = collective_sizes(trace, device) if isinstance(trace, Path) else None
+    return _result(profiled, steps, steps_found, device, tally, device_time, optimizer, sizes)
 
 
 def step_totals(
@@ -177,7 +178,19 @@ def profiled_step(trace: Path, device: str) -> ProfiledStep | None:
     if not steps:
         return None
     totals = step_totals(profiled, step_index(steps), len(steps), device)
-    return ProfiledStep(len(steps), statistics.median(totals), collectives_per_step(profiled.events, len(steps), device))
+    collectives = collectives_per_step(profiled.events, len(steps), device, collective_sizes(trace, device))
+    return ProfiledStep(len(steps), statistics.median(totals), collectives)
+
+
+def collective_sizes(trace: Path, device: str) -> dict[str, float] | None:
+    """The collectives' bytes per step by op from the step profiled with shapes beside ``trace``
+    (``COLLECTIVE_SIZES_TRACE_FILE``, a CPU job of several ranks); None where there is none."""
+    sized = trace.with_name(COLLECTIVE_SIZES_TRACE_FILE)
+    if not sized.is_file():
+        return None
+    profiled = read_trace(load_trace(sized)["traceEvents"])
+    steps, _ = find_steps(profiled, [], infer_steps=False)
+    return sizes_per_step(profiled.events, len(steps), device) if steps else None
 
 
 @dataclass
@@ -420,6 +433,7 @@ def _result(
     tally: _Tally,
     device_time: _DeviceTime,
     optimizer: _Optimizer,
+    sizes: dict[str, float] | None,
 ) -> Attribution:
     cuda = device == "cuda"
     intervals = device_time.intervals
@@ -448,5 +462,5 @@ def _result(
         optimizer_device_us=device_time.optimizer if cuda else [],
         optimizer_graphs={graph.id for region, graph in tally.region_graphs if optimizer.holds(region)},
         optimizer_ranges=len(optimizer.ranges),
-        collectives=collectives_per_step(trace.events, len(steps), device),
+        collectives=collectives_per_step(trace.events, len(steps), device, sizes),
     )

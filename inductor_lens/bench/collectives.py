@@ -17,8 +17,10 @@ The bytes are those of each call's input message (``message_bytes``): for an all
 all-gather the rank's shard, for a reduce-scatter its whole input. torch attaches its ``record_param_comms``
 metadata to NCCL's kernels (``In msg nelems``, ``dtype``: ``Float``, ``BFloat16``); gloo's ranges carry their
 tensors (``Input Dims``, ``Input type``: ``float``, ``c10::BFloat16``) only when the profiler records shapes, and
-torch 2.13 and 2.14 write no ``record_param_comms`` for gloo. Where some call has no size, the op has no bytes,
-and ``CollectiveTime.bytes_method`` says why.
+torch 2.13 and 2.14 write no ``record_param_comms`` for gloo. Recording shapes slows the timed steps, so a CPU job of
+several ranks profiles one more step with them (``COLLECTIVE_SIZES_TRACE_FILE``), and ``sizes``, the bytes per step
+``sizes_per_step`` reads from it, give the ops that the timed steps leave unsized. Where some call has no size, the
+op has no bytes, and ``CollectiveTime.bytes_method`` says why.
 """
 
 from __future__ import annotations
@@ -61,8 +63,13 @@ _DTYPE_BYTES = {
 }
 
 
-def collectives_per_step(events: Iterable[Mapping[str, Any]], steps: int, device: str) -> tuple[CollectiveTime, ...]:
-    """The collectives of ``steps`` profiled steps, by op, the most time first; () where there are none."""
+def collectives_per_step(
+    events: Iterable[Mapping[str, Any]], steps: int, device: str, sizes: Mapping[str, float] | None = None
+) -> tuple[CollectiveTime, ...]:
+    """The collectives of ``steps`` profiled steps, by op, the most time first; () where there are none.
+
+    ``sizes``: bytes per step by op, from a step profiled with shapes (``sizes_per_step``), for the ops whose calls
+    in ``events`` have no size."""
     if steps <= 0:
         return ()
     calls: dict[str, int] = {}
@@ -101,6 +108,7 @@ def collectives_per_step(events: Iterable[Mapping[str, Any]], steps: int, device
         f"{steps} profiled steps, per step"
     )
     found_ops = sorted(calls, key=lambda op: -time_us[op])
+    sizes = sizes or {}
     return tuple(
         CollectiveTime(
             op,
@@ -108,11 +116,21 @@ def collectives_per_step(events: Iterable[Mapping[str, Any]], steps: int, device
             calls[op] / steps,
             time_us[op] / steps,
             method,
-            bytes_per_step=size[op] / steps if sized.get(op) == calls[op] else None,
-            bytes_method=_bytes_method(gpu, backend, calls[op], sized.get(op, 0)),
+            bytes_per_step=size[op] / steps if sized.get(op) == calls[op] else sizes.get(op),
+            bytes_method=_bytes_method(gpu, backend, calls[op], sized.get(op, 0), op in sizes),
         )
         for op in found_ops
     )
+
+
+def sizes_per_step(events: Iterable[Mapping[str, Any]], steps: int, device: str) -> dict[str, float]:
+    """Bytes per step by op, of the ops whose every call in ``steps`` profiled steps gives its size: the
+    ``sizes`` of ``collectives_per_step``, from a trace recorded with shapes."""
+    return {
+        found.op: found.bytes_per_step
+        for found in collectives_per_step(events, steps, device)
+        if found.bytes_per_step is not None
+    }
 
 
 def message_bytes(args: object) -> int | None:
@@ -148,19 +166,24 @@ def dtype_bytes(name: str) -> int | None:
     return _DTYPE_BYTES.get(name.strip().lower().removeprefix("c10::").removeprefix("torch.").removeprefix("at::"))
 
 
-def _bytes_method(gpu: bool, backend: str, calls: int, sized: int) -> str:
+def _bytes_method(gpu: bool, backend: str, calls: int, sized: int, sized_apart: bool = False) -> str:
     if gpu and sized == calls:
         return ("the input message of each call: In msg nelems x the dtype's size, torch's record_param_comms "
                 "metadata on NCCL's kernel (for an all-gather the rank's shard, for a reduce-scatter its whole input)")  # fmt: skip
     if sized == calls:
         return (f"the input tensors of each of {backend or 'the backend'}'s ranges: Input Dims x Input type, recorded "
                 "with the profiler's shapes (for an all-gather the rank's shard, for a reduce-scatter its whole input)")  # fmt: skip
+    if sized_apart:
+        return (f"the input tensors of {backend or 'the backend'}'s ranges in one more step profiled after the timed "
+                "ones with the profiler's shapes (record_shapes=True, which would slow the timed steps): Input Dims "
+                "x Input type, per step (for an all-gather the rank's shard, for a reduce-scatter its whole input)")  # fmt: skip
     missing = f"{calls - sized} of {calls} calls" if sized else "its calls"
     if gpu:
         return (f"no bytes: {missing} in this trace are NCCL kernels without torch's record_param_comms metadata "
                 "(In msg nelems, dtype), which coalesced collectives and older torch releases lack")  # fmt: skip
     return (f"no bytes: {missing} in this trace are {backend or 'the backend'}'s ranges without their tensors' "
-            "sizes, which the profiler records only with record_shapes=True (the profiled steps do not)")  # fmt: skip
+            "sizes, which the profiler records only with record_shapes=True (the timed steps do not; a CPU job of "
+            "several ranks profiles one more step with them, absent here)")  # fmt: skip
 
 
 def _collective_op(args: object, kernel_op: str) -> str:

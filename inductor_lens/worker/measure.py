@@ -28,6 +28,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -35,6 +36,7 @@ import torch
 import torch.distributed as dist
 
 from ..exchange.files import (
+    COLLECTIVE_SIZES_TRACE_FILE,
     STEP_MARKS,
     CeilingsData,
     EndToEndData,
@@ -101,7 +103,7 @@ def gpu_step_time(fn: Callable[[], Any]) -> Timing:
     """A model step on the GPU: ``gpu_time``, except in one rank of several (``compile --nproc``). do_bench
     sizes its repetitions from each rank's own estimate, and a step with collectives (DDP's all-reduce) would
     then wait forever on the rank that stopped first; there every rank makes the same count of calls."""
-    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+    if not several_ranks():
         return gpu_time(fn)
     driver = triton_driver()
     cache = driver.get_empty_cache_for_benchmark()
@@ -253,7 +255,22 @@ def profile_steps(step: Callable[[Any], Any], compiled: Callable[..., Any], devi
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
     prof.export_chrome_trace(path)
+    if sizes_collectives(device):
+        with profile(activities=activities, record_shapes=True) as sized, record_function(f"{STEP_MARKS[0]}0"):
+            step(compiled)
+        sized.export_chrome_trace(str(Path(path).with_name(COLLECTIVE_SIZES_TRACE_FILE)))
     return ProfileData(steps=PROFILED_STEPS, trace=path, device=device.type)
+
+
+def several_ranks() -> bool:
+    """Whether this process is one rank of a process group of several."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def sizes_collectives(device: torch.device) -> bool:
+    """Whether one more step is profiled with shapes for the collectives' bytes (COLLECTIVE_SIZES_TRACE_FILE): a
+    CPU job of several ranks, whose gloo ranges carry no sizes without them (NCCL's kernels carry theirs)."""
+    return device.type != "cuda" and several_ranks()
 
 
 # (Inductor's CachingAutotuner, copies of its positional arguments or None, its keyword arguments)

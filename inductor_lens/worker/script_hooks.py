@@ -21,7 +21,14 @@ from typing import Any
 
 import torch
 
-from ..exchange.files import GRAPH_FREE_TRACE_FILE, PROFILE_TRACE_FILE, STEP_MARKS, BenchData, ProfileData
+from ..exchange.files import (
+    COLLECTIVE_SIZES_TRACE_FILE,
+    GRAPH_FREE_TRACE_FILE,
+    PROFILE_TRACE_FILE,
+    STEP_MARKS,
+    BenchData,
+    ProfileData,
+)
 from ..options import ScriptSpec
 from ..records.codec import as_json_value
 from ..records.outcome import CompileCall
@@ -157,6 +164,7 @@ class Window:
         self.profiler: Any = None
         self.step_range: Any = None  # the record_function range of the step being profiled
         self.recording: Any = None  # the launch recorder's context manager (GPU), and what it keeps
+        self.sizing: Any = None  # the profiler of the one step with shapes, for the collectives' bytes (CPU ranks)
         self.launches: dict[int, Any] = {}
         self.done = False
         self._patch_modules()
@@ -203,6 +211,7 @@ class Window:
         elif self.calls == last + 1:
             self._stop_profiler()
             self._start_recording()
+            self._start_sizing()
         elif self.calls == last + 2:
             self.finish()
 
@@ -261,6 +270,30 @@ class Window:
         self.recording = recording_launches(device)
         self.launches = self.recording.__enter__()
 
+    def _start_sizing(self) -> None:
+        """On a CPU job of several ranks, profile the next step with shapes: its gloo ranges' sizes give the
+        collectives' bytes (COLLECTIVE_SIZES_TRACE_FILE), the timed steps staying without shapes."""
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        from .measure import sizes_collectives
+
+        if not sizes_collectives(self._device()):
+            return
+        self.sizing = profile(activities=[ProfilerActivity.CPU], record_shapes=True)
+        self.sizing.start()
+        self.step_range = record_function(f"{STEP_MARKS[0]}0")
+        self.step_range.__enter__()
+
+    def _stop_sizing(self) -> None:
+        """Stop the step with shapes; keep its trace only where the script's next call closed the step."""
+        if self.step_range is not None:
+            self.step_range.__exit__(None, None, None)
+            self.step_range = None
+        self.sizing.stop()
+        if self.calls >= self.spec.warmup + self.spec.steps + 2:
+            self.sizing.export_chrome_trace(str(self.run.result_path.parent / COLLECTIVE_SIZES_TRACE_FILE))
+        self.sizing = None
+
     def finish(self) -> None:
         """Close the window: stop what runs, replay the recorded launches, measure the ceilings (GPU)."""
         if self.done:
@@ -269,6 +302,8 @@ class Window:
         try:
             if self.profiler is not None:
                 self._stop_profiler()
+            if self.sizing is not None:
+                self._stop_sizing()
             if self.recording is not None:
                 self.recording.__exit__(None, None, None)
                 self.recording = None
