@@ -8,7 +8,7 @@
     run_script_ranks(spec, out_dir, opts)  ``run -- torchrun OPTS script.py``: the script process in every rank,
                                            reported alike
     report_ranks(folder, out_dir)          the landing page first, from the light pass over every rank's
-                                           TORCH_TRACE logs (parse/rank_light.py, in parallel); then, in parallel,
+                                           TORCH_TRACE logs (ranked_light.py, in parallel); then, in parallel,
                                            the full report (as ``report_folder`` builds it) of one rank of each
                                            group that compiled the same, of the failed ranks and the stragglers
     report_rank(folder, out_dir, rank)     ``report FOLDER --rank R``: one more rank's full report, on demand
@@ -41,9 +41,9 @@ from .capture import PhaseCallback
 from .capture.ranks import RankedCapture, capture_ranks, capture_script_ranks, check_launcher
 from .errors import LensError, UsageError
 from .options import CompileSpec, ScriptSpec
-from .parse.rank_light import light_summaries
 from .parse.ranks import find_ranks, rank_folder_name
 from .pipeline import load_run
+from .ranked_light import light_summaries
 from .ranked_plan import PlannedRank, captured_rank, plan_ranks, prepare_ranked_out, read_ranked
 from .ranked_reports import CaptureReports, full_reports
 from .records import CompileRun
@@ -88,7 +88,7 @@ def report_ranks(
     progress: PhaseCallback | None = None,
 ) -> RankedResult:
     """The landing page of every rank found in ``folder``, written first from the light pass over the ranks'
-    TORCH_TRACE logs (parse/rank_light.py, the ranks spread over the cores); then the full report of one rank of
+    TORCH_TRACE logs (ranked_light.py, the ranks spread over the cores); then the full report of one rank of
     each group that compiled the same (the ranks that differ among them), of every failed rank and of ``ranks``,
     in parallel; the others are built on demand (``report FOLDER --rank R``, ``report_rank``). ``progress`` is
     told where the landing page is once it is written."""

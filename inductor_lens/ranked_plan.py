@@ -19,8 +19,8 @@ from .capture import CAPTURE_DIR, Capture, find_capture_dir
 from .errors import InputFolderError, LensError
 from .exchange.files import PROFILE_TRACE_FILE, RESULT_FILE, read_bench_data, read_capture_result
 from .parse.layout import DebugLayout, locate
-from .parse.rank_light import ProfileTrace
 from .parse.ranks import RANK_FOLDER, RankSource, find_ranks, rank_folder_name
+from .ranked_light import ProfileTrace
 from .records.ranks import RANKS_JSON, RankedRun
 from .report.folders import LENS_JSON, prepare_out_dir
 

@@ -1,7 +1,7 @@
 """Records, ranks (stragglers): the ranks slower than the others by more than the noise, each with where (its
 compile, its first compiled call, its step, its profiled step in compiled code); the other ranks wait for a
 straggler at every collective. Every rank has each value its capture holds, full report or not (the profiled step:
-from the light pass over its profile trace, parse/rank_light.py).
+from the light pass over its profile trace, ranked_light.py).
 """
 
 from __future__ import annotations

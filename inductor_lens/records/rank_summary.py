@@ -1,5 +1,5 @@
 """Records, ranks (summaries): what is compared across ranks, reduced from one rank's CompileRun
-(``summarize``) or from the light pass over its logs (parse/rank_light.py, through ``summary_of`` and
+(``summarize``) or from the light pass over its logs (ranked_light.py, through ``summary_of`` and
 ``rank_graph``): its compile ids, graphs (their normalised code, launches and collectives), guards, cache outcomes,
 graph breaks and times.
 """

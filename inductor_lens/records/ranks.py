@@ -8,7 +8,7 @@ and the records the ranks are compared by (``RankSummary``, ``RankGraph``, ``Col
 its named causes); everything else is derived, in these modules only:
 
     rank_summary.py     ``summarize(run)`` reduces a rank's CompileRun to its ``RankSummary``, and so does the
-                        light pass over a rank's logs (parse/rank_light.py), through the same ``summary_of``
+                        light pass over a rank's logs (ranked_light.py), through the same ``summary_of``
     rank_normalise.py   what differs between the processes of one healthy job, normalised before anything is
                         compared (``NORMALISED``), and the pairing of a compile id's graphs across ranks
     rank_causes.py      ``divergences(summaries)``: where the ranks compiled differently, each difference as one

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inductor_lens.parse.diagnostics import Diagnostics
-from inductor_lens.parse.rank_light import light_summary
 from inductor_lens.parse.trace import read_traces
+from inductor_lens.ranked_light import light_summary
 
 FIXTURE = "cpu-torch2.13-ddp-split"
 KINDS = ["forward", "forward", "forward", "backward", "backward", "backward"]

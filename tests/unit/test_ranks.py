@@ -18,10 +18,10 @@ import pytest
 from inductor_lens.bench.attribution import profiled_step
 from inductor_lens.capture.ranks import check_launcher, split_torchrun
 from inductor_lens.errors import UsageError
-from inductor_lens.parse.rank_light import light_summary
 from inductor_lens.parse.ranks import find_ranks
 from inductor_lens.pipeline import report_folder
 from inductor_lens.ranked import read_ranked, report_rank, report_ranks, write_landing
+from inductor_lens.ranked_light import light_summary
 from inductor_lens.ranked_plan import plan_ranks
 from inductor_lens.records.rank_causes import divergences, rank_list
 from inductor_lens.records.rank_normalise import code_hash, normalized_guards, paired

@@ -1,4 +1,4 @@
-"""Parse stage, several ranks: the light pass over one rank's TORCH_TRACE logs, for the landing page.
+"""Several ranks: the light pass over one rank's TORCH_TRACE logs and profile trace, for the landing page.
 
 ``light_summary(rank, folder, logs)`` reads the rank's logs once (parse/trace.py, keeping each graph's output
 code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/rank_summary.py):
@@ -18,14 +18,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ..bench.attribution import ProfiledStep, profiled_step
-from ..records.rank_normalise import code_hash
-from ..records.rank_summary import numbered, rank_graph, summary_of
-from ..records.ranks import RankSummary
-from .diagnostics import Diagnostics
-from .frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
-from .output_code import parse_output_code
-from .trace import read_traces
+from .bench.attribution import ProfiledStep, profiled_step
+from .parse.diagnostics import Diagnostics
+from .parse.frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
+from .parse.output_code import parse_output_code
+from .parse.trace import read_traces
+from .records.rank_normalise import code_hash
+from .records.rank_summary import numbered, rank_graph, summary_of
+from .records.ranks import RankSummary
 
 __all__ = ["LightTask", "light_summaries", "light_summary"]
 
