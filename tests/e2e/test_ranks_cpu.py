@@ -75,6 +75,11 @@ def test_compile_nproc_2_of_a_ddp_model(tmp_path: Path) -> None:
     assert "Compiled step" in landing and "Profiled step, in compiled code" in landing
     # DDP's gradient all-reduce runs in its hooks, outside the graphs: the profiled steps show it, once a step
     assert landing.count("all_reduce (gloo) x1: ") >= 2
+    # its bytes, from the one step each rank profiled with shapes after the timed ones: DDP's one bucket, every
+    # parameter's gradient in float32 (64x256 + 256 + 256x64 + 64 elements), on both ranks
+    assert landing.count("all_reduce (gloo) x1: ") == landing.count(" µs, 132.4 KB") and "— bytes" not in landing
+    assert "one more step profiled after the timed ones with the profiler" in landing
+    assert all((out / f"rank{rank}" / "capture" / "profile_collective_sizes.json").is_file() for rank in (0, 1))
     assert [r["report"] for r in ranks["ranks"]] == [True, False]  # rank 0 stands for rank 1
     assert not (out / "rank1" / "lens.json").exists()
     # `report OUT --rank 1`: rank 1's report on demand, from its capture beside the landing page

@@ -134,6 +134,35 @@ def test_the_landing_page_gives_each_ranks_collectives_with_their_bytes_and_how_
     assert "Bytes: not read by the version that wrote this report" in row.title
 
 
+def test_a_cpu_ranks_bytes_come_from_the_one_step_it_profiled_with_shapes(unpacked: Callable[[str], Path]) -> None:
+    """tests/fixtures/cpu-torch2.13-ddp-collective-sizes.tar.gz (PROVENANCE.md): rank 0 of a real two-rank
+    ``compile samples/ddp_mlp.py --nproc 2 --train`` on gloo: its 20 timed steps (no shapes) and the one more step
+    it profiled with record_shapes=True, their gloo ranges and step marks. The bytes are that step's, summed here
+    from its ranges' own Input Dims x 4 (float32); calls and time are the timed steps'."""
+    from inductor_lens.bench.attribution import profiled_step
+
+    folder = unpacked("cpu-torch2.13-ddp-collective-sizes")
+    sized = json.loads((folder / "profile_collective_sizes.json").read_text(encoding="utf-8"))["traceEvents"]
+    timed = json.loads((folder / "profile_trace.json").read_text(encoding="utf-8"))["traceEvents"]
+    sized_steps = [e for e in sized if str(e["name"]).startswith("inductor_lens_step_")]
+    ranges = [e for e in sized if e["name"] == "gloo:all_reduce"]
+    assert len(sized_steps) == 1 and len(ranges) == 1 and ranges[0]["args"]["Input type"] == ["float"]
+    expected = sum(math.prod(e["args"]["Input Dims"][0]) * 4 for e in ranges) / len(sized_steps)
+    assert expected == (64 * 256 + 256 + 256 * 64 + 64) * 4  # DDP's one bucket: every gradient
+    timed_ranges = [e for e in timed if e["name"] == "gloo:all_reduce"]
+    assert all("Input Dims" not in e.get("args", {}) for e in timed_ranges)  # the timed steps: no shapes
+    step = profiled_step(folder / "profile_trace.json", "cpu")
+    assert step is not None and step.steps == 20
+    (found,) = step.collectives
+    assert (found.op, found.backend, found.calls_per_step) == ("all_reduce", "gloo", 1.0)
+    assert found.us_per_step == pytest.approx(sum(e["dur"] for e in timed_ranges) / 20)
+    assert found.bytes_per_step == expected
+    assert "one more step profiled after the timed ones" in found.bytes_method
+    # the timed trace alone: no bytes, and the method says why
+    (alone,) = collectives_per_step(timed, 20, "cpu")
+    assert alone.bytes_per_step is None and "record_shapes=True" in alone.bytes_method
+
+
 # Rank 0's NCCL kernels of 20 profiled steps on four H200s (tests/fixtures/PROVENANCE.md): DDP's gradient all-reduce
 # (GPT-2) and FSDP2's all-gathers and reduce-scatters (Llama), as torch 2.11's profiler wrote them.
 REAL_NCCL = {"h200x4-nccl-events-gpt2-ddp.json.gz": 20, "h200x4-nccl-events-llama-fsdp2.json.gz": 20}
