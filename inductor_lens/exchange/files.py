@@ -50,7 +50,7 @@ PROFILE_TRACE_FILE = "profile_trace.json"
 GRAPH_FREE_TRACE_FILE = "profile_graph_free.json"
 # On a CPU job of several ranks, one more compiled step profiled with record_shapes=True after the timed steps:
 # gloo's ranges with their tensors' sizes, which give the collectives' bytes (the timed steps record no shapes,
-# which cost 7-17% of a step: benchmarks/results/2026-11-28-cpu-record-shapes-cost.md).
+# which cost 7-18% of a step: benchmarks/results/2026-11-28-cpu-record-shapes-cost.md).
 COLLECTIVE_SIZES_TRACE_FILE = "profile_collective_sizes.json"
 # --save-inputs: the arguments of each kernel's first launch, one torch.save'd list per launch, and their index.
 SAVED_INPUTS_DIR = "saved_inputs"
