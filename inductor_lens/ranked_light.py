@@ -4,7 +4,7 @@
 code and FX graph) and reduces them to the ``RankSummary`` the ranks are compared by (records/rank_summary.py):
 compile ids, recompile reasons, guards, cache lookups, compile times and graph breaks from the frames, and per
 graph its code hash, launches and collectives; and where the rank's capture left a profile trace, its profiled
-step's time in compiled code and its collectives per step (bench/attribution.py ``profiled_step``, as its full
+step's time in compiled code and its collectives per step (bench/profiled_step.py, as its full
 report's ``StepTiming`` has them). Nothing is rendered and no graph is parsed beyond its output
 code's launches, so a job of many ranks gets its landing page in seconds (``light_summaries`` spreads the ranks
 over the cores); the same facts of a full report (``summarize``) are made by the same functions.
@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from .bench.attribution import ProfiledStep, profiled_step
+from .bench.profiled_step import ProfiledStep, profiled_step
 from .parse.diagnostics import Diagnostics
 from .parse.frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
 from .parse.output_code import parse_output_code

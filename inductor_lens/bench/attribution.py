@@ -17,7 +17,7 @@
    CPU: a launch's time is the duration of its range (``_time_cpu_launches``).
 
 The step's total (``step_totals``: all kernel time on a GPU, the time inside compiled-graph calls on a CPU) and its
-collectives need no graph: ``profiled_step`` reads them alone, for the landing page of several ranks
+collectives need no graph: ``profiled_step.py`` reads them alone, for the landing page of several ranks
 (ranked_light.py), by the same functions.
 
 Work no graph explains is counted, never dropped: kernels (GPU) or top-level ATen ops outside compiled graphs
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exchange.files import COLLECTIVE_SIZES_TRACE_FILE, REGION_MARK
+from ..exchange.files import REGION_MARK
 from ..records import CollectiveTime, GraphRecord, Launch
-from .collectives import collectives_per_step, sizes_per_step
+from .collectives import collective_sizes, collectives_per_step
 from .graph_calls import JOIN_METHODS, Call, Child, JoinMethod, align, by_order, by_their_ops, join_calls
 from .graph_replay import LaunchKey, best_graph, tie_replay
 from .trace_ranges import (
@@ -145,7 +145,7 @@ def step_totals(
 ) -> list[float]:
     """Per step, what ``StepTiming.total_us`` is the median of: GPU, every kernel whose launch (its CUDA runtime
     call or CPU range, by External id: ``launch_ranges``, read here where not given) lies in the step; CPU, the
-    time inside compiled-graph calls. Needs no graph: the light pass over a rank reads it alone (``profiled_step``)."""
+    time inside compiled-graph calls. Needs no graph: the light pass over a rank reads it alone (``profiled_step.py``)."""
     totals = [0.0] * steps
     if device == "cuda":
         launches = _launch_ranges(trace) if launch_ranges is None else launch_ranges
@@ -158,39 +158,6 @@ def step_totals(
             if region.name.startswith(REGION_MARK) and (step := step_of(region)) is not None:
                 totals[step] += region.duration
     return totals
-
-
-@dataclass(frozen=True)
-class ProfiledStep:
-    """A profiled trace's steps as a full report's ``StepTiming`` has them, read without the run's graphs."""
-
-    steps: int
-    total_us: float  # the median of ``step_totals``
-    collectives: tuple[CollectiveTime, ...]
-
-
-def profiled_step(trace: Path, device: str) -> ProfiledStep | None:
-    """The step time and collectives of the marked steps of the profiler trace at ``trace`` (a capture's, whose
-    report would time it with ``attribute`` and ``time_steps``), by the same functions; None where it marks no step.
-    For the landing page of several ranks, whose ranks mostly have no full report."""
-    profiled = read_trace(load_trace(trace)["traceEvents"])
-    steps, _ = find_steps(profiled, [], infer_steps=False)
-    if not steps:
-        return None
-    totals = step_totals(profiled, step_index(steps), len(steps), device)
-    collectives = collectives_per_step(profiled.events, len(steps), device, collective_sizes(trace, device))
-    return ProfiledStep(len(steps), statistics.median(totals), collectives)
-
-
-def collective_sizes(trace: Path, device: str) -> dict[str, float] | None:
-    """The collectives' bytes per step by op from the step profiled with shapes beside ``trace``
-    (``COLLECTIVE_SIZES_TRACE_FILE``, a CPU job of several ranks); None where there is none."""
-    sized = trace.with_name(COLLECTIVE_SIZES_TRACE_FILE)
-    if not sized.is_file():
-        return None
-    profiled = read_trace(load_trace(sized)["traceEvents"])
-    steps, _ = find_steps(profiled, [], infer_steps=False)
-    return sizes_per_step(profiled.events, len(steps), device) if steps else None
 
 
 @dataclass

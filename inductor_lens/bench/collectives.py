@@ -28,9 +28,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from ..exchange.files import COLLECTIVE_SIZES_TRACE_FILE
 from ..records.timing import CollectiveTime
+from .trace_ranges import find_steps, load_trace, read_trace
 
 # NCCL's kernel names: ncclDevKernel_<Op>_<Reduction>_<dtype>_<Algorithm>_<Protocol> (NCCL 2.19 and later), or
 # ncclKernel_<Op>_... (earlier), or ncclDevKernel_<Op>_<Algorithm>... for ops without a reduction (SendRecv).
@@ -199,3 +202,14 @@ def _collective_op(args: object, kernel_op: str) -> str:
 def _snake(camel: str) -> str:
     """``AllReduce`` -> ``all_reduce``, ``ReduceScatter`` -> ``reduce_scatter``, as torch names the ops."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+
+
+def collective_sizes(trace: Path, device: str) -> dict[str, float] | None:
+    """The collectives' bytes per step by op from the step profiled with shapes beside ``trace``
+    (``COLLECTIVE_SIZES_TRACE_FILE``, a CPU job of several ranks); None where there is none."""
+    sized = trace.with_name(COLLECTIVE_SIZES_TRACE_FILE)
+    if not sized.is_file():
+        return None
+    profiled = read_trace(load_trace(sized)["traceEvents"])
+    steps, _ = find_steps(profiled, [], infer_steps=False)
+    return sizes_per_step(profiled.events, len(steps), device) if steps else None

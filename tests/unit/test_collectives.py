@@ -139,7 +139,7 @@ def test_a_cpu_ranks_bytes_come_from_the_one_step_it_profiled_with_shapes(unpack
     ``compile samples/ddp_mlp.py --nproc 2 --train`` on gloo: its 20 timed steps (no shapes) and the one more step
     it profiled with record_shapes=True, their gloo ranges and step marks. The bytes are that step's, summed here
     from its ranges' own Input Dims x 4 (float32); calls and time are the timed steps'."""
-    from inductor_lens.bench.attribution import profiled_step
+    from inductor_lens.bench.profiled_step import profiled_step
 
     folder = unpacked("cpu-torch2.13-ddp-collective-sizes")
     sized = json.loads((folder / "profile_collective_sizes.json").read_text(encoding="utf-8"))["traceEvents"]

@@ -171,3 +171,15 @@ def test_imports_are_read_as_python_resolves_them() -> None:
     source = "from . import b\nfrom .c import thing\nfrom .. import d\ndef f():\n    from inductor_lens.a import b, other\n"
     assert imports_of("inductor_lens.a.x", source, known, is_package=False) == {
         "inductor_lens.a.b", "inductor_lens.a.c", "inductor_lens.d", "inductor_lens.a"}  # fmt: skip
+
+
+def test_no_module_over_450_lines_outside_the_kernel_library() -> None:
+    """A module a reader takes in at once: the kernel library's modules (a kernel, its launcher, reference and
+    configurations each) are the exception."""
+    kernels = PACKAGE / "worker" / "handwritten" / "kernels"
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if kernels not in path.parents and (lines := len(path.read_text(encoding="utf-8").splitlines())) > 450
+    }
+    assert not long

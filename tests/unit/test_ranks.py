@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inductor_lens.bench.attribution import profiled_step
+from inductor_lens.bench.profiled_step import profiled_step
 from inductor_lens.capture.ranks import check_launcher, split_torchrun
 from inductor_lens.errors import UsageError
 from inductor_lens.parse.ranks import find_ranks
