@@ -30,7 +30,10 @@ from ..conftest import FIXTURES
 pytestmark = pytest.mark.unit
 
 # Archives in tests/fixtures that hold no capture to report, and why.
-NOT_CAPTURES = {"lens-schema5": "lens.json files of an older schema, read by the loading tests"}
+NOT_CAPTURES = {
+    "lens-schema5": "lens.json files of an older schema, read by the loading tests",
+    "cpu-torch2.13-ddp-collective-sizes": "a CPU rank's profile traces trimmed to its collectives, read by test_collectives",
+}
 # Archives holding several captures side by side: the folders to report.
 SEVERAL = {"cpu-torch2.13-two-ranks": ("compile-nproc", "torchrun-shared")}
 CAPTURES = sorted(
