@@ -5,8 +5,8 @@
 # too). Only where no torch is importable at all is the CPU build torch==2.13.0+cpu installed, from
 # PyTorch's CPU wheel index, so pip never pulls the CUDA build (and its ~20 CUDA packages) from PyPI
 # onto a machine that has no GPU. Where that index cannot be reached (checked first, in a few seconds),
-# the same pin is installed from pip's configured sources (a local wheel, a mirror), and failing that
-# torch==2.13.0 from them, which on PyPI is the CUDA build.
+# the same pin is installed from pip's configured sources (a local wheel, a mirror); failing that, only a
+# machine with an NVIDIA GPU (nvidia-smi) gets torch==2.13.0 from them, and any other stops with a one-line error.
 # `make test` also installs the real-model corpus's libraries (the `real` extra: transformers, pinned)
 # with every package already installed held at its version (a constraints file from `pip freeze`).
 # `make test` runs two jobs side by side: the whole suite on the environment above, and the parsers, the golden pages
@@ -104,7 +104,7 @@ CPU_PIN := torch==$(TORCH_VERSION)+cpu triton==$(TRITON_VERSION)
 
 # An existing torch is never replaced. Without one: the CPU build from PyTorch's CPU index when it answers
 # within TORCH_PROBE_TIMEOUT seconds (pip's own index stays the main one, for triton and torch's dependencies), else
-# the same pin from pip's configured sources, else torch==$(TORCH_VERSION) from them (warned: CUDA on PyPI).
+# the same pin from pip's configured sources, else (with a GPU only) torch==$(TORCH_VERSION) from them.
 $(STAMP)/torch: | $(PY)
 	@mkdir -p $(STAMP)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
@@ -116,8 +116,13 @@ $(STAMP)/torch: | $(PY)
 	else \
 		echo "no torch found and $(TORCH_CPU_INDEX) unreachable: installing $(CPU_PIN) from pip's configured sources"; \
 		$(PIP) $(CPU_PIN) || { \
-			echo "warning: no $(CPU_PIN) there; installing torch==$(TORCH_VERSION) (on PyPI, the CUDA build)"; \
-			$(PIP) torch==$(TORCH_VERSION) triton==$(TRITON_VERSION); }; \
+			if command -v nvidia-smi >/dev/null 2>&1; then \
+				echo "no $(CPU_PIN) there; this machine has an NVIDIA GPU: installing torch==$(TORCH_VERSION)"; \
+				$(PIP) torch==$(TORCH_VERSION) triton==$(TRITON_VERSION); \
+			else \
+				echo "error: could not install $(CPU_PIN) (free disk where pip writes: $$(df -h --output=avail /tmp | tail -1 | tr -d ' ')); on a machine without a GPU the CUDA build is never installed: install a CPU torch yourself (pip install torch --index-url $(TORCH_CPU_INDEX)) and run make again" >&2; \
+				exit 1; \
+			fi; }; \
 	fi
 	@touch $@
 

@@ -16,6 +16,7 @@ import tempfile
 # the CLI run as a process) get it removed again unless they need it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import atexit
 import contextlib
 import datetime as dt
 import io
@@ -71,8 +72,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # The report's own caches (Graphviz layouts, hand-written autotuning) go to a folder of this test session,
-# never the user's: tests stay independent of what earlier runs left, and leave nothing behind.
-os.environ["INDUCTOR_LENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-lens-test-cache-")
+# never the user's: tests stay independent of what earlier runs left, and leave nothing behind (the folder
+# goes when this process exits; each xdist worker has its own).
+_TEST_CACHE_DIR = tempfile.mkdtemp(prefix="inductor-lens-test-cache-")
+os.environ["INDUCTOR_LENS_CACHE_DIR"] = _TEST_CACHE_DIR
+atexit.register(shutil.rmtree, _TEST_CACHE_DIR, ignore_errors=True)
 
 
 def require_graphviz() -> None:
