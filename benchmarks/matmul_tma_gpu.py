@@ -39,16 +39,7 @@ SHAPES = {"GPT-2 c_attn": (4096, 2304, 768), "ViT-S/16 qkv": (12608, 1152, 384)}
 
 
 def launch(config: triton.Config, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, c: torch.Tensor) -> None:
-    (M, K), N = a.shape, b.shape[1]
-    sms = library.sm_count(a.device.index or 0)
-    kw = config.kwargs
-    tiles = triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"])
-    library.matmul_kernel[(min(sms, tiles),)](
-        a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        HAS_BIAS=True, ACTIVATION="none", INPUT_PRECISION="ieee", EVEN_K=K % kw["BLOCK_K"] == 0,
-        INT64_OFFSETS=False, B_K_CONTIGUOUS=b.stride(0) == 1, NUM_SMS=sms, **kw,
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )  # fmt: skip
+    library.matmul_with(config, a, b, bias, out=c)
 
 
 def main() -> int:
@@ -57,7 +48,6 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=100)
     args = parser.parse_args()
     started = time.time()
-    triton.set_allocator(library._descriptor_scratch)
     out: dict[str, Any] = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                            "triton": triton.__version__, "shapes": []}  # fmt: skip
     for label, (M, N, K) in SHAPES.items():

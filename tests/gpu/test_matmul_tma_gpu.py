@@ -19,12 +19,10 @@ torch = pytest.importorskip("torch")
 # Every configuration on bf16 with nn.Linear's transposed weight; one on a row-major b and one in fp16. 1000 rows
 # and columns leave partial edge tiles and K=392 a partial K block, which the descriptors zero-fill.
 _EVERY_CONFIG = """
-import json, torch, triton
+import json, torch
 import torch.nn.functional as F
 from inductor_lens.worker.handwritten.kernels import matmul as mm
-triton.set_allocator(mm._descriptor_scratch)
 M, N, K = 1000, 1000, 392
-sms = mm.sm_count(0)
 errors = {}
 for dtype, k_contiguous, configs in ((torch.bfloat16, True, mm.TMA_CONFIGS), (torch.bfloat16, False, mm.TMA_CONFIGS[:1]),
                                      (torch.float16, True, mm.TMA_CONFIGS[:1])):
@@ -39,12 +37,7 @@ for dtype, k_contiguous, configs in ((torch.bfloat16, True, mm.TMA_CONFIGS), (to
     for config in configs:
         kw = config.kwargs
         c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
-        tiles = triton.cdiv(M, kw["BLOCK_M"]) * triton.cdiv(N, kw["BLOCK_N"])
-        mm.matmul_kernel[(min(sms, tiles),)](
-            a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-            HAS_BIAS=True, ACTIVATION="gelu", INPUT_PRECISION="ieee", EVEN_K=K % kw["BLOCK_K"] == 0,
-            INT64_OFFSETS=False, B_K_CONTIGUOUS=k_contiguous, NUM_SMS=sms, **kw,
-            num_warps=config.num_warps, num_stages=config.num_stages)
+        mm.matmul_with(config, a, b, bias, "gelu", out=c)
         name = f"{dtype} k_contiguous={k_contiguous} {kw} warps={config.num_warps} stages={config.num_stages}"
         errors[name] = float((c.float() - expected).abs().max() / expected.abs().max())
 print(json.dumps(errors))

@@ -110,7 +110,7 @@ def test_persistent_tma_form_agrees_with_torch(
     import torch
     import triton
 
-    from inductor_lens.worker.handwritten.kernels.matmul import _reference, matmul_kernel
+    from inductor_lens.worker.handwritten.kernels.matmul import _config, _reference, matmul_with
 
     M, N, K = shape
     g = torch.Generator().manual_seed(0)
@@ -121,12 +121,9 @@ def test_persistent_tma_form_agrees_with_torch(
     c = torch.full((M, N), float("nan"), dtype=torch.float16)
     programs = 3
     assert triton.cdiv(M, 16) * triton.cdiv(N, 16) > programs
-    matmul_kernel[(programs,)](
-        a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        HAS_BIAS=True, ACTIVATION=activation, INPUT_PRECISION="ieee", BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
-        GROUP_M=2, EVEN_K=K % 16 == 0, INT64_OFFSETS=False, TMA_PERSISTENT=True, B_K_CONTIGUOUS=k_contiguous_b,
-        NUM_SMS=programs,
-    )  # fmt: skip
+    config = _config(16, 16, 16, 3, 4, TMA_PERSISTENT=True)
+    config.kwargs["GROUP_M"] = 2
+    matmul_with(config, a, b, bias, activation, out=c, num_sms=programs)
     expected = _reference(activation)(a.float(), b.float(), bias.float())
     torch.testing.assert_close(c.float(), expected, atol=2e-3, rtol=2e-3)
 

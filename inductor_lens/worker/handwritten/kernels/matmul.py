@@ -319,20 +319,56 @@ def matmul(
 ) -> torch.Tensor:  # fmt: skip
     """``activation(a @ b + bias)`` for a[M, K], b[K, N], bias[N] (any strides); c[M, N] in a's dtype.
     float32 products follow torch's matmul flag unless ``input_precision`` says ("tf32", "ieee")."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    (M, K), (b_rows, N) = a.shape, b.shape
-    if b_rows != K:
-        raise ValueError(f"a is {M}x{K} but b is {b_rows}x{N}")
-    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    if M == 0 or N == 0:
+    c = _output(a, b, activation)
+    if c.numel() == 0:
         return c
     if input_precision is None:
         tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
         input_precision = "tf32" if tf32 else "ieee"
     ieee_float32 = a.dtype == torch.float32 and input_precision == "ieee"
-    if ieee_float32 and b.stride(0) == 1 and b.stride(1) != 1 and M >= PRETRANSPOSE_MIN_ROWS and not interpreting():
+    if ieee_float32 and b.stride(0) == 1 and b.stride(1) != 1 and c.shape[0] >= PRETRANSPOSE_MIN_ROWS and not interpreting():
         b = b.contiguous()
+    if interpreting():
+        _launch(triton.Config(INTERPRETER_CONFIG), a, b, c, bias, activation, input_precision, num_sms=1)
+    else:
+        num_sms = sm_count(a.device.index or 0)
+        args, switches = _arguments(a, b, c, bias, activation, input_precision, num_sms)
+        matmul_tuned[_grid(c, num_sms)](*args, **switches)
+    return c
+
+
+def matmul_with(
+    config: triton.Config, a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
+    activation: str = "none", *, input_precision: str = "ieee", out: torch.Tensor | None = None,
+    num_sms: int | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """``matmul`` with one configuration, launched directly (no search, no table, no pre-transposed b): for the
+    tests and benchmarks that check or time each configuration of the list. ``out``: c, written in place;
+    ``num_sms``: how many programs the persistent form runs (the GPU's SMs by default)."""
+    c = out if out is not None else _output(a, b, activation)
+    if num_sms is None:
+        num_sms = sm_count(a.device.index or 0) if a.device.type == "cuda" and not interpreting() else 1
+    if c.numel():
+        _launch(config, a, b, c, bias, activation, input_precision, num_sms)
+    return c
+
+
+def _output(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    (M, K), (b_rows, N) = a.shape, b.shape
+    if b_rows != K:
+        raise ValueError(f"a is {M}x{K} but b is {b_rows}x{N}")
+    return torch.empty((M, N), device=a.device, dtype=a.dtype)
+
+
+def _arguments(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, activation: str,
+    input_precision: str, num_sms: int,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """matmul_kernel's arguments and switches for c = activation(a @ b + bias); the configuration's fields and
+    the heuristics (EVEN_K, B_K_CONTIGUOUS) come from ``matmul_tuned``."""
+    (M, K), N = a.shape, b.shape[1]
     args = (
         a, b, c, bias if bias is not None else c,
         M, N, K,
@@ -343,22 +379,31 @@ def matmul(
         ACTIVATION=activation,
         INPUT_PRECISION=input_precision,
         INT64_OFFSETS=any(_largest_offset(t) >= 2**31 for t in (a, b, c)),
+        NUM_SMS=num_sms,
     )
-    if interpreting():
-        config = INTERPRETER_CONFIG
-        programs = (cdiv(M, config["BLOCK_M"]) * cdiv(N, config["BLOCK_N"]),)
-        matmul_kernel[programs](*args, **switches, **config, EVEN_K=K % config["BLOCK_K"] == 0)
-    else:
-        sms = sm_count(a.device.index or 0)
+    return args, switches
+
+
+def _grid(c: torch.Tensor, num_sms: int) -> Callable[[Mapping[str, Any]], tuple[int]]:
+    """One program per tile, or for the persistent form one per SM (fewer where there are fewer tiles)."""
+    M, N = c.shape
+
+    def grid(meta: Mapping[str, Any]) -> tuple[int]:
+        tiles = cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])
+        return (min(num_sms, tiles),) if meta.get("TMA_PERSISTENT") else (tiles,)
+
+    if c.is_cuda:
         # The persistent form's descriptors are built on the GPU, in scratch memory Triton asks this for.
         triton.set_allocator(_descriptor_scratch)
+    return grid
 
-        def grid(meta: Mapping[str, Any]) -> tuple[int]:
-            tiles = cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])
-            return (min(sms, tiles),) if meta.get("TMA_PERSISTENT") else (tiles,)
 
-        matmul_tuned[grid](*args, **switches, NUM_SMS=sms)
-    return c
+def _launch(
+    config: triton.Config, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None,
+    activation: str, input_precision: str, num_sms: int,
+) -> None:  # fmt: skip
+    args, switches = _arguments(a, b, c, bias, activation, input_precision, num_sms)
+    matmul_tuned.launch_config(config, _grid(c, num_sms), args, switches)
 
 
 def _descriptor_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
