@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .bench.profiled_step import ProfiledStep, profiled_step
+from .bench.trace_ranges import UNREADABLE
 from .parse.diagnostics import Diagnostics
 from .parse.frames import dynamo_frame, fold_restarts, graph_breaks, own_graph_breaks
 from .parse.output_code import parse_output_code
@@ -81,7 +82,7 @@ def _profiled(profile: ProfileTrace) -> ProfiledStep | None:
     trace, device = profile
     try:
         return profiled_step(Path(trace), device)
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+    except UNREADABLE:
         return None
 
 

@@ -44,6 +44,7 @@ from ..records import (
 from .attribution import Attribution, attribute
 from .roofline import extern_cost, flags, kernel_cost, place
 from .step_parts import step_parts
+from .trace_ranges import UNREADABLE
 
 __all__ = ["attach_measurements", "time_steps"]
 
@@ -57,7 +58,7 @@ def attach_measurements(run: CompileRun, capture_dir: Path, *, strict: bool = Fa
     try:
         data = read_bench_data(capture_dir / RESULT_FILE)
         return run if data is None else _attach(run, data, capture_dir)
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except UNREADABLE as exc:
         return unreadable_capture_file(run, capture_dir, exc, "measurements not read, the report has no timings", strict)
 
 
@@ -88,7 +89,7 @@ def _graph_free_attribution(trace: Path, run: CompileRun) -> Attribution | None:
     """The graph-free profile only sharpens the ties of the real one: unreadable, it is left out."""
     try:
         return attribute(trace, run.graphs, "cuda")
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+    except UNREADABLE:
         return None
 
 

@@ -22,6 +22,8 @@ from ..exchange.files import STEP_MARKS
 from ..records import GraphRecord
 
 GPU_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
+# What reading a truncated, edited or other-version measurement file or profile trace raises: its readers catch these.
+UNREADABLE = (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError)
 _CPP_PROFILE_PREFIX = re.compile(r"^graph_\d+_")
 
 
