@@ -7,8 +7,10 @@ from pathlib import Path
 import click
 
 from .. import api
+from ..capture import find_capture_dir
 from ..errors import UsageError
 from ..ranked import report_rank
+from ..report.folders import LENS_JSON
 from ..report.timing_view import profile_summary
 from .common import (
     finish_comparison,
@@ -64,6 +66,10 @@ def report_command(
     """Build the report from FOLDER: a torch_compile_debug tree (e.g. copied from a GPU machine), a report, or
     TORCH_TRACE logs alone (a folder of them, or one file): graphs rebuilt from the trace. A folder of several
     ranks' output (per-rank TORCH_TRACE logs, rank<r>/ folders) gets a report per rank and a landing page."""
+    inner = sole_input(folder)
+    if inner != folder:
+        click.echo(f"inductor-lens: {folder} holds only {inner.name}/: reading that", err=True)
+        folder = inner
     if api.is_ranked(folder):
         if profile is not None:
             raise UsageError(f"{folder} holds several ranks: --profile times the report of one capture")
@@ -84,6 +90,20 @@ def report_command(
     if profile is not None and bench is not None and bench.profile is not None:
         click.echo(f"inductor-lens: profile: {profile_summary(bench.profile, bench.device == 'cuda')}", err=True)
     finish_report(result, open_browser)
+
+
+def sole_input(folder: Path) -> Path:
+    """The folder to read for FOLDER: itself, or where it holds nothing but one capture, report, comparison or
+    job of several ranks (an archive unpacked into a folder of its own), that one. Read from the outer folder,
+    a copied capture would lose its measurements and its own run's settings (only its debug tree is found)."""
+    if not folder.is_dir() or find_capture_dir(folder) is not None or (folder / LENS_JSON).is_file():
+        return folder
+    entries = [entry for entry in folder.iterdir() if not entry.name.startswith(".")]
+    if len(entries) != 1 or not entries[0].is_dir():
+        return folder
+    child = entries[0]
+    readable = find_capture_dir(child) is not None or (child / LENS_JSON).is_file()
+    return child if readable or api.is_ranked(child) or api.is_comparison(child) else folder
 
 
 @click.command("open")

@@ -109,3 +109,23 @@ def test_copied_run_capture(unpacked: Callable[[str], Path], tmp_path: Path) -> 
     assert captured["profiled"] == raw["profiled"] != ""
     assert [c["target"] for c in captured["compile_calls"]] == [c["target"] for c in raw["compile_calls"]]
     assert captured["status"] == raw["status"] == "ok"
+
+
+def test_a_folder_holding_only_a_capture_reads_that_capture(
+    unpacked: Callable[[str], Path], tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    """An archive unpacked into a folder of its own: ``report <that folder>`` reads the one capture inside it, with
+    its measurements and settings (read from the outer folder, only the debug tree was found: an untimed report)."""
+    outer = tmp_path / "downloads"
+    outer.mkdir()
+    shutil.copytree(unpacked("h100-gpt2-fp32-default"), outer / "h100-gpt2-fp32-default")
+    result = run_cli("report", outer, "--out", tmp_path / "out")
+    assert result.code == 0, result.stderr
+    assert f"{outer} holds only h100-gpt2-fp32-default/: reading that" in result.stderr
+    run = _lens(tmp_path / "out")
+    _check_against_capture_json(run, outer / "h100-gpt2-fp32-default")
+    assert run["bench"]["step"] is not None
+    # a folder with anything else beside its one subfolder is read as it is
+    (outer / "notes.txt").write_text("x", encoding="utf-8")
+    result = run_cli("report", outer, "--out", tmp_path / "as-is")
+    assert "reading that" not in result.stderr
