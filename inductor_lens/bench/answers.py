@@ -43,10 +43,8 @@ def build_answers(run: CompileRun) -> Answers:
             f"medians: compiled {c.median_ms:,.3f} ms (p10-p90 {c.p10_ms:,.3f}-{c.p90_ms:,.3f}), eager "
             f"{e.median_ms:,.3f} ms (p10-p90 {e.p10_ms:,.3f}-{e.p90_ms:,.3f}); {c.method}"
         )
-    elif bench is not None and bench.error:
-        speedup_note = f"not measured: timing failed ({bench.error})"
     else:
-        speedup_note = "not measured (no end-to-end timing in this report)"
+        speedup_note = _unmeasured_speedup(run)
     gpu = bench is not None and bench.device.startswith("cuda")
     step = bench.step if bench is not None else None
     modules = module_times(run)
@@ -70,6 +68,21 @@ def build_answers(run: CompileRun) -> Answers:
         ),
         shares_note=shares_note(run) if step is not None else "",
     )
+
+
+def _unmeasured_speedup(run: CompileRun) -> str:
+    """Why compiled vs eager has no figure, and how to get one."""
+    bench, capture = run.bench, run.capture
+    if bench is not None and bench.error:
+        return f"not measured: timing failed ({bench.error})"
+    if capture is None:
+        return ("not measured: this report was read from debug output, the model did not run here "
+                "(inductor-lens compile MODEL.py times it against eager)")  # fmt: skip
+    if capture.status != "ok":
+        return f"not measured: the model process stopped during '{capture.phase}', before its timing"
+    if bench is None:
+        return "not measured: the capture ran without timing (--no-bench)"
+    return "not measured: a script's run times its profiled steps, not an eager run beside them"
 
 
 def attach_answers(run: CompileRun) -> CompileRun:
