@@ -1,8 +1,8 @@
 """Records, ranks (causes): where the ranks compiled differently, each against the lowest rank, each difference
 one ``Divergence`` with a title naming its cause (``TITLE_*`` in ranks.py), the ranks and what to do: a failed
 rank, other compile ids (a recompile on some ranks only), other code for the same graph, other guards, other
-cache outcomes (a hang risk), other kernels, collectives in another order or shape, graph breaks on some ranks
-only, and the stragglers (rank_stragglers.py).
+cache outcomes (a hang risk), other kernels, collectives in another order or shape (traced into the graphs, or
+issued in the profiled steps), graph breaks on some ranks only, and the stragglers (rank_stragglers.py).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from ..units import format_bytes
 from .rank_normalise import compile_of, paired
 from .rank_stragglers import stragglers
 from .ranks import (
@@ -27,6 +28,7 @@ from .ranks import (
     RankGraph,
     RankSummary,
 )
+from .timing import CollectiveTime
 
 T = TypeVar("T", bound=Hashable)
 _SHOWN = 3  # guard lines, kernel names... named per divergence before "and N more"
@@ -38,7 +40,8 @@ def divergences(summaries: Sequence[RankSummary]) -> tuple[Divergence, ...]:
         return ()
     found: list[Divergence] = []
     for check in (
-        _status, _compile_ids, _graphs, _guards, _cache, _kernels, _collectives, _breaks, stragglers
+        _status, _compile_ids, _graphs, _guards, _cache, _kernels, _collectives, _step_collectives, _breaks,
+        stragglers,
     ):  # fmt: skip
         found.extend(check(summaries))
     return tuple(found)
@@ -303,6 +306,43 @@ def _collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
         found.append(Divergence("collectives", text, tuple(ranks), details=labels, title=TITLE_COLLECTIVES,
                                 action=_COLLECTIVE_ACTION))  # fmt: skip
     return found
+
+
+def _step_collectives(summaries: Sequence[RankSummary]) -> list[Divergence]:
+    """The collectives of the profiled steps (DDP's all-reduces and FSDP2's all-gathers run in hooks, outside the
+    graphs): ops, calls and bytes per step compared with the first rank that has them; ranks without a profiled step
+    are left out. A warning, as the job ran through them: a per-step difference is a rank-dependent collective
+    (a barrier or broadcast on one rank) or a bucket of another size, the next change away from a hang."""
+    timed = [s for s in summaries if s.step_collectives]
+    if len(timed) < 2:
+        return []
+    reference = timed[0]
+    found = []
+    for _shape, ranks in _groups(timed, lambda s: _per_step(s.step_collectives))[1:]:
+        peer = next(s for s in timed if s.rank == ranks[0])
+        text = (
+            f"in the profiled steps {_ranks(ranks)} issued {_step_sequence(peer.step_collectives)} a step, rank "
+            f"{reference.rank} {_step_sequence(reference.step_collectives)}"
+        )
+        found.append(Divergence("collectives", text, tuple(ranks), title=TITLE_COLLECTIVES, action=_COLLECTIVE_ACTION))
+    return found
+
+
+def _per_step(collectives: Sequence[CollectiveTime]) -> tuple[tuple[str, float, float | None], ...]:
+    """Op, calls and bytes per step, as compared across ranks (calls to a tenth: they are means over the steps;
+    bytes to the kilobyte: the same messages give the same sum)."""
+    return tuple(sorted(
+        (c.op, round(c.calls_per_step, 1), None if c.bytes_per_step is None else round(c.bytes_per_step, -3))
+        for c in collectives
+    ))  # fmt: skip
+
+
+def _step_sequence(collectives: Sequence[CollectiveTime]) -> str:
+    """``all_reduce x2 (264.7 KB), broadcast x1 (4 B)``."""
+    return ", ".join(
+        f"{c.op} x{c.calls_per_step:g}" + (f" ({format_bytes(c.bytes_per_step)})" if c.bytes_per_step is not None else "")
+        for c in sorted(collectives, key=lambda c: c.op)
+    )
 
 
 def _sequence(labels: Sequence[str]) -> str:

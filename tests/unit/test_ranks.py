@@ -430,3 +430,26 @@ def test_a_cache_hit_whose_trace_says_no_kind_nor_tensor_is_paired_and_compared_
     )
     warm = dataclasses.replace(zero, rank=1, graphs=(served,), cache={"0/0": "AOTAutograd hit"})
     assert [d.title for d in divergences([zero, warm])] == [TITLE_CACHE]
+
+
+def test_collectives_of_the_profiled_steps_that_differ_are_named(unpacked: Callable[[str], Path]) -> None:
+    """DDP's all-reduces run in hooks, outside the graphs: the profiled steps' collectives (ops, calls and bytes per
+    step) are compared too. Rank 0's light summary of the two-rank capture, as read from its profile trace, against
+    copies of it: the same collectives never diverge, one more call a step or other bytes do, and a rank without a
+    profiled step is left out."""
+    job = unpacked(FIXTURE) / "compile-nproc"
+    zero = light_summary(0, "rank0", [str(p) for p in (job / "rank0" / "capture" / "trace").glob("*.log")],
+                         profile=(str(job / "rank0" / "capture" / "profile_trace.json"), "cpu"))  # fmt: skip
+    (all_reduce,) = zero.step_collectives
+    assert (all_reduce.op, all_reduce.calls_per_step) == ("all_reduce", 2.0)
+    same = dataclasses.replace(zero, rank=1)
+    untimed = dataclasses.replace(zero, rank=2, step_collectives=())
+    assert divergences([zero, same, untimed]) == ()
+    extra = dataclasses.replace(all_reduce, calls_per_step=3.0, bytes_per_step=396_288.0)
+    sized = dataclasses.replace(all_reduce, bytes_per_step=264_192.0)
+    ranks = [dataclasses.replace(zero, step_collectives=(sized,)), dataclasses.replace(same, step_collectives=(extra,))]
+    (found,) = divergences(ranks)
+    assert (found.aspect, found.title, found.ranks, found.severity) == ("collectives", TITLE_COLLECTIVES, (1,), "warn")
+    assert found.text == (
+        "in the profiled steps rank 1 issued all_reduce x3 (396.3 KB) a step, rank 0 all_reduce x2 (264.2 KB)"
+    )
