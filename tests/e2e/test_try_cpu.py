@@ -94,8 +94,10 @@ def test_try_two_suggestions_measured(tried: tuple[Path, CliResult]) -> None:
         assert f"{trial.step_ms:.3f}" in section or f"{trial.step_ms:,.2f}" in section, trial.step_ms
         assert f'href="{trial.report}"' in page and (out / trial.report).is_file()
     assert 'href="tries/index.html"' in page and (out / "tries" / "index.html").is_file()
-    # the terminal: one line per trial
-    assert re.search(r"tried cpp_wrapper: (faster|no gain|slower)", result.stderr), result.stderr
+    # the terminal: one line per trial (which were chosen depends on what this machine measured: on a loaded one the
+    # Python around the kernels may not be judged, and the C++ wrapper is then not suggested)
+    for trial in trials.trials:
+        assert re.search(rf"tried {trial.setting.label}: (faster|no gain|slower)", result.stderr), result.stderr
 
 
 def test_try_report_again_with_a_failing_change(tried: tuple[Path, CliResult]) -> None:
