@@ -62,7 +62,7 @@ demo: install graphviz
 # Each job prints its wall time at the end. `make test` installs both environments first, then runs the two jobs
 # side by side (most of their time is process start-up and compiles waiting on one core): the first is the whole suite
 # but MAIN_LATER, the second the newest torch's tests, then MAIN_LATER on the first environment (so neither core idles
-# while the other job finishes: about 42 minutes each in CI, against 53 for the whole suite in one job). The second
+# while the other job finishes: 43 and 39 minutes in a rehearsal, against 52-55 for the whole suite in one job). The second
 # job's output is kept in $(STAMP)/test-newest.log and printed after the first's; it fails if either fails.
 # PYTEST_ARGS go to every pytest: never a shared --basetemp (each pytest clears its own at start).
 MAIN_LATER ?= tests/e2e/test_try_cpu.py tests/e2e/test_ranks_models_cpu.py
